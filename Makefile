@@ -1,0 +1,43 @@
+# A thin layer over scripts/setup.sh and meson. Every target installs what is missing first.
+#
+#   make demo   set up, build, and run the demo on kubesim
+#   make test   set up, build (warnings are errors), and run every test, including a bounded fuzz run
+#   make bench  set up, build, and run the benchmarks
+
+BUILD ?= build
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
+MESON ?= meson
+
+.PHONY: all setup build fuzz-build test demo clean
+
+all: build
+
+setup:
+	@./scripts/setup.sh
+
+$(BUILD)/build.ninja:
+	$(MESON) setup $(BUILD) --werror
+
+$(FUZZ_BUILD)/build.ninja:
+	CXX=clang++ $(MESON) setup $(FUZZ_BUILD) --werror -Dfuzz=true -Dfuzz_seconds=$(FUZZ_SECONDS)
+
+build: setup $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+fuzz-build: setup $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD)
+
+# Both suites always run; the summary line counts every meson test result.
+test: build fuzz-build
+	@rc=0; \
+	$(MESON) test -C $(BUILD) --print-errorlogs || rc=1; \
+	$(MESON) test -C $(FUZZ_BUILD) --print-errorlogs || rc=1; \
+	./scripts/test-summary.sh $(BUILD) $(FUZZ_BUILD) || rc=1; \
+	exit $$rc
+
+demo: build
+	./scripts/demo.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,33 @@
+#pragma once
+// Small string helpers shared by the client, the simulator and the operator.
+
+#include "core/error.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spotshift {
+
+std::string_view trim(std::string_view s);
+std::vector<std::string_view> split(std::string_view s, char sep);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+
+// Percent-encodes everything outside RFC 3986's unreserved set.
+std::string url_encode(std::string_view s);
+// Decodes %XX; with plus_is_space (query strings), '+' becomes ' ' as kubectl relies on.
+Result<std::string> url_decode(std::string_view s, bool plus_is_space);
+
+// Kubernetes query booleans: true/True/TRUE/t/1 and the false forms.
+std::optional<bool> parse_bool(std::string_view s);
+std::optional<int64_t> parse_int(std::string_view s);
+
+std::string base64_encode(std::string_view data);
+Result<std::string> base64_decode(std::string_view text);
+
+// Reads a whole file; the error names the path.
+Result<std::string> read_file(const std::string& path);
+
+}  // namespace spotshift

@@ -1,0 +1,125 @@
+#pragma once
+// Decoding RapidJSON values into model types without throwing: a JsonDecoder tracks the field
+// path, records the first problem, and hands back defaults so decoding can finish cheaply.
+//
+//   JsonDecoder d("pod");
+//   { auto f = d.field("spec"); ... d.string(*spec, "nodeName") ... }
+//   if (!d.ok()) return d.take_error();   // decoding pod "ns/x": spec.nodeName: expected a string, got a number
+
+#include "core/error.hpp"
+#include "core/time.hpp"
+#include "model/labels.hpp"
+#include "model/quantity.hpp"
+#include "model/resources.hpp"
+#include "model/selector.hpp"
+
+#include <rapidjson/document.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spotshift::model {
+
+using JsonValue = rapidjson::Value;
+using JsonDocument = rapidjson::Document;
+
+// Parses text into a document; the error gives the byte offset and RapidJSON's reason.
+Result<void> parse_json(std::string_view text, JsonDocument& doc);
+
+class JsonDecoder {
+ public:
+  explicit JsonDecoder(std::string_view kind) : kind_(kind) {}
+
+  bool ok() const { return !failed_; }
+  Error take_error();
+  // Names the object in error messages once its metadata is known.
+  void name_object(std::string_view ns, std::string_view name);
+  // Records a problem at the current path. Only the first problem is kept.
+  void fail(std::string_view message);
+
+  // A path segment that lives for a scope.
+  class Scope {
+   public:
+    Scope(JsonDecoder& d, std::string_view name) : d_(d) { d_.path_.push_back({name, 0, false}); }
+    Scope(JsonDecoder& d, size_t index) : d_(d) { d_.path_.push_back({{}, index, true}); }
+    ~Scope() { d_.path_.pop_back(); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    JsonDecoder& d_;
+  };
+  Scope field(std::string_view name) { return Scope(*this, name); }
+
+  // The member, or nullptr when it is absent or null. A non-object obj is recorded as an error.
+  const JsonValue* get(const JsonValue& obj, std::string_view key);
+  // The member if it is an object (nullptr when absent or null; wrong type recorded).
+  const JsonValue* object(const JsonValue& obj, std::string_view key);
+
+  std::string_view string(const JsonValue& obj, std::string_view key);
+  std::optional<std::string_view> optional_string(const JsonValue& obj, std::string_view key);
+  int64_t integer(const JsonValue& obj, std::string_view key, int64_t fallback = 0);
+  std::optional<int64_t> optional_integer(const JsonValue& obj, std::string_view key);
+  bool boolean(const JsonValue& obj, std::string_view key, bool fallback = false);
+  std::optional<Time> time(const JsonValue& obj, std::string_view key);
+
+  // Calls f(element) for each element of an array member, with the index on the path.
+  template <class F>
+  void each(const JsonValue& obj, std::string_view key, F&& f) {
+    const JsonValue* arr = get(obj, key);
+    if (!arr) return;
+    Scope s(*this, key);
+    if (!arr->IsArray()) return wrong_type("an array", *arr);
+    for (rapidjson::SizeType i = 0; i < arr->Size() && ok(); ++i) {
+      Scope e(*this, size_t(i));
+      f((*arr)[i]);
+    }
+  }
+  // Calls f(name, value) for each member of an object member, with the name on the path.
+  template <class F>
+  void each_member(const JsonValue& obj, std::string_view key, F&& f) {
+    const JsonValue* o = get(obj, key);
+    if (!o) return;
+    Scope s(*this, key);
+    if (!o->IsObject()) return wrong_type("an object", *o);
+    for (auto it = o->MemberBegin(); it != o->MemberEnd() && ok(); ++it) {
+      std::string_view name(it->name.GetString(), it->name.GetStringLength());
+      Scope m(*this, name);
+      f(name, it->value);
+    }
+  }
+
+  // Field decoders shared by every kind.
+  Labels string_map(const JsonValue& obj, std::string_view key);
+  // A quantity given as a string or a JSON number.
+  std::optional<Quantity> quantity(const JsonValue& v);
+  // A ResourceList member: cpu in milli-units, everything else in units.
+  ResourceList resource_list(const JsonValue& obj, std::string_view key);
+  // A metav1.LabelSelector member; nothing when absent or null.
+  std::optional<LabelSelector> label_selector(const JsonValue& obj, std::string_view key);
+  // A v1.NodeSelector ({nodeSelectorTerms: [...]}) member.
+  std::optional<NodeSelector> node_selector(const JsonValue& obj, std::string_view key);
+  NodeSelectorTerm node_selector_term(const JsonValue& term);
+
+  void wrong_type(std::string_view want, const JsonValue& got);
+
+ private:
+  struct Segment {
+    std::string_view name;
+    size_t index;
+    bool is_index;
+  };
+  std::string path() const;
+
+  std::string kind_;
+  std::string object_name_;
+  std::vector<Segment> path_;
+  bool failed_ = false;
+  Error error_;
+};
+
+std::string_view json_type_name(const JsonValue& v);
+
+}  // namespace spotshift::model

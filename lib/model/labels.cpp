@@ -1,0 +1,51 @@
+#include "model/labels.hpp"
+
+#include <algorithm>
+
+namespace spotshift::model {
+
+Labels::Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> entries) {
+  for (const auto& [k, v] : entries) set(k, v);
+}
+
+void Labels::set(std::string_view key, std::string_view value) { set(InternedString(key), InternedString(value)); }
+
+void Labels::set(InternedString key, InternedString value) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                             [](const Entry& e, InternedString k) { return e.first < k; });
+  if (it != entries_.end() && it->first == key) {
+    it->second = value;
+  } else {
+    entries_.insert(it, Entry{key, value});
+  }
+}
+
+void Labels::erase(std::string_view key) {
+  std::erase_if(entries_, [&](const Entry& e) { return e.first.view() == key; });
+}
+
+std::optional<InternedString> Labels::get(InternedString key) const {
+  // Label sets are small: a linear scan comparing 8-byte handles beats a binary search.
+  for (const auto& e : entries_)
+    if (e.first == key) return e.second;
+  return std::nullopt;
+}
+
+std::optional<InternedString> Labels::get(std::string_view key) const {
+  for (const auto& e : entries_)
+    if (e.first.view() == key) return e.second;
+  return std::nullopt;
+}
+
+std::string Labels::to_string() const {
+  std::string out;
+  for (const auto& e : entries_) {
+    if (!out.empty()) out += ',';
+    out += e.first.view();
+    out += '=';
+    out += e.second.view();
+  }
+  return out;
+}
+
+}  // namespace spotshift::model

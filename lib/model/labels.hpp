@@ -1,0 +1,46 @@
+#pragma once
+// A label map: a small vector sorted by key, with interned keys and values.
+
+#include "model/intern.hpp"
+
+#include <initializer_list>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace spotshift::model {
+
+class Labels {
+ public:
+  using Entry = std::pair<InternedString, InternedString>;
+
+  Labels() = default;
+  Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> entries);
+
+  // Inserts or replaces.
+  void set(std::string_view key, std::string_view value);
+  void set(InternedString key, InternedString value);
+  void erase(std::string_view key);
+
+  // The value of key, or nothing when the label is absent (an empty value is present).
+  std::optional<InternedString> get(InternedString key) const;
+  std::optional<InternedString> get(std::string_view key) const;
+  bool has(InternedString key) const { return get(key).has_value(); }
+  bool has(std::string_view key) const { return get(key).has_value(); }
+
+  bool empty() const { return entries_.empty(); }
+  size_t size() const { return entries_.size(); }
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+  size_t heap_bytes() const { return entries_.capacity() * sizeof(Entry); }
+
+  // "a=b,c=d" in key order.
+  std::string to_string() const;
+
+  bool operator==(const Labels&) const = default;
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+}  // namespace spotshift::model

@@ -1,0 +1,43 @@
+#pragma once
+// A compact Node: what scheduling and planning read, nothing else.
+
+#include "model/meta.hpp"
+#include "model/resources.hpp"
+#include "model/taints.hpp"
+
+#include <vector>
+
+namespace spotshift::model {
+
+struct NodeConditions {
+  ConditionStatus ready = ConditionStatus::kAbsent;
+  ConditionStatus memory_pressure = ConditionStatus::kAbsent;
+  ConditionStatus disk_pressure = ConditionStatus::kAbsent;
+  ConditionStatus pid_pressure = ConditionStatus::kAbsent;
+  ConditionStatus network_unavailable = ConditionStatus::kAbsent;
+  bool operator==(const NodeConditions&) const = default;
+};
+
+struct Node {
+  ObjectMeta meta;
+  bool unschedulable = false;
+  std::vector<Taint> taints;
+  ResourceList allocatable;
+  NodeConditions conditions;
+
+  const std::string& name() const { return meta.name; }
+  bool ready() const { return conditions.ready == ConditionStatus::kTrue; }
+  // Ready, and no pressure or network condition set.
+  bool healthy() const;
+  bool has_taint(std::string_view key, TaintEffect effect) const;
+
+  // Equal in everything the operator reads. Heartbeats only change condition timestamps and the
+  // resourceVersion, so they compare equal here and never trigger replanning.
+  bool same_content(const Node& other) const;
+  bool operator==(const Node&) const = default;
+  size_t memory_bytes() const;
+};
+
+Result<Node> decode_node(const JsonValue& v);
+
+}  // namespace spotshift::model

@@ -1,0 +1,44 @@
+#pragma once
+// A compact policy/v1 PodDisruptionBudget.
+
+#include "model/meta.hpp"
+#include "model/pod.hpp"
+#include "model/selector.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spotshift::model {
+
+struct PodDisruptionBudgetStatus {
+  int64_t observed_generation = 0;
+  int32_t disruptions_allowed = 0;
+  int32_t current_healthy = 0;
+  int32_t desired_healthy = 0;
+  int32_t expected_pods = 0;
+  std::vector<std::string> disrupted_pods;  // names in disruptedPods
+  bool operator==(const PodDisruptionBudgetStatus&) const = default;
+};
+
+struct PodDisruptionBudget {
+  ObjectMeta meta;
+  std::optional<LabelSelector> selector;
+  std::optional<IntOrString> min_available;
+  std::optional<IntOrString> max_unavailable;
+  bool always_allow_unhealthy = false;  // unhealthyPodEvictionPolicy: AlwaysAllow
+  PodDisruptionBudgetStatus status;
+
+  // Same namespace and a non-empty selector that matches: an absent or empty selector matches
+  // nothing, exactly as the eviction subresource decides.
+  bool matches(const Pod& pod) const;
+  // The status is current: the disruption controller has seen this generation.
+  bool status_current() const { return status.observed_generation >= meta.generation; }
+
+  bool same_content(const PodDisruptionBudget& other) const;
+  bool operator==(const PodDisruptionBudget&) const = default;
+};
+
+Result<PodDisruptionBudget> decode_pdb(const JsonValue& v);
+
+}  // namespace spotshift::model

@@ -1,0 +1,67 @@
+#pragma once
+// A ResourceList as the scheduler reads it: cpu in milli-units, everything else in whole units
+// (bytes for memory, storage and hugepages; counts for pods and extended resources).
+
+#include "model/intern.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace spotshift::model {
+
+inline constexpr std::string_view kResourceCpu = "cpu";
+inline constexpr std::string_view kResourceMemory = "memory";
+inline constexpr std::string_view kResourceEphemeralStorage = "ephemeral-storage";
+inline constexpr std::string_view kResourcePods = "pods";
+
+class ResourceList {
+ public:
+  int64_t cpu_milli = 0;
+  int64_t memory = 0;
+  int64_t ephemeral_storage = 0;
+  int64_t pods = 0;
+
+  // hugepages-*, and extended resources such as nvidia.com/gpu; sorted by name, no zero entries
+  // are required but they may appear.
+  using Scalar = std::pair<InternedString, int64_t>;
+
+  // The value of a resource by its Kubernetes name ("cpu" in milli-units).
+  int64_t get(std::string_view name) const;
+  void set(std::string_view name, int64_t value);
+  const std::vector<Scalar>& scalars() const { return scalars_; }
+
+  void add(const ResourceList& other);
+  void subtract(const ResourceList& other);
+  // Per resource: this = max(this, other).
+  void max_with(const ResourceList& other);
+  bool is_zero() const;
+
+  // Calls f(name, value) for cpu, memory, ephemeral-storage, pods (when non-zero) and each scalar.
+  template <class F>
+  void for_each(F&& f) const {
+    if (cpu_milli) f(kResourceCpu, cpu_milli);
+    if (memory) f(kResourceMemory, memory);
+    if (ephemeral_storage) f(kResourceEphemeralStorage, ephemeral_storage);
+    if (pods) f(kResourcePods, pods);
+    for (const auto& [name, value] : scalars_)
+      if (value) f(name.view(), value);
+  }
+
+  size_t heap_bytes() const { return scalars_.capacity() * sizeof(Scalar); }
+  // "cpu=500m,memory=128Mi" style summary for logs and explanations.
+  std::string to_string() const;
+
+  bool operator==(const ResourceList&) const = default;
+
+ private:
+  int64_t* scalar_slot(std::string_view name);
+  std::vector<Scalar> scalars_;
+};
+
+// Whether a name is a resource the scheduler accounts for beyond the four fixed ones.
+bool is_scalar_resource_name(std::string_view name);
+
+}  // namespace spotshift::model

@@ -1,0 +1,249 @@
+#include "core/strings.hpp"
+#include "model/lease.hpp"
+#include "model/node.hpp"
+#include "model/pdb.hpp"
+#include "model/pod.hpp"
+
+#include "support/catch.hpp"
+
+#include <string>
+
+using namespace spotshift;
+using namespace spotshift::model;
+
+namespace {
+
+std::string fixture(const std::string& name) { return read_file(std::string(TESTDATA_DIR "/") + name).value(); }
+
+template <class Decode>
+auto decode_text(const std::string& text, Decode decode) -> decltype(decode(std::declval<const JsonValue&>())) {
+  JsonDocument doc;
+  if (auto r = parse_json(text, doc); !r) return r.error();
+  return decode(doc);
+}
+
+Result<Pod> pod_from(const std::string& text) { return decode_text(text, decode_pod); }
+Result<Node> node_from(const std::string& text) { return decode_text(text, decode_node); }
+
+}  // namespace
+
+TEST_CASE("a node decodes labels, taints, allocatable and conditions", "[decode]") {
+  auto n = node_from(fixture("node.json"));
+  REQUIRE(n);
+  CHECK(n->name() == "spot-a");
+  CHECK(n->meta.uid == "6f1c2a5e-7d0c-4c55-9c51-7a8e9a1b2c3d");
+  CHECK(n->meta.resource_version == "1042");
+  CHECK(n->meta.labels.get("karpenter.sh/capacity-type")->view() == "spot");
+  CHECK(n->meta.labels.has("node-role.kubernetes.io/spot-worker"));
+  CHECK(n->unschedulable);
+  REQUIRE(n->taints.size() == 2);
+  CHECK(n->taints[0].to_string() == "dedicated=batch:PreferNoSchedule");
+  CHECK(n->has_taint("node.kubernetes.io/unschedulable", TaintEffect::kNoSchedule));
+  CHECK(n->allocatable.cpu_milli == 3920);
+  CHECK(n->allocatable.memory == 15629472LL * 1024);
+  CHECK(n->allocatable.pods == 110);
+  CHECK(n->allocatable.ephemeral_storage == 95491281146LL);
+  CHECK(n->allocatable.get("nvidia.com/gpu") == 1);
+  CHECK(n->ready());
+  CHECK(n->healthy());
+  CHECK(n->conditions.network_unavailable == ConditionStatus::kAbsent);
+}
+
+TEST_CASE("a heartbeat-only node change compares equal in content", "[decode]") {
+  std::string text = fixture("node.json");
+  auto a = node_from(text);
+  std::string beat = text;
+  beat.replace(beat.find("\"1042\""), 6, "\"1043\"");
+  for (size_t pos; (pos = beat.find("\"lastHeartbeatTime\":\"2025-01-02T03:04:05Z\"")) != std::string::npos;)
+    beat.replace(pos, 42, "\"lastHeartbeatTime\":\"2025-01-02T03:09:05Z\"");
+  auto b = node_from(beat);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK_FALSE(*a == *b);
+  CHECK(a->same_content(*b));
+  std::string retaint = text;
+  retaint.replace(retaint.find("\"batch\""), 7, "\"other\"");
+  CHECK_FALSE(a->same_content(*node_from(retaint)));
+}
+
+TEST_CASE("a pod decodes its effective request with init containers, sidecars and overhead", "[decode]") {
+  auto p = pod_from(fixture("pod.json"));
+  REQUIRE(p);
+  // containers: app 500m/256Mi (+gpu 1 from its limit), log 250m from its limit -> 750m/256Mi.
+  // sidecar proxy 100m/32Mi runs alongside -> 850m/288Mi. Init peak: migrate 2 cpu/64Mi.
+  // max -> 2000m/288Mi, plus 10m overhead.
+  CHECK(p->requests.cpu_milli == 2010);
+  CHECK(p->requests.memory == 288LL * 1024 * 1024);
+  CHECK(p->requests.get("nvidia.com/gpu") == 1);
+  CHECK_FALSE(p->best_effort);
+}
+
+TEST_CASE("a pod decodes metadata, owner, scheduling constraints and status", "[decode]") {
+  auto p = pod_from(fixture("pod.json"));
+  REQUIRE(p);
+  CHECK(p->key() == "shop/web-7d9f8c-abcde");
+  CHECK(p->node_name.view() == "ondemand-1");
+  REQUIRE(p->controller);
+  CHECK(p->controller->kind.view() == "ReplicaSet");
+  CHECK(p->controller->name.view() == "web-7d9f8c");
+  CHECK(p->owned_by("ReplicaSet"));
+  CHECK(p->priority == 1000);
+  CHECK(p->termination_grace_period_seconds == 45);
+  CHECK(p->safe_to_evict == true);
+  CHECK_FALSE(p->mirror);
+  CHECK(p->node_selector.get("kubernetes.io/os")->view() == "linux");
+
+  REQUIRE(p->host_ports.size() == 3);
+  CHECK(p->host_ports[0].port == 80);
+  CHECK(p->host_ports[1].protocol == Protocol::kUDP);
+  CHECK(p->host_ports[1].host_ip.view() == "10.0.0.1");
+  CHECK(p->host_ports[2].port == 15001);  // the sidecar's port counts
+
+  REQUIRE(p->tolerations.size() == 3);
+  CHECK(p->tolerations[0].toleration_seconds == 300);
+  CHECK(p->tolerations[1].op == TolerationOp::kEqual);
+  CHECK(p->tolerations[2].key.empty());
+  CHECK(p->tolerations[2].op == TolerationOp::kExists);
+
+  REQUIRE(p->affinity);
+  REQUIRE(p->affinity->node_required);
+  CHECK(p->affinity->node_required->terms.size() == 1);
+  REQUIRE(p->affinity->node_preferred.size() == 1);
+  CHECK(p->affinity->node_preferred[0].weight == 50);
+  REQUIRE(p->affinity->pod_anti_affinity_required.size() == 1);
+  const auto& anti = p->affinity->pod_anti_affinity_required[0];
+  CHECK(anti.selector.to_string() == "app=web,pod-template-hash in (7d9f8c)");
+  CHECK(anti.topology_key.view() == "kubernetes.io/hostname");
+  REQUIRE(p->affinity->pod_anti_affinity_preferred.size() == 1);
+  CHECK(p->affinity->pod_anti_affinity_preferred[0].term.namespaces.size() == 2);
+
+  REQUIRE(p->topology_spread.size() == 2);
+  CHECK(p->topology_spread[0].min_domains == 3);
+  CHECK(p->topology_spread[0].honor_node_taints);
+  CHECK(p->topology_spread[0].selector.to_string() == "app=web,pod-template-hash in (7d9f8c)");
+  CHECK_FALSE(p->topology_spread[1].do_not_schedule);
+
+  CHECK(p->has_empty_dir);
+  CHECK_FALSE(p->has_host_path);
+  REQUIRE(p->pvc_claims.size() == 2);
+  CHECK(p->pvc_claims[1].view() == "web-7d9f8c-abcde-scratch");
+
+  CHECK(p->phase == PodPhase::kRunning);
+  CHECK(p->ready);
+  CHECK(p->scheduled == ConditionStatus::kTrue);
+  CHECK_FALSE(p->unschedulable);
+}
+
+TEST_CASE("pod annotations and conditions set the drain-relevant flags", "[decode]") {
+  auto p = pod_from(R"({"metadata":{"name":"m","namespace":"kube-system","annotations":{
+      "kubernetes.io/config.mirror":"abc","karpenter.sh/do-not-disrupt":"true","spotshift.io/do-not-move":"true",
+      "cluster-autoscaler.kubernetes.io/safe-to-evict":"false"},"deletionTimestamp":"2025-01-02T03:04:05Z",
+      "deletionGracePeriodSeconds":30},
+    "spec":{"containers":[{"name":"c"}]},
+    "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}})");
+  REQUIRE(p);
+  CHECK(p->mirror);
+  CHECK(p->do_not_disrupt);
+  CHECK(p->do_not_move);
+  CHECK(p->safe_to_evict == false);
+  CHECK(p->terminating());
+  CHECK(p->deletion_grace_period_seconds == 30);
+  CHECK(p->best_effort);
+  CHECK(p->unschedulable);
+  CHECK(p->scheduled == ConditionStatus::kFalse);
+  CHECK_FALSE(p->controller);
+}
+
+TEST_CASE("a PodDisruptionBudget decodes its spec and status", "[decode]") {
+  auto b = decode_text(fixture("pdb.json"), decode_pdb);
+  REQUIRE(b);
+  CHECK(b->meta.key() == "shop/web-pdb");
+  REQUIRE(b->min_available);
+  CHECK(b->min_available->is_percent);
+  CHECK(b->min_available->value == 50);
+  CHECK(b->min_available->scaled(3, true) == 2);
+  CHECK_FALSE(b->max_unavailable);
+  CHECK(b->always_allow_unhealthy);
+  CHECK(b->status.disruptions_allowed == 1);
+  CHECK(b->status.expected_pods == 3);
+  CHECK(b->status.disrupted_pods == std::vector<std::string>{"web-7d9f8c-zzzzz"});
+  CHECK(b->status_current());
+  auto p = pod_from(fixture("pod.json"));
+  CHECK(b->matches(*p));
+  PodDisruptionBudget no_selector = *b;
+  no_selector.selector.reset();
+  CHECK_FALSE(no_selector.matches(*p));
+  PodDisruptionBudget empty_selector = *b;
+  empty_selector.selector = LabelSelector{};
+  CHECK_FALSE(empty_selector.matches(*p));  // an empty selector matches nothing, as eviction decides
+}
+
+TEST_CASE("a Lease decodes and encodes back to the same object", "[decode]") {
+  auto l = decode_text(fixture("lease.json"), decode_lease);
+  REQUIRE(l);
+  CHECK(l->spec.holder_identity == "host-1_5f0c");
+  CHECK(l->spec.lease_duration_seconds == 15);
+  CHECK(l->spec.lease_transitions == 2);
+  CHECK(format_micro_time(*l->spec.renew_time) == "2025-01-01T00:00:14.200000Z");
+  auto again = decode_text(encode_lease(*l), decode_lease);
+  REQUIRE(again);
+  CHECK(again->spec == l->spec);
+  CHECK(again->meta.resource_version == "812");
+}
+
+TEST_CASE("malformed objects give an error naming the field path", "[malformed]") {
+  struct Bad {
+    const char* json;
+    const char* message;
+  };
+  const Bad pods[] = {
+      {"[]", "decoding pod: expected an object, got an array"},
+      {"{}", "decoding pod: metadata is missing"},
+      {R"({"metadata":{"namespace":"n"}})", "decoding pod: metadata.name is empty"},
+      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"containers":[{"resources":{"requests":{"cpu":"abc"}}}]}})",
+       "decoding pod \"n/x\": spec.containers[0].resources.requests.cpu: quantity \"abc\": quantities must match"},
+      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"nodeName":5}})",
+       "decoding pod \"n/x\": spec.nodeName: expected a string, got a number"},
+      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"tolerations":{}}})",
+       "decoding pod \"n/x\": spec.tolerations: expected an array, got an object"},
+      {R"({"metadata":{"name":"x","namespace":"n","labels":{"app":1}}})",
+       "decoding pod \"n/x\": metadata.labels.app: expected a string, got a number"},
+      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"priority":1.5}})",
+       "decoding pod \"n/x\": spec.priority: expected an integer"},
+      {R"({"metadata":{"name":"x","namespace":"n","creationTimestamp":"yesterday"}})",
+       "decoding pod \"n/x\": metadata.creationTimestamp: invalid time \"yesterday\""},
+      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"tolerations":[{"key":"k","operator":"Maybe"}]}})",
+       "decoding pod \"n/x\": spec.tolerations[0].operator: unknown toleration operator \"Maybe\""},
+      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"containers":[{"resources":{"limits":{"memory":true}}}]}})",
+       "decoding pod \"n/x\": spec.containers[0].resources.limits.memory: expected a quantity"},
+      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"-bad":"x"}}}]}}}})",
+       "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchLabels.-bad"},
+      {R"({"metadata":"x"})", "decoding pod: metadata: expected an object, got a string"},
+  };
+  for (const auto& c : pods) {
+    INFO(c.json);
+    auto p = pod_from(c.json);
+    REQUIRE_FALSE(p);
+    CHECK(p.error().kind == ErrorKind::kDecode);
+    CHECK_THAT(p.error().message, Catch::Contains(c.message));
+  }
+
+  auto bad_json = pod_from(R"({"metadata": {"name": "x",)");
+  REQUIRE_FALSE(bad_json);
+  CHECK_THAT(bad_json.error().message, Catch::StartsWith("invalid JSON at offset"));
+
+  auto bad_taint = node_from(R"({"metadata":{"name":"n"},"spec":{"taints":[{"key":"k","effect":"Sometimes"}]}})");
+  REQUIRE_FALSE(bad_taint);
+  CHECK(bad_taint.error().message ==
+        "decoding node \"n\": spec.taints[0].effect: unknown taint effect \"Sometimes\": want NoSchedule, "
+        "PreferNoSchedule or NoExecute");
+
+  auto bad_pdb = decode_text(R"({"metadata":{"name":"b","namespace":"n"},"spec":{"minAvailable":"abc%"}})", decode_pdb);
+  REQUIRE_FALSE(bad_pdb);
+  CHECK_THAT(bad_pdb.error().message, Catch::Contains("spec.minAvailable: invalid value \"abc%\""));
+  auto big_pct = decode_text(R"({"metadata":{"name":"b","namespace":"n"},"spec":{"maxUnavailable":"150%"}})", decode_pdb);
+  REQUIRE_FALSE(big_pct);
+  auto bad_lease = decode_text(R"({"metadata":{"name":"l"},"spec":{"leaseDurationSeconds":"15"}})", decode_lease);
+  REQUIRE_FALSE(bad_lease);
+  CHECK_THAT(bad_lease.error().message, Catch::Contains("spec.leaseDurationSeconds: expected an integer, got a string"));
+}
