@@ -69,7 +69,7 @@ const JsonValue* JsonDecoder::get(const JsonValue& obj, std::string_view key) {
     wrong_type("an object", obj);
     return nullptr;
   }
-  auto it = obj.FindMember(rapidjson::StringRef(key.data(), key.size()));
+  auto it = obj.FindMember(json_key(key));
   if (it == obj.MemberEnd() || it->value.IsNull()) return nullptr;
   return &it->value;
 }

@@ -25,6 +25,12 @@ namespace spotshift::model {
 using JsonValue = rapidjson::Value;
 using JsonDocument = rapidjson::Document;
 
+// A member name for lookups. It must be a Value: a bare StringRef converts to const char* and
+// RapidJSON would then measure the key with strlen, ignoring the view's length.
+inline JsonValue json_key(std::string_view s) {
+  return JsonValue(rapidjson::StringRef(s.empty() ? "" : s.data(), s.size()));
+}
+
 // Parses text into a document; the error gives the byte offset and RapidJSON's reason.
 Result<void> parse_json(std::string_view text, JsonDocument& doc);
 

@@ -49,7 +49,7 @@ ResourceList container_requests(JsonDecoder& d, const JsonValue& c, bool& any_cp
   const JsonValue* requests = d.object(*res, "requests");
   d.each_member(*res, "limits", [&](std::string_view name, const JsonValue& v) {
     if (name == kResourceCpu || name == kResourceMemory) any_cpu_or_memory = true;
-    if (requests && requests->HasMember(rapidjson::StringRef(name.data(), name.size()))) return;
+    if (requests && requests->HasMember(json_key(name))) return;
     if (auto q = d.quantity(v)) req.set(name, name == kResourceCpu ? q->milli_value() : q->value());
   });
   if (requests) {

@@ -247,3 +247,15 @@ TEST_CASE("malformed objects give an error naming the field path", "[malformed]"
   REQUIRE_FALSE(bad_lease);
   CHECK_THAT(bad_lease.error().message, Catch::Contains("spec.leaseDurationSeconds: expected an integer, got a string"));
 }
+
+TEST_CASE("member lookups honour the key's length, not a NUL terminator", "[decode]") {
+  // Regression: RapidJSON's StringRef converts to const char*, which made lookups of a key taken
+  // from the middle of a larger string (a JSONPath, a field selector) use strlen and miss.
+  JsonDocument doc;
+  REQUIRE(parse_json(R"({"spec":{"size":5}})", doc));
+  std::string_view path = "spec.size";
+  JsonDecoder d("test");
+  const JsonValue* spec = d.get(doc, path.substr(0, 4));
+  REQUIRE(spec);
+  CHECK(d.integer(*spec, path.substr(5)) == 5);
+}

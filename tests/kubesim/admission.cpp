@@ -1,0 +1,278 @@
+// Per-kind defaults and validation: what the real apiserver's strategies and admission plugins
+// do on create and update, for the kinds the simulator serves.
+
+#include "cluster.hpp"
+#include "schema.hpp"
+
+#include "model/quantity.hpp"
+
+#include <fmt/format.h>
+
+namespace spotshift::kubesim {
+
+namespace {
+
+bool has_toleration(const Value& tolerations, std::string_view key, std::string_view effect) {
+  for (const auto& t : tolerations.GetArray())
+    if (get_str(t, {"key"}) == key && (get_str(t, {"effect"}).empty() || get_str(t, {"effect"}) == effect)) return true;
+  return false;
+}
+
+// DefaultTolerationSeconds admission: 300 s for not-ready and unreachable NoExecute taints.
+void default_tolerations(Value& spec, Alloc& a) {
+  Value& tols = ensure_array(spec, "tolerations", a);
+  for (const char* key : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"}) {
+    if (has_toleration(tols, key, "NoExecute")) continue;
+    Value t(rapidjson::kObjectType);
+    set_str(t, "key", key, a);
+    set_str(t, "operator", "Exists", a);
+    set_str(t, "effect", "NoExecute", a);
+    set_int(t, "tolerationSeconds", 300, a);
+    tols.PushBack(t, a);
+  }
+}
+
+// A resource with a limit but no request is requested at its limit.
+void default_requests(Value& spec, Alloc& a) {
+  for (const char* list : {"containers", "initContainers"}) {
+    Value* cs = get_mut(spec, list);
+    if (!cs || !cs->IsArray()) continue;
+    for (auto& c : cs->GetArray()) {
+      Value* res = get_mut(c, "resources");
+      if (!res || !res->IsObject()) continue;
+      const Value* limits = field(*res, "limits");
+      if (!limits || !limits->IsObject()) continue;
+      Value& requests = ensure_object(*res, "requests", a);
+      for (auto it = limits->MemberBegin(); it != limits->MemberEnd(); ++it)
+        if (!requests.HasMember(it->name)) requests.AddMember(copy_of(it->name, a), copy_of(it->value, a), a);
+    }
+  }
+}
+
+std::string qos_class(const Value& spec) {
+  bool any = false, guaranteed = true;
+  const Value* cs = field(spec, "containers");
+  if (!cs || !cs->IsArray()) return "BestEffort";
+  for (const auto& c : cs->GetArray()) {
+    for (const char* r : {"cpu", "memory"}) {
+      std::string_view req = get_str(c, {"resources", "requests", r});
+      std::string_view lim = get_str(c, {"resources", "limits", r});
+      if (!req.empty() || !lim.empty()) any = true;
+      if (lim.empty() || (req != lim && !req.empty())) guaranteed = false;
+    }
+  }
+  if (!any) return "BestEffort";
+  return guaranteed ? "Guaranteed" : "Burstable";
+}
+
+// The spec with the fields an update may change removed, for the immutability check.
+void strip_mutable_pod_fields(Value& spec) {
+  drop_field(spec, "activeDeadlineSeconds");
+  drop_field(spec, "tolerations");
+  drop_field(spec, "terminationGracePeriodSeconds");
+  for (const char* list : {"containers", "initContainers"})
+    if (Value* cs = get_mut(spec, list); cs && cs->IsArray())
+      for (auto& c : cs->GetArray()) drop_field(c, "image");
+}
+
+Result<void> check_quantities(const ResourceType& rt, std::string_view name, const Value& spec) {
+  std::vector<StatusCause> causes;
+  for (const char* list : {"containers", "initContainers"}) {
+    const Value* cs = field(spec, list);
+    if (!cs || !cs->IsArray()) continue;
+    for (rapidjson::SizeType i = 0; i < cs->Size(); ++i) {
+      for (const char* kind : {"requests", "limits"}) {
+        const Value* rl = get_path((*cs)[i], {"resources", kind});
+        if (!rl || !rl->IsObject()) continue;
+        for (auto it = rl->MemberBegin(); it != rl->MemberEnd(); ++it) {
+          std::string text = it->value.IsString() ? it->value.GetString() : to_json(it->value);
+          if (auto q = model::Quantity::parse(text); !q)
+            causes.push_back({"FieldValueInvalid", fmt::format("spec.{}[{}].resources.{}[{}]", list, i, kind, it->name.GetString()),
+                              fmt::format("Invalid value: \"{}\": {}", text, q.error().message)});
+        }
+      }
+    }
+  }
+  if (!causes.empty()) return Cluster::invalid(rt, name, std::move(causes));
+  return {};
+}
+
+}  // namespace
+
+Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load) {
+  std::string name(name_of(obj));
+  if (&rt == registry_.pods()) {
+    Value* spec = get_mut(obj, "spec");
+    if (!spec || !spec->IsObject()) return invalid(rt, name, {{"FieldValueRequired", "spec", "Required value"}});
+    const Value* containers = field(*spec, "containers");
+    if (!containers || !containers->IsArray() || containers->Size() == 0)
+      return invalid(rt, name, {{"FieldValueRequired", "spec.containers", "Required value"}});
+    if (auto r = check_quantities(rt, name, *spec); !r) return r;
+    if (old) {
+      Value a_spec, b_spec;
+      if (const Value* os = field(*old, "spec")) a_spec.CopyFrom(*os, a);
+      b_spec.CopyFrom(*spec, a);
+      strip_mutable_pod_fields(a_spec);
+      strip_mutable_pod_fields(b_spec);
+      if (!json_equal(a_spec, b_spec))
+        return invalid(rt, name,
+                       {{"FieldValueForbidden", "spec",
+                         "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+                         "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+                         "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
+                         "to 1 if it was previously negative)"}});
+      return {};
+    }
+    if (get_str(*spec, {"schedulerName"}).empty()) set_str(*spec, "schedulerName", "default-scheduler", a);
+    if (!field(*spec, "terminationGracePeriodSeconds")) set_int(*spec, "terminationGracePeriodSeconds", 30, a);
+    if (get_str(*spec, {"restartPolicy"}).empty()) set_str(*spec, "restartPolicy", "Always", a);
+    if (get_str(*spec, {"dnsPolicy"}).empty()) set_str(*spec, "dnsPolicy", "ClusterFirst", a);
+    if (!field(*spec, "priority")) {
+      std::string_view pc = get_str(*spec, {"priorityClassName"});
+      int64_t priority = pc == "system-node-critical" ? 2000001000 : pc == "system-cluster-critical" ? 2000000000 : 0;
+      set_int(*spec, "priority", priority, a);
+    }
+    default_requests(*spec, a);
+    default_tolerations(*spec, a);
+    Value& status = ensure_object(obj, "status", a);
+    if (!load || get_str(status, {"phase"}).empty()) set_str(status, "phase", "Pending", a);
+    set_str(status, "qosClass", qos_class(*spec), a);
+    return {};
+  }
+  if (&rt == registry_.nodes() && !old) {
+    // The simulated kubelet registers its node Ready, with allocatable defaulting to capacity.
+    Value& st = ensure_object(obj, "status", a);
+    if (!field(st, "allocatable"))
+      if (const Value* cap = field(st, "capacity")) set(st, "allocatable", copy_of(*cap, a), a);
+    const Value* conds = field(st, "conditions");
+    if (!conds || !conds->IsArray() || conds->Empty()) {
+      Value list(rapidjson::kArrayType);
+      for (auto [type, status] : {std::pair{"MemoryPressure", "False"}, {"DiskPressure", "False"}, {"PIDPressure", "False"},
+                                  {"Ready", "True"}}) {
+        Value c(rapidjson::kObjectType);
+        set_str(c, "type", type, a);
+        set_str(c, "status", status, a);
+        set_str(c, "lastHeartbeatTime", format_time(now()), a);
+        set_str(c, "lastTransitionTime", format_time(now()), a);
+        set_str(c, "reason", std::string_view(type) == "Ready" ? "KubeletReady" : "KubeletHasSufficientResources", a);
+        list.PushBack(c, a);
+      }
+      set(st, "conditions", std::move(list), a);
+    }
+    Value& info = ensure_object(st, "nodeInfo", a);
+    if (get_str(info, {"kubeletVersion"}).empty()) set_str(info, "kubeletVersion", "v1.32.0", a);
+    return {};
+  }
+  if (&rt == registry_.pdbs()) {
+    if (get_path(obj, {"spec", "minAvailable"}) && get_path(obj, {"spec", "maxUnavailable"}))
+      return invalid(rt, name, {{"FieldValueInvalid", "spec", "Invalid value: minAvailable and maxUnavailable cannot be both set"}});
+    return {};
+  }
+  if (&rt == registry_.namespaces()) {
+    if (!old && !load) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
+    else if (get_str(obj, {"status", "phase"}).empty()) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
+    return {};
+  }
+  if (&rt == registry_.deployments() || &rt == registry_.replicasets() || &rt == registry_.statefulsets()) {
+    Value& spec = ensure_object(obj, "spec", a);
+    if (!field(spec, "replicas")) set_int(spec, "replicas", 1, a);
+    return {};
+  }
+  if (&rt == registry_.crds()) {
+    std::string_view group = get_str(obj, {"spec", "group"});
+    std::string_view plural = get_str(obj, {"spec", "names", "plural"});
+    std::string_view kind = get_str(obj, {"spec", "names", "kind"});
+    std::vector<StatusCause> causes;
+    if (group.empty()) causes.push_back({"FieldValueRequired", "spec.group", "Required value"});
+    if (plural.empty()) causes.push_back({"FieldValueRequired", "spec.names.plural", "Required value"});
+    if (kind.empty()) causes.push_back({"FieldValueRequired", "spec.names.kind", "Required value"});
+    if (causes.empty() && name != fmt::format("{}.{}", plural, group))
+      causes.push_back({"FieldValueInvalid", "metadata.name",
+                        fmt::format("Invalid value: \"{}\": must be spec.names.plural+\".\"+spec.group", name)});
+    const Value* versions = get_path(obj, {"spec", "versions"});
+    if (!versions || !versions->IsArray() || versions->Size() == 0)
+      causes.push_back({"FieldValueRequired", "spec.versions", "Required value: must have exactly one version marked as storage version"});
+    if (!causes.empty()) return invalid(rt, name, std::move(causes));
+    // Accepted and established at once.
+    Value& status = ensure_object(obj, "status", a);
+    Value names(rapidjson::kObjectType);
+    if (const Value* n = get_path(obj, {"spec", "names"})) names.CopyFrom(*n, a);
+    if (get_str(names, {"singular"}).empty()) {
+      std::string singular(kind);
+      for (auto& c : singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      set_str(names, "singular", singular, a);
+    }
+    if (get_str(names, {"listKind"}).empty()) set_str(names, "listKind", fmt::format("{}List", kind), a);
+    set(status, "acceptedNames", std::move(names), a);
+    Value conds(rapidjson::kArrayType);
+    for (auto [type, reason, message] : {std::tuple{"NamesAccepted", "NoConflicts", "no conflicts found"},
+                                         std::tuple{"Established", "InitialNamesAccepted", "the initial names have been accepted"}}) {
+      Value c(rapidjson::kObjectType);
+      set_str(c, "type", type, a);
+      set_str(c, "status", "True", a);
+      set_str(c, "lastTransitionTime", format_time(now()), a);
+      set_str(c, "reason", reason, a);
+      set_str(c, "message", message, a);
+      conds.PushBack(c, a);
+    }
+    set(status, "conditions", std::move(conds), a);
+    Value stored(rapidjson::kArrayType);
+    for (const auto& v : versions->GetArray())
+      if (get_bool(v, {"storage"})) stored.PushBack(str(get_str(v, {"name"}), a), a);
+    set(status, "storedVersions", std::move(stored), a);
+    return {};
+  }
+  return {};
+}
+
+Result<void> Cluster::register_crd(const Value& crd) {
+  std::string group(get_str(crd, {"spec", "group"}));
+  const Value* names = get_path(crd, {"spec", "names"});
+  const Value* versions = get_path(crd, {"spec", "versions"});
+  if (!names || !versions || !versions->IsArray()) return Error::invalid("spec.names and spec.versions are required");
+  for (const auto& v : versions->GetArray()) {
+    ResourceType t;
+    t.group = group;
+    t.version = std::string(get_str(v, {"name"}));
+    t.plural = std::string(get_str(*names, {"plural"}));
+    t.kind = std::string(get_str(*names, {"kind"}));
+    t.singular = std::string(get_str(*names, {"singular"}));
+    if (t.singular.empty()) {
+      t.singular = t.kind;
+      for (auto& c : t.singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    t.namespaced = get_str(crd, {"spec", "scope"}, "Namespaced") == "Namespaced";
+    if (const Value* sn = field(*names, "shortNames"); sn && sn->IsArray())
+      for (const auto& s : sn->GetArray()) t.short_names.emplace_back(s.GetString());
+    if (const Value* cat = field(*names, "categories"); cat && cat->IsArray())
+      for (const auto& s : cat->GetArray()) t.categories.emplace_back(s.GetString());
+    t.crd = true;
+    t.served = get_bool(v, {"served"}, true);
+    t.has_generation = true;
+    if (get_path(v, {"subresources", "status"})) {
+      t.subresources.push_back("status");
+      t.status_subresource = true;
+    }
+    if (const Value* cols = field(v, "additionalPrinterColumns"); cols && cols->IsArray()) {
+      for (const auto& c : cols->GetArray()) {
+        PrinterColumn pc;
+        pc.name = std::string(get_str(c, {"name"}));
+        pc.type = std::string(get_str(c, {"type"}, "string"));
+        pc.format = std::string(get_str(c, {"format"}));
+        pc.description = std::string(get_str(c, {"description"}));
+        pc.json_path = std::string(get_str(c, {"jsonPath"}));
+        pc.priority = static_cast<int>(get_int(c, {"priority"}).value_or(0));
+        t.columns.push_back(std::move(pc));
+      }
+    }
+    if (const Value* s = get_path(v, {"schema", "openAPIV3Schema"})) {
+      auto schema = Schema::parse(*s);
+      if (!schema) return schema.error();
+      t.schema = *schema;
+    }
+    registry_.upsert(std::move(t));
+  }
+  return {};
+}
+
+}  // namespace spotshift::kubesim

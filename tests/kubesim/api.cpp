@@ -1,0 +1,583 @@
+#include "api.hpp"
+
+#include "core/strings.hpp"
+#include "events.hpp"
+#include "table.hpp"
+#include "yaml_json.hpp"
+
+#include <fmt/format.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <random>
+
+namespace spotshift::kubesim {
+
+namespace {
+
+std::string query(const HttpRequest& r, const char* key) {
+  auto it = r.query.find(key);
+  return it == r.query.end() ? std::string() : it->second;
+}
+
+bool flag(const HttpRequest& r, const char* key) {
+  auto it = r.query.find(key);
+  return it != r.query.end() && parse_bool(it->second).value_or(false);
+}
+
+bool wants_table(const HttpRequest& r) { return r.accept.find("as=Table") != std::string::npos; }
+bool wants_partial(const HttpRequest& r) { return r.accept.find("as=PartialObjectMetadata") != std::string::npos; }
+
+constexpr const char* kTableType = "application/json;as=Table;v=v1;g=meta.k8s.io";
+
+WriteOptions write_options(const HttpRequest& r, std::vector<std::string>* warnings) {
+  WriteOptions o;
+  o.dry_run = !query(r, "dryRun").empty();
+  o.field_validation = query(r, "fieldValidation");
+  o.warnings = warnings;
+  return o;
+}
+
+void add_warnings(HttpResponse& resp, const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) resp.headers.emplace_back("Warning", fmt::format("299 - \"{}\"", w));
+}
+
+// Continue tokens: base64 of {"rv":N,"start":"lastKey","issued":unix seconds}.
+std::string encode_continue(uint64_t rv, std::string_view last_key) {
+  Doc d(rapidjson::kObjectType);
+  set_int(d, "rv", static_cast<int64_t>(rv), d.GetAllocator());
+  set_str(d, "start", last_key, d.GetAllocator());
+  set_int(d, "issued", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+          d.GetAllocator());
+  return base64_encode(to_json(d));
+}
+
+// The body of a write: JSON, or YAML for content types that say so.
+Result<Doc> parse_body(const HttpRequest& r) {
+  std::string_view ct = r.content_type;
+  if (ct.find("yaml") != std::string_view::npos) return parse_yaml(r.body);
+  Doc d;
+  if (auto p = parse_into(r.body, d); !p) return Error::api(400, "BadRequest", fmt::format("the request body is not valid JSON: {}", p.error().message));
+  return d;
+}
+
+}  // namespace
+
+std::string success_status(int code) {
+  return fmt::format(R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Success","code":{}}})", code);
+}
+
+std::string status_body(const Error& e, const ResourceType* rt, std::string_view name) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  int code = e.code ? e.code : 500;
+  w.StartObject();
+  w.Key("kind");
+  w.String("Status");
+  w.Key("apiVersion");
+  w.String("v1");
+  w.Key("metadata");
+  w.StartObject();
+  w.EndObject();
+  w.Key("status");
+  w.String("Failure");
+  w.Key("message");
+  w.String(e.message);
+  if (!e.reason.empty()) {
+    w.Key("reason");
+    w.String(e.reason);
+  }
+  // Invalid errors name their object only when they carry field causes (a failed JSON-patch test
+  // does not, and kubectl then prints "The request is invalid: ...").
+  bool named = rt && (code == 404 || code == 409 || (code == 422 && !e.causes.empty()));
+  if (named || !e.causes.empty() || e.retry_after_seconds) {
+    w.Key("details");
+    w.StartObject();
+    if (named) {
+      w.Key("name");
+      w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+      if (!rt->group.empty()) {
+        w.Key("group");
+        w.String(rt->group);
+      }
+      w.Key("kind");
+      w.String(code == 422 ? rt->kind : rt->plural);
+    }
+    if (!e.causes.empty()) {
+      w.Key("causes");
+      w.StartArray();
+      for (const auto& c : e.causes) {
+        w.StartObject();
+        w.Key("reason");
+        w.String(c.reason);
+        w.Key("message");
+        w.String(c.message);
+        if (!c.field.empty()) {
+          w.Key("field");
+          w.String(c.field);
+        }
+        w.EndObject();
+      }
+      w.EndArray();
+    }
+    if (e.retry_after_seconds) {
+      w.Key("retryAfterSeconds");
+      w.Int(*e.retry_after_seconds);
+    }
+    w.EndObject();
+  }
+  w.Key("code");
+  w.Int(code);
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+Api::Api(Cluster& cluster, ApiOptions options) : cluster_(cluster), options_(std::move(options)) {}
+
+HttpResponse Api::error(const Error& e, const Target& t) const {
+  HttpResponse r;
+  r.status = e.code ? e.code : 500;
+  r.body = status_body(e, t.rt, t.name);
+  if (e.retry_after_seconds) r.headers.emplace_back("Retry-After", std::to_string(*e.retry_after_seconds));
+  return r;
+}
+
+std::string Api::render(const ResourceType& rt, const StoredObject& obj) const {
+  if (!rt.storage) return obj.json;
+  Doc out;
+  core_event_to_new(obj.doc, out, out.GetAllocator());
+  return to_json(out);
+}
+
+HttpResponse Api::object_response(int status, const Target& t, const StoredObject& obj, const HttpRequest& req) const {
+  HttpResponse r;
+  r.status = status;
+  if (wants_table(req)) {
+    r.content_type = kTableType;
+    r.body = render_table(*t.rt, {&obj.doc}, cluster_.now(), get_str(obj.doc, {"metadata", "resourceVersion"}), "");
+  } else {
+    r.body = render(*t.rt, obj);
+  }
+  return r;
+}
+
+HttpResponse Api::handle(const HttpRequest& req) {
+  HttpResponse r = route(req);
+  return r;
+}
+
+HttpResponse Api::route(const HttpRequest& req) {
+  const std::string& p = req.path;
+  if (p.starts_with("/_sim/")) return control(req);
+  if (p == "/healthz" || p == "/readyz" || p == "/livez") {
+    HttpResponse r;
+    r.content_type = "text/plain";
+    r.body = "ok";
+    return r;
+  }
+  std::vector<std::string> segs;
+  for (auto s : split(p, '/'))
+    if (!s.empty()) segs.emplace_back(s);
+  // Resource paths: /api/v1/... and /apis/GROUP/VERSION/... with something after the version.
+  size_t base = 0;
+  std::string group, version;
+  if (segs.size() >= 3 && segs[0] == "api") {
+    version = segs[1];
+    base = 2;
+  } else if (segs.size() >= 4 && segs[0] == "apis") {
+    group = segs[1];
+    version = segs[2];
+    base = 3;
+  } else {
+    return discovery(req);
+  }
+  std::vector<std::string> rest(segs.begin() + static_cast<long>(base), segs.end());
+  Target t;
+  if (!rest.empty() && rest[0] == "watch") {  // legacy /api/v1/watch/... paths
+    t.legacy_watch = true;
+    rest.erase(rest.begin());
+  }
+  if (rest.size() >= 3 && rest[0] == "namespaces" && rest[2] != "status" && rest[2] != "finalize") {
+    t.ns = rest[1];
+    rest.erase(rest.begin(), rest.begin() + 2);
+  }
+  if (rest.empty() || rest.size() > 3) {
+    HttpResponse r;
+    r.status = 404;
+    r.body = status_body(Error::api(404, "NotFound", "the server could not find the requested resource"), nullptr, "");
+    return r;
+  }
+  t.rt = cluster_.registry().find(group, version, rest[0]);
+  if (!t.rt) {
+    HttpResponse r;
+    r.status = 404;
+    r.body = status_body(Error::api(404, "NotFound", "the server could not find the requested resource"), nullptr, "");
+    return r;
+  }
+  if (!t.rt->namespaced && !t.ns.empty()) {
+    HttpResponse r;
+    r.status = 404;
+    r.body = status_body(Error::api(404, "NotFound", "the server could not find the requested resource"), nullptr, "");
+    return r;
+  }
+  if (rest.size() >= 2) t.name = rest[1];
+  if (rest.size() == 3) t.subresource = rest[2];
+  if (!t.subresource.empty() && !t.rt->has_subresource(t.subresource)) {
+    HttpResponse r;
+    r.status = 404;
+    r.body = status_body(Error::api(404, "NotFound", "the server could not find the requested resource"), nullptr, "");
+    return r;
+  }
+  return resource(req, t);
+}
+
+HttpResponse Api::resource(const HttpRequest& req, const Target& t) {
+  std::string verb;
+  const std::string& m = req.method;
+  bool watching = t.legacy_watch || flag(req, "watch");
+  if (m == "GET") verb = t.name.empty() ? (watching ? "watch" : "list") : (watching ? "watch" : "get");
+  else if (m == "POST") verb = "create";
+  else if (m == "PUT") verb = "update";
+  else if (m == "PATCH") verb = "patch";
+  else if (m == "DELETE") verb = t.name.empty() ? "deletecollection" : "delete";
+  std::string res = t.subresource.empty() ? t.rt->plural : t.rt->plural + "/" + t.subresource;
+
+  HttpResponse resp;
+  auto fault = cluster_.faults().match(verb, res, t.name);
+  if (fault && fault->status) {
+    Error e = Error::api(fault->status,
+                         fault->status == 429   ? "TooManyRequests"
+                         : fault->status == 503 ? "ServiceUnavailable"
+                         : fault->status == 500 ? "InternalError"
+                                                : "",
+                         fault->status == 429 ? "Too many requests, please try again later."
+                                              : fmt::format("Internal error occurred: injected fault on {} {}", verb, res));
+    if (fault->retry_after_seconds >= 0) e.retry_after_seconds = fault->retry_after_seconds;
+    resp = error(e, t);
+  } else if (verb.empty()) {
+    resp = error(Error::api(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"), t);
+  } else if (verb == "watch") {
+    Target wt = t;
+    if (!t.name.empty()) wt.name.clear();
+    HttpRequest copy = req;
+    if (!t.name.empty()) {
+      std::string fs = query(req, "fieldSelector");
+      copy.query["fieldSelector"] = fs.empty() ? "metadata.name=" + t.name : fs + ",metadata.name=" + t.name;
+    }
+    resp = watch(copy, wt);
+  } else if (verb == "list") {
+    resp = list(req, t);
+  } else if (verb == "get") {
+    resp = get(req, t);
+  } else if (verb == "create") {
+    if (t.subresource == "eviction") resp = evict(req, t);
+    else if (t.subresource == "binding") resp = bind(req, t);
+    else if (!t.name.empty())
+      resp = error(Error::api(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"), t);
+    else resp = create(req, t);
+  } else if (verb == "update") {
+    resp = t.name.empty() ? error(Error::api(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"), t)
+                          : update(req, t);
+  } else if (verb == "patch") {
+    resp = t.name.empty() ? error(Error::api(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"), t)
+                          : patch(req, t);
+  } else if (verb == "delete") {
+    resp = remove(req, t);
+  } else {
+    resp = error(Error::api(405, "MethodNotAllowed", "deletecollection is not supported by kubesim"), t);
+  }
+  if (fault) {
+    resp.delay = std::chrono::milliseconds(fault->delay_ms);
+    resp.reset = fault->reset;
+    resp.watch_drop_after_events = fault->watch_drop_after_events;
+    resp.watch_drop_after_ms = fault->watch_drop_after_ms;
+  }
+  resp.verb = verb;
+  resp.resource = res;
+  return resp;
+}
+
+HttpResponse Api::list(const HttpRequest& req, const Target& t) {
+  std::string rv_text = query(req, "resourceVersion");
+  std::string rvm = query(req, "resourceVersionMatch");
+  std::string cont = query(req, "continue");
+  std::string limit_text = query(req, "limit");
+  if (!rvm.empty() && rv_text.empty())
+    return error(Cluster::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"), t);
+  if (rvm == "Exact" && rv_text == "0")
+    return error(Cluster::bad_request("resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""), t);
+  if (!cont.empty() && !rv_text.empty() && rv_text != "0")
+    return error(Cluster::bad_request("specifying resource version is not allowed when using continue"), t);
+  size_t limit = 0;
+  if (!limit_text.empty()) {
+    auto l = parse_int(limit_text);
+    if (!l || *l < 0) return error(Cluster::bad_request(fmt::format("invalid limit \"{}\"", limit_text)), t);
+    limit = static_cast<size_t>(*l);
+  }
+  std::optional<model::LabelSelector> labels;
+  if (auto ls = query(req, "labelSelector"); !ls.empty()) {
+    auto s = model::LabelSelector::parse(ls);
+    if (!s) return error(Cluster::bad_request(s.error().message), t);
+    labels = std::move(*s);
+  }
+  std::optional<model::FieldSelector> fields;
+  if (auto fs = query(req, "fieldSelector"); !fs.empty()) {
+    auto s = model::FieldSelector::parse(fs);
+    if (!s) return error(Cluster::bad_request(s.error().message), t);
+    if (auto bad = s->unsupported([&](std::string_view f) { return t.rt->stored().field_selectable(f); }))
+      return error(Cluster::bad_request(fmt::format("field label not supported: {}", *bad)), t);
+    fields = std::move(*s);
+  }
+  const Store& store = cluster_.store();
+  uint64_t at = store.resource_version();
+  std::string after;
+  if (!cont.empty()) {
+    auto raw = base64_decode(cont);
+    Doc d;
+    if (!raw || !parse_into(*raw, d) || !get_int(d, {"rv"}))
+      return error(Cluster::bad_request("continue key is not valid: illegal base64 data"), t);
+    at = static_cast<uint64_t>(*get_int(d, {"rv"}));
+    after = std::string(get_str(d, {"start"}));
+    auto issued = get_int(d, {"issued"}).value_or(0);
+    auto age = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() - issued;
+    if (cluster_.faults().take_continue_expiry() || age > options_.continue_ttl.count() || !store.can_resume(at))
+      return error(Error::api(410, "Expired",
+                              "The provided continue parameter is too old to display a consistent list result. You can "
+                              "start a new list without the continue parameter."),
+                   t);
+  } else if (!rv_text.empty() && rv_text != "0") {
+    auto rv = parse_int(rv_text);
+    if (!rv || *rv < 0)
+      return error(Cluster::bad_request(fmt::format("invalid resource version \"{}\"", rv_text)), t);
+    if (static_cast<uint64_t>(*rv) > store.resource_version()) {
+      Error e = Error::api(504, "Timeout", fmt::format("Too large resource version: {}, current: {}", *rv, store.resource_version()));
+      e.causes.push_back({"ResourceVersionTooLarge", "", "Too large resource version"});
+      e.retry_after_seconds = 1;
+      HttpResponse r = error(e, t);
+      r.delay = std::chrono::seconds(3);
+      return r;
+    }
+    bool exact = rvm == "Exact" || (rvm.empty() && limit > 0);
+    if (exact) {
+      at = static_cast<uint64_t>(*rv);
+      if (!store.can_resume(at))
+        return error(Error::api(410, "Expired", fmt::format("too old resource version: {} ({})", at, store.compacted_rv() + 1)), t);
+    }
+  }
+
+  std::string prefix = t.ns.empty() || !t.rt->stored().namespaced ? std::string() : t.ns + "/";
+  auto match = [&](const StoredObject& o) {
+    if (!prefix.empty() && !o.key.starts_with(prefix)) return false;
+    if (labels && !labels->empty() && !labels->matches(labels_of(o.doc))) return false;
+    if (fields && !fields->empty() && !fields->matches([&](std::string_view f) { return field_value(o.doc, f); }))
+      return false;
+    return true;
+  };
+  bool more = false;
+  auto items = store.list_at(*t.rt, at, prefix, after, limit, match, &more);
+  if (!items) return error(items.error(), t);
+  std::string next = more && !items->empty() ? encode_continue(at, items->back()->key) : std::string();
+
+  HttpResponse r;
+  if (wants_table(req)) {
+    std::vector<const Value*> docs;
+    for (const auto& o : *items) docs.push_back(&o->doc);
+    r.content_type = kTableType;
+    r.body = render_table(*t.rt, docs, cluster_.now(), std::to_string(at), next);
+    return r;
+  }
+  std::string body;
+  body.reserve(items->size() * 1024 + 256);
+  bool partial = wants_partial(req);
+  body += fmt::format(R"({{"kind":"{}","apiVersion":"{}","metadata":{{"resourceVersion":"{}")",
+                      partial ? "PartialObjectMetadataList" : t.rt->list_kind(), partial ? "meta.k8s.io/v1" : t.rt->group_version(), at);
+  if (!next.empty()) body += fmt::format(R"(,"continue":"{}")", next);
+  body += R"(},"items":[)";
+  for (size_t i = 0; i < items->size(); ++i) {
+    if (i) body += ',';
+    if (partial) {
+      body += R"({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":)";
+      const Value* m = field((*items)[i]->doc, "metadata");
+      body += m ? to_json(*m) : "{}";
+      body += '}';
+    } else {
+      body += render(*t.rt, *(*items)[i]);
+    }
+  }
+  body += "]}";
+  r.body = std::move(body);
+  return r;
+}
+
+HttpResponse Api::watch(const HttpRequest& req, const Target& t) {
+  WatchSpec spec;
+  spec.rt = t.rt;
+  spec.ns = t.rt->stored().namespaced ? t.ns : "";
+  if (auto ls = query(req, "labelSelector"); !ls.empty()) {
+    auto s = model::LabelSelector::parse(ls);
+    if (!s) return error(Cluster::bad_request(s.error().message), t);
+    spec.labels = std::move(*s);
+  }
+  if (auto fs = query(req, "fieldSelector"); !fs.empty()) {
+    auto s = model::FieldSelector::parse(fs);
+    if (!s) return error(Cluster::bad_request(s.error().message), t);
+    if (auto bad = s->unsupported([&](std::string_view f) { return t.rt->stored().field_selectable(f); }))
+      return error(Cluster::bad_request(fmt::format("field label not supported: {}", *bad)), t);
+    spec.fields = std::move(*s);
+  }
+  std::string rv_text = query(req, "resourceVersion");
+  spec.bookmarks = flag(req, "allowWatchBookmarks");
+  if (flag(req, "sendInitialEvents")) {
+    if (query(req, "resourceVersionMatch") != "NotOlderThan")
+      return error(Cluster::bad_request("sendInitialEvents requires resourceVersionMatch=NotOlderThan"), t);
+    spec.initial = true;
+    spec.initial_events_end = true;
+  } else if (rv_text.empty() || rv_text == "0") {
+    spec.initial = true;
+  } else {
+    auto rv = parse_int(rv_text);
+    if (!rv || *rv < 0) return error(Cluster::bad_request(fmt::format("invalid resource version \"{}\"", rv_text)), t);
+    spec.from_rv = static_cast<uint64_t>(*rv);
+    if (spec.from_rv > cluster_.store().resource_version()) {
+      Error e = Error::api(504, "Timeout", fmt::format("Too large resource version: {}, current: {}", spec.from_rv,
+                                                        cluster_.store().resource_version()));
+      e.causes.push_back({"ResourceVersionTooLarge", "", "Too large resource version"});
+      return error(e, t);
+    }
+  }
+  if (auto ts = query(req, "timeoutSeconds"); !ts.empty()) {
+    auto n = parse_int(ts);
+    if (!n || *n < 0) return error(Cluster::bad_request(fmt::format("invalid timeoutSeconds \"{}\"", ts)), t);
+    spec.timeout = std::chrono::seconds(*n);
+  } else {
+    static std::mt19937 rng(7);
+    spec.timeout = std::chrono::seconds(std::uniform_int_distribution<int>(1800, 3600)(rng));
+  }
+  spec.table = wants_table(req);
+  spec.expire_now = cluster_.faults().take_watch_expiry(t.rt->plural);
+  HttpResponse r;
+  r.content_type = spec.table ? kTableType : "application/json";
+  r.watch = std::make_shared<WatchStream>(cluster_, std::move(spec));
+  return r;
+}
+
+HttpResponse Api::get(const HttpRequest& req, const Target& t) {
+  auto obj = cluster_.get(*t.rt, t.ns, t.name);
+  if (!obj) return error(obj.error(), t);
+  return object_response(200, t, **obj, req);
+}
+
+HttpResponse Api::create(const HttpRequest& req, const Target& t) {
+  auto body = parse_body(req);
+  if (!body) return error(body.error(), t);
+  Doc obj = std::move(*body);
+  Target named = t;  // errors name the object in their details
+  named.name = std::string(name_of(obj));
+  const ResourceType* store_as = t.rt;
+  if (t.rt->storage) {
+    Doc core;
+    new_event_to_core(obj, core, core.GetAllocator());
+    obj = std::move(core);
+    store_as = t.rt->storage;
+  }
+  std::vector<std::string> warnings;
+  auto created = cluster_.create(*store_as, t.ns, std::move(obj), write_options(req, &warnings));
+  if (!created) return error(created.error(), named);
+  HttpResponse r = object_response(201, t, **created, req);
+  add_warnings(r, warnings);
+  return r;
+}
+
+HttpResponse Api::update(const HttpRequest& req, const Target& t) {
+  auto body = parse_body(req);
+  if (!body) return error(body.error(), t);
+  Doc obj = std::move(*body);
+  const ResourceType* store_as = t.rt;
+  if (t.rt->storage) {
+    Doc core;
+    new_event_to_core(obj, core, core.GetAllocator());
+    obj = std::move(core);
+    store_as = t.rt->storage;
+  }
+  std::vector<std::string> warnings;
+  auto updated = cluster_.update(*store_as, t.ns, t.name, std::move(obj), t.subresource == "status",
+                                 write_options(req, &warnings));
+  if (!updated) return error(updated.error(), t);
+  HttpResponse r = object_response(200, t, **updated, req);
+  add_warnings(r, warnings);
+  return r;
+}
+
+HttpResponse Api::patch(const HttpRequest& req, const Target& t) {
+  auto type = patch_type_from(req.content_type);
+  if (!type)
+    return error(Error::api(415, "UnsupportedMediaType",
+                            fmt::format("the body of the request was in an unknown format - accepted media types "
+                                        "include: application/json-patch+json, application/merge-patch+json, "
+                                        "application/apply-patch+yaml{}",
+                                        t.rt->crd ? "" : ", application/strategic-merge-patch+json")),
+                 t);
+  Result<Doc> body = *type == PatchType::kApply ? parse_yaml(req.body) : [&]() -> Result<Doc> {
+    Doc d;
+    if (auto p = parse_into(req.body, d); !p) return Cluster::bad_request(p.error().message);
+    return d;
+  }();
+  if (!body) return error(Cluster::bad_request(body.error().message), t);
+  std::vector<std::string> warnings;
+  if (t.rt->storage) {
+    return error(Error::api(405, "MethodNotAllowed", "patching events.k8s.io/v1 events is not supported by kubesim; patch the core/v1 event"), t);
+  }
+  auto patched = cluster_.patch(*t.rt, t.ns, t.name, *type, *body, t.subresource == "status", write_options(req, &warnings));
+  if (!patched) return error(patched.error(), t);
+  HttpResponse r = object_response(200, t, **patched, req);
+  add_warnings(r, warnings);
+  return r;
+}
+
+HttpResponse Api::remove(const HttpRequest& req, const Target& t) {
+  auto opts = decode_delete_options(req.content_type, req.body, req.query);
+  if (!opts) return error(Cluster::bad_request(opts.error().message), t);
+  auto removed = cluster_.remove(t.rt->stored(), t.ns, t.name, *opts);
+  if (!removed) return error(removed.error(), t);
+  return object_response(200, t, **removed, req);
+}
+
+HttpResponse Api::evict(const HttpRequest& req, const Target& t) {
+  Doc body;
+  if (auto p = parse_into(req.body, body); !p || !body.IsObject())
+    return error(Cluster::bad_request("the request body is not a valid Eviction"), t);
+  std::string_view body_name = get_str(body, {"metadata", "name"});
+  if (!body_name.empty() && body_name != t.name)
+    return error(Cluster::bad_request("name in URL does not match name in Eviction object"), t);
+  std::string_view api_version = get_str(body, {"apiVersion"});
+  if (!api_version.empty() && api_version != "policy/v1" && api_version != "policy/v1beta1")
+    return error(Cluster::bad_request(fmt::format("unsupported Eviction apiVersion \"{}\"", api_version)), t);
+  DeleteOptions opts;
+  if (const Value* d = field(body, "deleteOptions")) {
+    auto decoded = decode_delete_options("application/json", to_json(*d), {});
+    if (!decoded) return error(Cluster::bad_request(decoded.error().message), t);
+    opts = *decoded;
+  }
+  auto r = cluster_.evict(t.ns, t.name, opts);
+  if (!r) return error(r.error(), t);
+  HttpResponse resp;
+  resp.status = 201;
+  resp.body = success_status(201);
+  return resp;
+}
+
+HttpResponse Api::bind(const HttpRequest& req, const Target& t) {
+  Doc body;
+  if (auto p = parse_into(req.body, body); !p || !body.IsObject())
+    return error(Cluster::bad_request("the request body is not a valid Binding"), t);
+  std::string_view node = get_str(body, {"target", "name"});
+  if (node.empty()) return error(Cluster::bad_request("Binding target.name is required"), t);
+  auto r = cluster_.bind(t.ns, t.name, node);
+  if (!r) return error(r.error(), t);
+  HttpResponse resp;
+  resp.status = 201;
+  resp.body = success_status(201);
+  return resp;
+}
+
+}  // namespace spotshift::kubesim

@@ -1,0 +1,342 @@
+#include "delete_options.hpp"
+#include "test_cluster.hpp"
+
+using namespace spotshift;
+using namespace spotshift::kubesim;
+using testing::parse;
+using testing::TestCluster;
+
+namespace {
+constexpr const char* kPod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","labels":{"app":"web"}},
+  "spec":{"containers":[{"name":"c","image":"i","resources":{"limits":{"cpu":"500m"}}}]}})";
+
+std::string body_field(const HttpResponse& r, std::initializer_list<std::string_view> path) {
+  Doc d = parse(r.body);
+  const Value* v = get_path(d, path);
+  if (!v) return "<absent>";
+  return v->IsString() ? std::string(v->GetString()) : to_json(*v);
+}
+}  // namespace
+
+TEST_CASE("create, get, update and delete follow the apiserver's semantics", "[api]") {
+  TestCluster t;
+  auto created = t.post("/api/v1/namespaces/default/pods", kPod);
+  REQUIRE(created.status == 201);
+  CHECK(body_field(created, {"metadata", "namespace"}) == "default");
+  CHECK(body_field(created, {"metadata", "uid"}).size() == 36);
+  CHECK(body_field(created, {"status", "phase"}) == "Pending");
+  CHECK(body_field(created, {"spec", "schedulerName"}) == "default-scheduler");
+  CHECK(body_field(created, {"spec", "containers"}) ==
+        R"([{"name":"c","image":"i","resources":{"limits":{"cpu":"500m"},"requests":{"cpu":"500m"}}}])");
+  CHECK(body_field(created, {"spec", "tolerations"}).find("node.kubernetes.io/not-ready") != std::string::npos);
+
+  auto again = t.post("/api/v1/namespaces/default/pods", kPod);
+  CHECK(again.status == 409);
+  CHECK(again.body == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"web-1\" already exists","reason":"AlreadyExists","details":{"name":"web-1","kind":"pods"},"code":409})");
+
+  auto missing = t.get("/api/v1/namespaces/default/pods/nope");
+  CHECK(missing.status == 404);
+  CHECK(missing.body == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"pods"},"code":404})");
+
+  auto no_ns = t.post("/api/v1/namespaces/ghost/pods", kPod);
+  CHECK(no_ns.status == 404);
+  CHECK(body_field(no_ns, {"message"}) == "namespaces \"ghost\" not found");
+
+  auto node = t.post("/api/v1/nodes", R"({"metadata":{"name":"n1","labels":{"a":"b"}}})");
+  REQUIRE(node.status == 201);
+  std::string rv = body_field(node, {"metadata", "resourceVersion"});
+  auto stale = t.request("PUT", "/api/v1/nodes/n1", R"({"metadata":{"name":"n1","resourceVersion":"1"},"spec":{"unschedulable":true}})");
+  CHECK(stale.status == 409);
+  CHECK(body_field(stale, {"message"}) ==
+        "Operation cannot be fulfilled on nodes \"n1\": the object has been modified; please apply your changes to the "
+        "latest version and try again");
+  auto fresh = t.request("PUT", "/api/v1/nodes/n1",
+                         R"({"metadata":{"name":"n1","resourceVersion":")" + rv + R"("},"spec":{"unschedulable":true}})");
+  CHECK(fresh.status == 200);
+  CHECK(body_field(fresh, {"spec", "unschedulable"}) == "true");
+
+  auto deleted = t.request("DELETE", "/api/v1/nodes/n1");
+  CHECK(deleted.status == 200);
+  CHECK(t.get("/api/v1/nodes/n1").status == 404);
+}
+
+TEST_CASE("generateName, name validation and kind checks", "[api]") {
+  TestCluster t;
+  auto gen = t.post("/api/v1/namespaces/default/pods",
+                    R"({"metadata":{"generateName":"web-"},"spec":{"containers":[{"name":"c"}]}})");
+  REQUIRE(gen.status == 201);
+  std::string name = body_field(gen, {"metadata", "name"});
+  CHECK(name.size() == 9);
+  CHECK(name.starts_with("web-"));
+  auto bad = t.post("/api/v1/namespaces/default/pods", R"({"metadata":{"name":"Bad_Name"},"spec":{"containers":[{"name":"c"}]}})");
+  CHECK(bad.status == 422);
+  CHECK(body_field(bad, {"details", "kind"}) == "Pod");
+  CHECK(body_field(bad, {"details", "causes"}).find("metadata.name") != std::string::npos);
+  auto no_containers = t.post("/api/v1/namespaces/default/pods", R"({"metadata":{"name":"x"},"spec":{}})");
+  CHECK(no_containers.status == 422);
+  CHECK(body_field(no_containers, {"message"}) == "Pod \"x\" is invalid: spec.containers: Required value");
+  auto wrong_kind = t.post("/api/v1/nodes", R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"}})");
+  CHECK(wrong_kind.status == 400);
+  auto wrong_ns = t.post("/api/v1/namespaces/default/pods", R"({"metadata":{"name":"x","namespace":"other"},"spec":{"containers":[{"name":"c"}]}})");
+  CHECK(wrong_ns.status == 400);
+  CHECK(body_field(wrong_ns, {"message"}) == "the namespace of the provided object does not match the namespace sent on the request");
+  auto not_json = t.post("/api/v1/nodes", "{nope");
+  CHECK(not_json.status == 400);
+}
+
+TEST_CASE("the status subresource and generation behave like the apiserver's", "[api]") {
+  TestCluster t;
+  REQUIRE(t.post("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+                 R"({"metadata":{"name":"b"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"a":"b"}}},"status":{"disruptionsAllowed":99}})")
+              .status == 201);
+  auto b = t.get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/b");
+  CHECK(body_field(b, {"metadata", "generation"}) == "1");
+  CHECK(body_field(b, {"status", "disruptionsAllowed"}) == "0");  // the create's status was ignored
+  auto main = t.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b",
+                        R"({"spec":{"minAvailable":2},"status":{"disruptionsAllowed":50}})", "application/merge-patch+json");
+  CHECK(main.status == 200);
+  CHECK(body_field(main, {"metadata", "generation"}) == "2");
+  CHECK(body_field(main, {"status", "disruptionsAllowed"}) == "0");
+  auto status = t.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b/status",
+                          R"({"spec":{"minAvailable":7},"status":{"disruptionsAllowed":3}})", "application/merge-patch+json");
+  CHECK(body_field(status, {"spec", "minAvailable"}) == "2");
+  CHECK(body_field(status, {"metadata", "generation"}) == "2");
+  auto labels = t.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b",
+                          R"({"metadata":{"labels":{"x":"y"}}})", "application/merge-patch+json");
+  CHECK(body_field(labels, {"metadata", "generation"}) == "2");  // metadata changes do not bump it
+  std::string rv = body_field(labels, {"metadata", "resourceVersion"});
+  auto noop = t.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b",
+                        R"({"metadata":{"labels":{"x":"y"}}})", "application/merge-patch+json");
+  CHECK(body_field(noop, {"metadata", "resourceVersion"}) == rv);  // a no-op write does not bump it
+}
+
+TEST_CASE("patches carry resourceVersion preconditions and unknown patch types get 415", "[api]") {
+  TestCluster t;
+  t.post("/api/v1/nodes", R"({"metadata":{"name":"n1"}})");
+  auto conflict = t.request("PATCH", "/api/v1/nodes/n1", R"({"metadata":{"resourceVersion":"1"},"spec":{"taints":[]}})",
+                            "application/merge-patch+json");
+  CHECK(conflict.status == 409);
+  auto smp = t.request("PATCH", "/api/v1/nodes/n1", R"({"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}})",
+                       "application/strategic-merge-patch+json");
+  CHECK(smp.status == 200);
+  auto json = t.request("PATCH", "/api/v1/nodes/n1", R"([{"op":"test","path":"/metadata/name","value":"other"}])",
+                        "application/json-patch+json");
+  CHECK(json.status == 422);
+  CHECK(json.body == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"testing value /metadata/name failed: test failed","reason":"Invalid","code":422})");
+  auto unknown = t.request("PATCH", "/api/v1/nodes/n1", "{}", "text/plain");
+  CHECK(unknown.status == 415);
+  CHECK(body_field(unknown, {"reason"}) == "UnsupportedMediaType");
+  auto missing = t.request("PATCH", "/api/v1/nodes/nope", "{}", "application/merge-patch+json");
+  CHECK(missing.status == 404);
+  auto forced = t.request("PATCH", "/api/v1/nodes/n1", R"({"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json");
+  REQUIRE(forced.status == 200);
+  t.cluster().faults().conflict_next_update("nodes", "n1");
+  CHECK(t.request("PATCH", "/api/v1/nodes/n1", R"({"metadata":{"labels":{"a":"c"}}})", "application/merge-patch+json").status == 409);
+  CHECK(t.request("PATCH", "/api/v1/nodes/n1", R"({"metadata":{"labels":{"a":"c"}}})", "application/merge-patch+json").status == 200);
+}
+
+TEST_CASE("pod specs are immutable except for images, tolerations and deadlines", "[api]") {
+  TestCluster t;
+  t.post("/api/v1/namespaces/default/pods", kPod);
+  auto move = t.request("PATCH", "/api/v1/namespaces/default/pods/web-1", R"({"spec":{"nodeName":"elsewhere"}})",
+                        "application/merge-patch+json");
+  CHECK(move.status == 422);
+  CHECK(body_field(move, {"message"}).find("pod updates may not change fields other than") != std::string::npos);
+  auto image = t.request("PATCH", "/api/v1/namespaces/default/pods/web-1", R"({"spec":{"containers":[{"name":"c","image":"j"}]}})",
+                         "application/strategic-merge-patch+json");
+  CHECK(image.status == 200);
+}
+
+TEST_CASE("lists paginate as a consistent snapshot and honour resourceVersion rules", "[api]") {
+  TestCluster t;
+  for (int i = 0; i < 5; ++i) t.post("/api/v1/nodes", R"({"metadata":{"name":"n)" + std::to_string(i) + R"("}})");
+  auto first = t.get("/api/v1/nodes?limit=2");
+  REQUIRE(first.status == 200);
+  Doc d = parse(first.body);
+  CHECK(get_str(d, {"kind"}) == "NodeList");
+  CHECK(field(d, "items")->Size() == 2);
+  std::string rv(get_str(d, {"metadata", "resourceVersion"}));
+  std::string cont(get_str(d, {"metadata", "continue"}));
+  REQUIRE_FALSE(cont.empty());
+  t.post("/api/v1/nodes", R"({"metadata":{"name":"n9"}})");  // after the snapshot: must not show
+  t.request("DELETE", "/api/v1/nodes/n4");                   // deleted after the snapshot: must show
+  std::vector<std::string> names;
+  for (int page = 0; page < 10 && !cont.empty(); ++page) {
+    auto r = t.get("/api/v1/nodes?limit=2&continue=" + url_encode(cont));
+    REQUIRE(r.status == 200);
+    Doc p = parse(r.body);
+    CHECK(get_str(p, {"metadata", "resourceVersion"}) == rv);
+    for (const auto& item : field(p, "items")->GetArray()) names.emplace_back(name_of(item));
+    cont = std::string(get_str(p, {"metadata", "continue"}));
+  }
+  CHECK(names == std::vector<std::string>{"n2", "n3", "n4"});
+
+  CHECK(t.get("/api/v1/nodes?resourceVersionMatch=NotOlderThan").status == 400);
+  CHECK(t.get("/api/v1/nodes?resourceVersion=0&resourceVersionMatch=Exact").status == 400);
+  CHECK(t.get("/api/v1/nodes?resourceVersion=3&continue=abc").status == 400);
+  CHECK(t.get("/api/v1/nodes?continue=%21%21").status == 400);
+  CHECK(t.get("/api/v1/nodes?resourceVersion=0&limit=1").status == 200);
+  auto too_large = t.get("/api/v1/nodes?resourceVersion=999999&resourceVersionMatch=NotOlderThan");
+  CHECK(too_large.status == 504);
+  CHECK(body_field(too_large, {"details", "causes"}).find("ResourceVersionTooLarge") != std::string::npos);
+  auto exact = t.get("/api/v1/nodes?resourceVersion=" + rv + "&resourceVersionMatch=Exact");
+  CHECK(exact.status == 200);
+  CHECK(parse(exact.body)["items"].Size() == 5);
+
+  t.cluster().faults().expire_next_continue();
+  auto expired = t.get("/api/v1/nodes?limit=2&continue=" + url_encode(std::string(get_str(d, {"metadata", "continue"}))));
+  CHECK(expired.status == 410);
+  CHECK(body_field(expired, {"reason"}) == "Expired");
+  t.cluster().store().compact(t.cluster().store().resource_version());
+  auto compacted = t.get("/api/v1/nodes?resourceVersion=" + rv + "&resourceVersionMatch=Exact");
+  CHECK(compacted.status == 410);
+}
+
+TEST_CASE("label and field selectors filter lists, and unknown fields are rejected", "[api]") {
+  TestCluster t({}, R"(
+apiVersion: v1
+kind: Node
+metadata: {name: a, labels: {tier: web}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: b, labels: {tier: db}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p1, labels: {app: web}}
+spec: {nodeName: a, containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p2, labels: {app: web, multi: "1"}}
+spec: {nodeName: b, containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p3, namespace: kube-system, labels: {app: agent}}
+spec: {containers: [{name: c}]}
+)");
+  auto names = [&](const std::string& path) {
+    auto r = t.get(path);
+    REQUIRE(r.status == 200);
+    std::vector<std::string> out;
+    Doc d = parse(r.body);
+    for (const auto& item : d["items"].GetArray()) out.emplace_back(name_of(item));
+    return out;
+  };
+  CHECK(names("/api/v1/nodes?labelSelector=tier%3Dweb") == std::vector<std::string>{"a"});
+  CHECK(names("/api/v1/pods?labelSelector=app+in+%28web%2Cagent%29%2C%21multi") == std::vector<std::string>{"p1", "p3"});
+  CHECK(names("/api/v1/pods?fieldSelector=spec.nodeName%3Db") == std::vector<std::string>{"p2"});
+  CHECK(names("/api/v1/pods?fieldSelector=spec.nodeName%3D") == std::vector<std::string>{"p3"});
+  CHECK(names("/api/v1/namespaces/default/pods") == std::vector<std::string>{"p1", "p2"});
+  CHECK(names("/api/v1/pods?fieldSelector=metadata.namespace%21%3Ddefault") == std::vector<std::string>{"p3"});
+  auto bad = t.get("/api/v1/pods?fieldSelector=spec.foo%3Dx");
+  CHECK(bad.status == 400);
+  CHECK(body_field(bad, {"message"}) == "field label not supported: spec.foo");
+  CHECK(t.get("/api/v1/pods?labelSelector=a+in+b").status == 400);
+}
+
+TEST_CASE("kubectl's Table and metadata-only requests get their shapes", "[api]") {
+  TestCluster t({}, R"(
+apiVersion: v1
+kind: Node
+metadata: {name: a, labels: {node-role.kubernetes.io/worker: ""}}
+spec: {unschedulable: true}
+)");
+  auto table = t.request("GET", "/api/v1/nodes?limit=500", "", "",
+                         "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
+  CHECK(table.content_type == "application/json;as=Table;v=v1;g=meta.k8s.io");
+  Doc d = parse(table.body);
+  CHECK(get_str(d, {"kind"}) == "Table");
+  REQUIRE(d["rows"].Size() == 1);
+  CHECK(to_json(d["rows"][0]["cells"]) == R"(["a","Ready,SchedulingDisabled","worker","0s","v1.32.0"])");
+  CHECK(get_str(d["rows"][0], {"object", "kind"}) == "PartialObjectMetadata");
+  auto partial = t.request("GET", "/api/v1/nodes", "", "", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
+  CHECK(get_str(parse(partial.body), {"kind"}) == "PartialObjectMetadataList");
+}
+
+TEST_CASE("deletes take options as JSON, query or kubectl's protobuf envelope", "[api]") {
+  // "k8s\0" + Unknown{raw(2): DeleteOptions{gracePeriodSeconds(1): 5, preconditions(2){uid(1): "u"}}}
+  std::string raw("\x08\x05\x12\x03\x0a\x01u", 7);
+  std::string envelope = std::string("\x12", 1) + static_cast<char>(raw.size()) + raw;
+  std::string body = std::string("k8s\0", 4) + envelope;
+  auto pb = decode_delete_options_protobuf(body);
+  REQUIRE(pb);
+  CHECK(pb->grace_period_seconds == 5);
+  CHECK(pb->precondition_uid == "u");
+  CHECK_FALSE(decode_delete_options_protobuf("junk"));
+
+  TestCluster t;
+  t.post("/api/v1/nodes", R"({"metadata":{"name":"n1"}})");
+  auto wrong_uid = t.request("DELETE", "/api/v1/nodes/n1", body, "application/vnd.kubernetes.protobuf");
+  CHECK(wrong_uid.status == 409);
+  CHECK(body_field(wrong_uid, {"message"}).find("Precondition failed: UID in precondition: u") != std::string::npos);
+  auto json = t.request("DELETE", "/api/v1/nodes/n1", R"({"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background"})");
+  CHECK(json.status == 200);
+}
+
+TEST_CASE("events are one storage with two API views", "[api]") {
+  TestCluster t;
+  auto created = t.post("/apis/events.k8s.io/v1/namespaces/default/events",
+                        R"({"metadata":{"name":"e1"},"eventTime":"2025-01-01T00:00:00.000000Z","action":"Drain",
+                            "reason":"DrainStarted","note":"draining node a","type":"Normal","reportingController":"spotshift.io/rescheduler",
+                            "reportingInstance":"op-1","regarding":{"kind":"Node","name":"a","apiVersion":"v1"}})");
+  REQUIRE(created.status == 201);
+  CHECK(body_field(created, {"note"}) == "draining node a");
+  auto core = t.get("/api/v1/namespaces/default/events/e1");
+  CHECK(body_field(core, {"message"}) == "draining node a");
+  CHECK(body_field(core, {"involvedObject", "name"}) == "a");
+  CHECK(body_field(core, {"reportingComponent"}) == "spotshift.io/rescheduler");
+  CHECK(body_field(core, {"source", "component"}) == "spotshift.io/rescheduler");
+  auto listed = t.get("/api/v1/events?fieldSelector=involvedObject.kind%3DNode%2Creason%3DDrainStarted");
+  CHECK(parse(listed.body)["items"].Size() == 1);
+  auto view = t.get("/apis/events.k8s.io/v1/events");
+  CHECK(get_str(parse(view.body)["items"][0], {"regarding", "kind"}) == "Node");
+}
+
+TEST_CASE("discovery lists the eviction subresource and CRDs join discovery and OpenAPI", "[api]") {
+  TestCluster t;
+  auto v1 = t.get("/api/v1");
+  CHECK(v1.body.find(R"({"name":"pods/eviction","singularName":"","namespaced":true,"group":"policy","version":"v1","kind":"Eviction","verbs":["create"]})") !=
+        std::string::npos);
+  CHECK(t.get("/version").status == 200);
+  CHECK(t.get("/apis").body.find("\"coordination.k8s.io/v1\"") != std::string::npos);
+  CHECK(t.get("/apis/example.com/v1").status == 404);
+  auto crd = t.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", R"({"metadata":{"name":"widgets.example.com"},
+      "spec":{"group":"example.com","scope":"Cluster","names":{"plural":"widgets","kind":"Widget"},
+      "versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}})");
+  REQUIRE(crd.status == 201);
+  CHECK(body_field(crd, {"status", "conditions"}).find("Established") != std::string::npos);
+  CHECK(t.get("/apis/example.com/v1").body.find("\"widgets\"") != std::string::npos);
+  CHECK(t.get("/openapi/v3").body.find("apis/example.com/v1") != std::string::npos);
+  CHECK(t.get("/openapi/v3/apis/example.com/v1").body.find("fieldValidation") != std::string::npos);
+  REQUIRE(t.post("/apis/example.com/v1/widgets", R"({"metadata":{"name":"w"},"spec":{"any":1}})").status == 201);
+  CHECK(t.request("PATCH", "/apis/example.com/v1/widgets/w", "{}", "application/strategic-merge-patch+json").status == 415);
+  auto bad_crd = t.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                        R"({"metadata":{"name":"wrong"},"spec":{"group":"g.io","names":{"plural":"ps","kind":"P"},"versions":[{"name":"v1"}]}})");
+  CHECK(bad_crd.status == 422);
+  REQUIRE(t.request("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com").status == 200);
+  CHECK(t.get("/apis/example.com/v1/widgets").status == 404);
+}
+
+TEST_CASE("injected faults answer with the requested status and Retry-After", "[api]") {
+  TestCluster t;
+  FaultRule rule;
+  rule.verb = "list";
+  rule.resource = "nodes";
+  rule.status = 429;
+  rule.retry_after_seconds = 1;
+  rule.count = 2;
+  t.cluster().faults().add(rule);
+  auto a = t.get("/api/v1/nodes");
+  CHECK(a.status == 429);
+  REQUIRE(a.headers.size() == 1);
+  CHECK(a.headers[0] == std::pair<std::string, std::string>{"Retry-After", "1"});
+  CHECK(body_field(a, {"details", "retryAfterSeconds"}) == "1");
+  CHECK(t.get("/api/v1/nodes").status == 429);
+  CHECK(t.get("/api/v1/nodes").status == 200);
+  auto parsed = FaultRule::from_json(R"({"verb":"create","resource":"pods/eviction","status":503,"count":1})");
+  REQUIRE(parsed);
+  CHECK(parsed->resource == "pods/eviction");
+}

@@ -1,0 +1,39 @@
+#pragma once
+// A small certificate authority for TLS tests and the simulator's HTTPS listener (OpenSSL).
+
+#include "core/error.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace spotshift::kubesim {
+
+struct CertPair {
+  std::string cert_pem;
+  std::string key_pem;
+};
+
+class CertificateAuthority {
+ public:
+  static Result<CertificateAuthority> create(const std::string& common_name);
+
+  // A serving certificate for these DNS names and IP addresses.
+  Result<CertPair> issue_server(const std::vector<std::string>& dns, const std::vector<std::string>& ips,
+                                std::chrono::hours validity = std::chrono::hours(24 * 365)) const;
+  // A client certificate: CN is the user name, O the groups. A negative validity makes one that
+  // has already expired.
+  Result<CertPair> issue_client(const std::string& user, const std::vector<std::string>& groups,
+                                std::chrono::hours validity = std::chrono::hours(24 * 365)) const;
+
+  const CertPair& pair() const { return pair_; }
+  const std::string& cert_pem() const { return pair_.cert_pem; }
+
+ private:
+  CertPair pair_;
+};
+
+// The subject common name of a PEM certificate (for tests).
+Result<std::string> certificate_common_name(const std::string& pem);
+
+}  // namespace spotshift::kubesim

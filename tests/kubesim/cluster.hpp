@@ -1,0 +1,115 @@
+#pragma once
+// The simulated apiserver's storage and admission layer: every write, whether it comes over HTTP
+// or from a simulated controller, goes through here and gets the real apiserver's semantics
+// (preconditions, status subresources, generation, defaults, validation, graceful deletion,
+// finalizers, garbage collection, eviction with PodDisruptionBudgets).
+
+#include "delete_options.hpp"
+#include "faults.hpp"
+#include "json_util.hpp"
+#include "patch.hpp"
+#include "resources.hpp"
+#include "sim_clock.hpp"
+#include "store.hpp"
+
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace spotshift::kubesim {
+
+struct ClusterOptions {
+  size_t history_limit = 100000;
+  Duration kubelet_start_delay = std::chrono::seconds(1);  // bound pod -> Running and Ready
+  Duration termination_cap = std::chrono::seconds(2);      // graceful deletion takes min(grace, cap)
+  Duration disrupted_pod_timeout = std::chrono::minutes(2);
+  bool scheduler = true;
+  bool workloads = true;      // Deployment, ReplicaSet, DaemonSet, StatefulSet, garbage collection
+  bool kubelet = true;
+  bool disruption = true;     // PodDisruptionBudget status
+  bool node_lifecycle = true;  // condition and unschedulable taints
+  bool stall_pdb_status = false;  // the disruption controller stops writing status
+};
+
+struct WriteOptions {
+  bool dry_run = false;
+  std::string field_validation;  // "", "Strict", "Warn" or "Ignore"
+  std::vector<std::string>* warnings = nullptr;
+};
+
+class Cluster {
+ public:
+  Cluster(SimClock& clock, ClusterOptions options);
+
+  Registry& registry() { return registry_; }
+  const Registry& registry() const { return registry_; }
+  Store& store() { return store_; }
+  const Store& store() const { return store_; }
+  SimClock& clock() { return clock_; }
+  Faults& faults() { return faults_; }
+  ClusterOptions& options() { return options_; }
+  const ClusterOptions& options() const { return options_; }
+  Time now() const { return clock_.now(); }
+
+  Result<ObjectPtr> get(const ResourceType& rt, std::string_view ns, std::string_view name) const;
+  Result<ObjectPtr> create(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts = {});
+  // status selects the /status subresource: only .status changes.
+  Result<ObjectPtr> update(const ResourceType& rt, std::string_view ns, std::string_view name, Doc obj, bool status,
+                           const WriteOptions& opts = {});
+  Result<ObjectPtr> patch(const ResourceType& rt, std::string_view ns, std::string_view name, PatchType type,
+                          const Value& patch, bool status, const WriteOptions& opts = {});
+  Result<ObjectPtr> remove(const ResourceType& rt, std::string_view ns, std::string_view name,
+                           const DeleteOptions& opts);
+  // POST pods/NAME/eviction with the registry's algorithm (kube-api.md section 4).
+  Result<void> evict(std::string_view ns, std::string_view name, const DeleteOptions& opts);
+  // POST pods/NAME/binding.
+  Result<void> bind(std::string_view ns, std::string_view name, std::string_view node);
+
+  // Loads a scenario object as given: status kept, defaults applied, no admission checks on
+  // state controllers own.
+  Result<ObjectPtr> load(Doc obj);
+
+  // Internal status write for controllers: mutate receives the object's status to edit.
+  Result<ObjectPtr> mutate(const ResourceType& rt, std::string_view key,
+                           const std::function<void(Value& obj, Alloc& a)>& mutate);
+  // Removes an object for good (kubelet finished, finalizers gone), then collects dependents.
+  void erase(const ResourceType& rt, std::string_view key, bool orphan = false);
+
+  // Records a core/v1 Event about obj (deduplicated into count++ like the kubelet does).
+  void emit_event(const ResourceType& rt, const Value& obj, std::string_view type, std::string_view reason,
+                  std::string_view message, std::string_view component);
+
+  // Error bodies with the apiserver's messages.
+  static Error not_found(const ResourceType& rt, std::string_view name);
+  static Error conflict(const ResourceType& rt, std::string_view name, std::string_view detail = {});
+  static Error invalid(const ResourceType& rt, std::string_view name, std::vector<StatusCause> causes);
+  static Error bad_request(std::string message);
+
+  std::string new_uid();
+  std::string random_suffix(size_t n = 5);
+
+ private:
+  Result<ObjectPtr> create_internal(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts,
+                                    bool load);
+  Result<ObjectPtr> update_internal(const ResourceType& rt, const ObjectPtr& old, Doc next, bool status,
+                                    const WriteOptions& opts);
+  Result<void> validate_custom(const ResourceType& rt, Doc& obj, std::string_view name, const WriteOptions& opts);
+  Result<void> admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  void after_write(const ResourceType& rt, const ObjectPtr& obj);
+  void after_delete(const ResourceType& rt, const ObjectPtr& obj, bool orphan);
+  Result<void> register_crd(const Value& crd);
+  void delete_namespace_contents(std::string_view ns);
+  Result<ObjectPtr> delete_now(const ResourceType& rt, const ObjectPtr& obj, bool orphan);
+
+  SimClock& clock_;
+  ClusterOptions options_;
+  Registry registry_;
+  Store store_;
+  Faults faults_;
+  std::mt19937_64 rng_;
+  // Event deduplication: (object uid, type, reason, message) -> event key.
+  std::map<std::string, std::string> event_keys_;
+};
+
+}  // namespace spotshift::kubesim

@@ -1,0 +1,229 @@
+#include "test_cluster.hpp"
+
+using namespace spotshift;
+using namespace spotshift::kubesim;
+using namespace std::chrono_literals;
+using testing::parse;
+using testing::TestCluster;
+
+namespace {
+
+std::string node_yaml(const std::string& name, const std::string& cpu, const std::string& extra = "",
+                      const std::string& pods = "110") {
+  return "---\napiVersion: v1\nkind: Node\nmetadata: {name: " + name + ", labels: {kubernetes.io/hostname: " + name + "}}\n" +
+         extra + "status: {allocatable: {cpu: \"" + cpu + "\", memory: 8Gi, pods: \"" + pods + "\"}}\n";
+}
+
+std::string pod_yaml(const std::string& name, const std::string& cpu, const std::string& extra = "") {
+  return "---\napiVersion: v1\nkind: Pod\nmetadata: {name: " + name + "}\nspec:\n" + extra +
+         "  containers: [{name: c, resources: {requests: {cpu: " + cpu + "}}}]\n";
+}
+
+std::string node_of(TestCluster& t, const std::string& pod) {
+  auto p = t.pod("default/" + pod);
+  return p ? std::string(get_str(p->doc, {"spec", "nodeName"})) : "<gone>";
+}
+
+std::string scheduled_condition(TestCluster& t, const std::string& pod) {
+  auto p = t.pod("default/" + pod);
+  for (const auto& c : (*get_path(p->doc, {"status", "conditions"})).GetArray())
+    if (get_str(c, {"type"}) == "PodScheduled") return std::string(get_str(c, {"reason"})) + ": " + std::string(get_str(c, {"message"}));
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the scheduler binds to the least allocated feasible node and emits Scheduled", "[scheduler]") {
+  TestCluster t({}, node_yaml("big", "4") + node_yaml("small", "2"));
+  t.apply(pod_yaml("p1", "1"));
+  CHECK(node_of(t, "p1") == "big");  // 75% free beats 50%
+  t.apply(pod_yaml("p2", "1500m"));
+  CHECK(node_of(t, "p2") == "big");  // big: (4-1-1.5)/4 = 37.5%; small: (2-1.5)/2 = 25%
+  t.apply(pod_yaml("p3", "1"));
+  CHECK(node_of(t, "p3") == "small");
+  auto events = t.get("/api/v1/namespaces/default/events?fieldSelector=reason%3DScheduled");
+  CHECK(parse(events.body)["items"].Size() == 3);
+}
+
+TEST_CASE("the scheduler explains why nothing fits, in kube-scheduler's words", "[scheduler]") {
+  TestCluster t({}, node_yaml("a", "1") + node_yaml("b", "1", "spec: {unschedulable: true}\n") +
+                        node_yaml("c", "8", "spec: {taints: [{key: dedicated, value: gpu, effect: NoSchedule}]}\n") +
+                        node_yaml("d", "8", "", "1"));
+  t.apply(pod_yaml("filler", "100m", "  nodeName: d\n"));
+  t.apply(pod_yaml("big", "2"));
+  CHECK(node_of(t, "big").empty());
+  CHECK(scheduled_condition(t, "big") ==
+        "Unschedulable: 0/4 nodes are available: 1 Insufficient cpu, 1 Too many pods, 1 node(s) had untolerated taint "
+        "{dedicated: gpu}, 1 node(s) were unschedulable. preemption: 0/4 nodes are available: 4 Preemption is not "
+        "helpful for scheduling.");
+  auto events = t.get("/api/v1/namespaces/default/events?fieldSelector=reason%3DFailedScheduling");
+  REQUIRE(parse(events.body)["items"].Size() == 1);
+  CHECK(get_str(parse(events.body)["items"][0], {"type"}) == "Warning");
+  // More capacity arrives: the pending pod is retried without any other change.
+  t.apply(node_yaml("e", "4"));
+  CHECK(node_of(t, "big") == "e");
+}
+
+TEST_CASE("the scheduler honours tolerations, node selectors, affinity, pod counts and host ports", "[scheduler]") {
+  TestCluster t({}, node_yaml("plain", "4") +
+                        node_yaml("gpu", "4", "spec: {taints: [{key: dedicated, value: gpu, effect: NoSchedule}]}\n") +
+                        node_yaml("spot", "4", "spec: {taints: [{key: od, effect: PreferNoSchedule}]}\n"));
+  t.cluster().mutate(*t.cluster().registry().nodes(), "spot", [](Value& o, Alloc& a) {
+    set_str(ensure_object(ensure_object(o, "metadata", a), "labels", a), "pool", "spot", a);
+  });
+  t.apply(pod_yaml("tolerant", "100m", "  tolerations: [{key: dedicated, operator: Exists}]\n  nodeSelector: {kubernetes.io/hostname: gpu}\n"));
+  CHECK(node_of(t, "tolerant") == "gpu");
+  t.apply(pod_yaml("affine", "100m",
+                   "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                   "[{matchExpressions: [{key: pool, operator: In, values: [spot]}]}]}}}\n"));
+  CHECK(node_of(t, "affine") == "spot");
+  t.apply(pod_yaml("avoids-prefer-no-schedule", "100m"));
+  CHECK(node_of(t, "avoids-prefer-no-schedule") == "plain");
+  t.apply("---\napiVersion: v1\nkind: Pod\nmetadata: {name: hp1}\nspec:\n  nodeSelector: {kubernetes.io/hostname: plain}\n"
+          "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080}]}]\n"
+          "---\napiVersion: v1\nkind: Pod\nmetadata: {name: hp2}\nspec:\n  nodeSelector: {kubernetes.io/hostname: plain}\n"
+          "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080}]}]\n");
+  CHECK(node_of(t, "hp1") == "plain");
+  CHECK(node_of(t, "hp2").empty());
+  CHECK(scheduled_condition(t, "hp2").find("didn't have free ports") != std::string::npos);
+  t.apply("---\napiVersion: v1\nkind: Pod\nmetadata: {name: ext}\nspec:\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n");
+  CHECK(node_of(t, "ext").empty());
+  CHECK(scheduled_condition(t, "ext").find("Insufficient nvidia.com/gpu") != std::string::npos);
+}
+
+TEST_CASE("the kubelet starts bound pods after a delay and ends graceful deletions", "[kubelet]") {
+  TestCluster t({}, node_yaml("n", "4") + pod_yaml("p", "100m", "  nodeName: n\n  terminationGracePeriodSeconds: 30\n"));
+  CHECK(get_str(t.pod("default/p")->doc, {"status", "phase"}) == "Pending");
+  t.advance(1500ms);
+  auto p = t.pod("default/p");
+  CHECK(get_str(p->doc, {"status", "phase"}) == "Running");
+  CHECK(get_bool((*get_path(p->doc, {"status", "containerStatuses"}))[0], {"ready"}));
+  auto del = t.request("DELETE", "/api/v1/namespaces/default/pods/p");
+  CHECK(del.status == 200);
+  CHECK(get_path(parse(del.body), {"metadata", "deletionTimestamp"}));
+  CHECK(t.pod("default/p"));  // terminating for min(30s, cap=2s)
+  t.advance(1s);
+  CHECK(t.pod("default/p"));
+  t.advance(1500ms);
+  CHECK_FALSE(t.pod("default/p"));
+  auto killing = t.get("/api/v1/namespaces/default/events?fieldSelector=reason%3DKilling");
+  CHECK(parse(killing.body)["items"].Size() == 1);
+}
+
+TEST_CASE("a pod that never terminates stays until deleted with grace zero", "[kubelet]") {
+  TestCluster t({}, node_yaml("n", "4") +
+                        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: stuck, annotations: {kubesim.spotshift.io/never-terminate: \"true\"}}\n"
+                        "spec: {nodeName: n, containers: [{name: c}]}\n");
+  t.advance(2s);
+  t.request("DELETE", "/api/v1/namespaces/default/pods/stuck");
+  t.advance(10min);
+  CHECK(t.pod("default/stuck"));
+  t.request("DELETE", "/api/v1/namespaces/default/pods/stuck?gracePeriodSeconds=0");
+  t.advance(1s);
+  CHECK_FALSE(t.pod("default/stuck"));
+}
+
+TEST_CASE("a ReplicaSet recreates an evicted replica at once, unscheduled", "[workloads]") {
+  ClusterOptions o;
+  o.scheduler = false;
+  TestCluster t(o, node_yaml("n", "4") + R"(
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c}]}
+)");
+  auto pods = [&] {
+    std::vector<ObjectPtr> out;
+    for (const auto& [k, p] : t.cluster().store().objects(*t.cluster().registry().pods())) out.push_back(p);
+    return out;
+  };
+  auto before = pods();
+  REQUIRE(before.size() == 2);
+  CHECK(name_of(before[0]->doc).starts_with("web-"));
+  CHECK(get_str(*get_path(before[0]->doc, {"metadata", "ownerReferences"})->Begin(), {"kind"}) == "ReplicaSet");
+  t.cluster().bind("default", name_of(before[0]->doc), "n");
+  t.advance(2s);
+  REQUIRE(t.post("/api/v1/namespaces/default/pods/" + std::string(name_of(before[0]->doc)) + "/eviction", "{}").status == 201);
+  auto after = pods();
+  CHECK(after.size() == 3);  // the evicted one terminates while its replacement exists
+  int unscheduled = 0;
+  for (const auto& p : after) unscheduled += get_str(p->doc, {"spec", "nodeName"}).empty() ? 1 : 0;
+  CHECK(unscheduled == 2);
+  auto rs = t.object(t.cluster().registry().replicasets(), "default/web");
+  CHECK(get_int(rs->doc, {"status", "replicas"}) == 2);
+}
+
+TEST_CASE("Deployments own a ReplicaSet; DaemonSets run one pod per eligible node; StatefulSets name pods by ordinal", "[workloads]") {
+  TestCluster t({}, node_yaml("a", "4") + node_yaml("b", "4", "spec: {taints: [{key: x, effect: NoSchedule}]}\n") + R"(
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: c}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: c}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: c}]}
+)");
+  t.advance(2s);
+  const auto& rss = t.cluster().store().objects(*t.cluster().registry().replicasets());
+  REQUIRE(rss.size() == 1);
+  CHECK(rss.begin()->first.starts_with("default/api-"));
+  int api = 0, agent = 0;
+  for (const auto& [k, p] : t.cluster().store().objects(*t.cluster().registry().pods())) {
+    if (k.starts_with("default/api-")) ++api;
+    if (k.starts_with("default/agent-")) {
+      ++agent;
+      CHECK(get_str(p->doc, {"spec", "nodeName"}) == "a");  // b's taint is not tolerated
+    }
+  }
+  CHECK(api == 2);
+  CHECK(agent == 1);
+  CHECK(t.pod("default/db-0"));
+  CHECK(t.pod("default/db-1"));
+  auto dep = t.object(t.cluster().registry().deployments(), "default/api");
+  CHECK(get_int(dep->doc, {"status", "readyReplicas"}) == 2);
+  // Deleting the Deployment collects its ReplicaSet and pods.
+  t.request("DELETE", "/apis/apps/v1/namespaces/default/deployments/api");
+  t.advance(3s);
+  CHECK(t.cluster().store().objects(*t.cluster().registry().replicasets()).empty());
+}
+
+TEST_CASE("node lifecycle mirrors cordons and conditions into taints", "[lifecycle]") {
+  TestCluster t({}, node_yaml("n", "4"));
+  t.request("PATCH", "/api/v1/nodes/n", R"({"spec":{"unschedulable":true}})", "application/strategic-merge-patch+json");
+  CHECK(to_json(*get_path(t.node("n")->doc, {"spec", "taints"})) ==
+        R"([{"key":"node.kubernetes.io/unschedulable","effect":"NoSchedule"}])");
+  t.post("/_sim/nodes/n/conditions", R"({"type":"Ready","status":"False"})");
+  auto taints = to_json(*get_path(t.node("n")->doc, {"spec", "taints"}));
+  CHECK(taints.find("node.kubernetes.io/not-ready\",\"effect\":\"NoExecute\"") != std::string::npos);
+  t.request("PATCH", "/api/v1/nodes/n", R"({"spec":{"unschedulable":null}})", "application/strategic-merge-patch+json");
+  t.post("/_sim/nodes/n/conditions", R"({"type":"Ready","status":"True"})");
+  CHECK_FALSE(get_path(t.node("n")->doc, {"spec", "taints"}));
+}

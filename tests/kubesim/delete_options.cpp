@@ -1,0 +1,146 @@
+#include "delete_options.hpp"
+
+#include "core/strings.hpp"
+#include "json_util.hpp"
+
+#include <fmt/format.h>
+
+namespace spotshift::kubesim {
+
+namespace {
+
+// A minimal protobuf reader: varints and length-delimited fields are all DeleteOptions uses.
+class ProtoReader {
+ public:
+  explicit ProtoReader(std::string_view data) : data_(data) {}
+  bool done() const { return pos_ >= data_.size(); }
+
+  bool next(uint32_t& field, uint32_t& wire) {
+    uint64_t tag;
+    if (!varint(tag)) return false;
+    field = static_cast<uint32_t>(tag >> 3);
+    wire = static_cast<uint32_t>(tag & 7);
+    return true;
+  }
+  bool varint(uint64_t& out) {
+    out = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (pos_ >= data_.size()) return false;
+      uint8_t b = static_cast<uint8_t>(data_[pos_++]);
+      out |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  }
+  bool bytes(std::string_view& out) {
+    uint64_t n;
+    if (!varint(n) || n > data_.size() - pos_) return false;
+    out = data_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool skip(uint32_t wire) {
+    uint64_t v;
+    std::string_view s;
+    switch (wire) {
+      case 0: return varint(v);
+      case 1: return advance(8);
+      case 2: return bytes(s);
+      case 5: return advance(4);
+      default: return false;
+    }
+  }
+
+ private:
+  bool advance(size_t n) {
+    if (n > data_.size() - pos_) return false;
+    pos_ += n;
+    return true;
+  }
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+Error malformed() { return Error::invalid("malformed protobuf DeleteOptions body"); }
+
+}  // namespace
+
+Result<DeleteOptions> decode_delete_options_protobuf(std::string_view body) {
+  static constexpr std::string_view kMagic("k8s\0", 4);
+  if (!body.starts_with(kMagic)) return malformed();
+  ProtoReader unknown(body.substr(4));
+  std::string_view raw;
+  uint32_t field, wire;
+  while (!unknown.done()) {
+    if (!unknown.next(field, wire)) return malformed();
+    if (field == 2 && wire == 2) {
+      if (!unknown.bytes(raw)) return malformed();
+    } else if (!unknown.skip(wire)) {
+      return malformed();
+    }
+  }
+  DeleteOptions out;
+  ProtoReader r(raw);
+  while (!r.done()) {
+    if (!r.next(field, wire)) return malformed();
+    uint64_t v;
+    std::string_view s;
+    if (field == 1 && wire == 0) {
+      if (!r.varint(v)) return malformed();
+      out.grace_period_seconds = static_cast<int64_t>(v);
+    } else if (field == 2 && wire == 2) {
+      if (!r.bytes(s)) return malformed();
+      ProtoReader pre(s);
+      while (!pre.done()) {
+        std::string_view text;
+        if (!pre.next(field, wire)) return malformed();
+        if (wire == 2 && (field == 1 || field == 2)) {
+          if (!pre.bytes(text)) return malformed();
+          (field == 1 ? out.precondition_uid : out.precondition_resource_version) = std::string(text);
+        } else if (!pre.skip(wire)) {
+          return malformed();
+        }
+      }
+    } else if (field == 4 && wire == 2) {
+      if (!r.bytes(s)) return malformed();
+      out.propagation_policy = std::string(s);
+    } else if (field == 5 && wire == 2) {
+      if (!r.bytes(s)) return malformed();
+      out.dry_run = true;
+    } else if (!r.skip(wire)) {
+      return malformed();
+    }
+  }
+  return out;
+}
+
+Result<DeleteOptions> decode_delete_options(std::string_view content_type, std::string_view body,
+                                            const std::map<std::string, std::string>& query) {
+  DeleteOptions out;
+  if (!body.empty()) {
+    if (content_type.starts_with("application/vnd.kubernetes.protobuf")) {
+      auto pb = decode_delete_options_protobuf(body);
+      if (!pb) return pb.error();
+      out = *pb;
+    } else {
+      Doc doc;
+      if (auto r = parse_into(body, doc); !r) return r.error();
+      if (auto g = get_int(doc, {"gracePeriodSeconds"})) out.grace_period_seconds = *g;
+      out.precondition_uid = std::string(get_str(doc, {"preconditions", "uid"}));
+      out.precondition_resource_version = std::string(get_str(doc, {"preconditions", "resourceVersion"}));
+      out.propagation_policy = std::string(get_str(doc, {"propagationPolicy"}));
+      if (get_bool(doc, {"orphanDependents"})) out.propagation_policy = "Orphan";
+      if (const Value* d = field(doc, "dryRun"); d && d->IsArray() && d->Size() > 0) out.dry_run = true;
+    }
+  }
+  if (auto it = query.find("gracePeriodSeconds"); it != query.end()) {
+    auto g = parse_int(it->second);
+    if (!g) return Error::invalid(fmt::format("invalid gracePeriodSeconds \"{}\"", it->second));
+    out.grace_period_seconds = *g;
+  }
+  if (auto it = query.find("propagationPolicy"); it != query.end()) out.propagation_policy = it->second;
+  if (auto it = query.find("dryRun"); it != query.end() && !it->second.empty()) out.dry_run = true;
+  return out;
+}
+
+}  // namespace spotshift::kubesim

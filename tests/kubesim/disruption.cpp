@@ -1,0 +1,141 @@
+#include "disruption.hpp"
+
+#include "model/json.hpp"
+#include "model/selector.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+namespace spotshift::kubesim {
+
+namespace {
+
+model::Labels labels_of(const Value& obj) {
+  model::Labels out;
+  if (const Value* l = get_path(obj, {"metadata", "labels"}); l && l->IsObject())
+    for (auto it = l->MemberBegin(); it != l->MemberEnd(); ++it)
+      if (it->value.IsString()) out.set(it->name.GetString(), it->value.GetString());
+  return out;
+}
+
+const Value* controller_ref(const Value& obj) {
+  const Value* refs = get_path(obj, {"metadata", "ownerReferences"});
+  if (!refs || !refs->IsArray()) return nullptr;
+  for (const auto& r : refs->GetArray())
+    if (get_bool(r, {"controller"})) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+bool pod_ready(const Value& pod) {
+  const Value* conds = get_path(pod, {"status", "conditions"});
+  if (!conds || !conds->IsArray()) return false;
+  for (const auto& c : conds->GetArray())
+    if (get_str(c, {"type"}) == "Ready") return get_str(c, {"status"}) == "True";
+  return false;
+}
+
+std::vector<ObjectPtr> pods_selected_by(const Cluster& cluster, const Value& pdb) {
+  std::vector<ObjectPtr> out;
+  model::JsonDecoder d("poddisruptionbudget");
+  const Value* spec = field(pdb, "spec");
+  if (!spec) return out;
+  auto sel = d.label_selector(*spec, "selector");
+  if (!d.ok() || !sel || sel->empty()) return out;  // an absent or empty selector matches nothing
+  std::string prefix = std::string(namespace_of(pdb)) + "/";
+  const auto& pods = cluster.store().objects(*cluster.registry().pods());
+  for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it)
+    if (sel->matches(labels_of(it->second->doc))) out.push_back(it->second);
+  return out;
+}
+
+PdbStatus compute_pdb_status(const Cluster& cluster, const Value& pdb) {
+  PdbStatus st;
+  auto pods = pods_selected_by(cluster, pdb);
+  std::string ns(namespace_of(pdb));
+  Time now = cluster.now();
+
+  // disruptedPods: entries expire after the timeout, or once the pod is gone or terminating.
+  std::set<std::string> disrupted;
+  if (const Value* dp = get_path(pdb, {"status", "disruptedPods"}); dp && dp->IsObject()) {
+    for (auto it = dp->MemberBegin(); it != dp->MemberEnd(); ++it) {
+      std::string name = it->name.GetString();
+      auto when = parse_time(it->value.IsString() ? it->value.GetString() : "");
+      auto pod = cluster.store().get(*cluster.registry().pods(), ns + "/" + name);
+      if (!when || !pod || get_path(pod->doc, {"metadata", "deletionTimestamp"})) continue;
+      if (now - *when > cluster.options().disrupted_pod_timeout) continue;
+      disrupted.insert(name);
+      st.disrupted_pods.emplace_back(name, it->value.GetString());
+    }
+  }
+  for (const auto& p : pods) {
+    if (get_path(p->doc, {"metadata", "deletionTimestamp"})) continue;
+    if (disrupted.count(std::string(name_of(p->doc)))) continue;
+    if (pod_ready(p->doc)) ++st.current_healthy;
+  }
+
+  const Value* min_available = get_path(pdb, {"spec", "minAvailable"});
+  const Value* max_unavailable = get_path(pdb, {"spec", "maxUnavailable"});
+  auto percent = [](const Value* v) -> std::optional<int> {
+    if (!v || !v->IsString()) return std::nullopt;
+    std::string s = v->GetString();
+    if (s.empty() || s.back() != '%') return std::nullopt;
+    return std::atoi(s.c_str());
+  };
+  bool needs_scale = max_unavailable || percent(min_available);
+  if (!needs_scale) {
+    st.expected_pods = static_cast<int32_t>(pods.size());
+    st.desired_healthy = min_available && min_available->IsInt() ? min_available->GetInt() : 0;
+  } else {
+    // The sum of the scales of the distinct controllers of the selected pods.
+    std::map<std::string, int32_t> scale;
+    for (const auto& p : pods) {
+      const Value* ref = controller_ref(p->doc);
+      if (!ref) continue;  // unmanaged pods are not counted
+      std::string_view kind = get_str(*ref, {"kind"});
+      std::string owner(get_str(*ref, {"name"}));
+      const Value* scaled = nullptr;
+      ObjectPtr holder;
+      if (kind == "ReplicaSet") {
+        holder = cluster.store().get(*cluster.registry().replicasets(), ns + "/" + owner);
+        if (holder) {
+          const Value* dref = controller_ref(holder->doc);
+          if (dref && get_str(*dref, {"kind"}) == "Deployment") {
+            auto dep = cluster.store().get(*cluster.registry().deployments(), ns + "/" + std::string(get_str(*dref, {"name"})));
+            if (dep) holder = dep;
+          }
+        }
+      } else if (kind == "StatefulSet") {
+        holder = cluster.store().get(*cluster.registry().statefulsets(), ns + "/" + owner);
+      }
+      if (holder) scaled = get_path(holder->doc, {"spec", "replicas"});
+      if (!holder) {
+        st.reason = "SyncFailed";
+        st.message = fmt::format("found no controllers for pod \"{}\"", name_of(p->doc));
+        st.expected_pods = 0;
+        st.desired_healthy = 0;
+        st.disruptions_allowed = 0;
+        return st;
+      }
+      scale[std::string(get_str(holder->doc, {"metadata", "uid"}))] = scaled && scaled->IsInt() ? scaled->GetInt() : 1;
+    }
+    for (const auto& [uid, n] : scale) st.expected_pods += n;
+    if (max_unavailable) {
+      int32_t mu = 0;
+      if (auto pct = percent(max_unavailable)) mu = static_cast<int32_t>((int64_t(*pct) * st.expected_pods + 99) / 100);
+      else if (max_unavailable->IsInt()) mu = max_unavailable->GetInt();
+      st.desired_healthy = std::max(0, st.expected_pods - mu);
+    } else {
+      int pct = *percent(min_available);
+      st.desired_healthy = static_cast<int32_t>((int64_t(pct) * st.expected_pods + 99) / 100);
+    }
+  }
+  st.disruptions_allowed = st.expected_pods == 0 ? 0 : std::max(0, st.current_healthy - st.desired_healthy);
+  st.reason = st.disruptions_allowed > 0 ? "SufficientPods" : "InsufficientPods";
+  return st;
+}
+
+}  // namespace spotshift::kubesim

@@ -1,0 +1,357 @@
+// kubesim over real HTTP: driven by kubectl and curl, the clients whose behaviour it must match.
+
+#include "simulator.hpp"
+#include "support/catch.hpp"
+#include "support/process.hpp"
+
+#include "core/strings.hpp"
+#include "json_util.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <thread>
+
+using namespace spotshift;
+using namespace spotshift::kubesim;
+using spotshift::testing::eventually;
+using spotshift::testing::require_tool;
+using spotshift::testing::run;
+using spotshift::testing::shell_quote;
+using spotshift::testing::TempDir;
+
+namespace {
+
+const std::string kScenarios = KUBESIM_SCENARIOS;
+
+struct Harness {
+  TempDir dir;
+  std::unique_ptr<Simulator> sim;
+  std::string kubectl;
+
+  explicit Harness(SimulatorOptions o) {
+    require_tool("kubectl");
+    require_tool("curl");
+    sim = std::make_unique<Simulator>(std::move(o));
+    auto r = sim->start();
+    if (!r) FAIL("kubesim did not start: " << r.error().message);
+    REQUIRE(sim->write_kubeconfig(dir.file("kubeconfig")));
+    kubectl = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s", dir.file("kubeconfig"),
+                          dir.file("cache"));
+  }
+  spotshift::testing::CommandResult k(const std::string& args) { return run(kubectl + " " + args); }
+  std::string curl_flags() const {
+    std::string f = "-s --max-time 20";
+    if (sim->url().starts_with("https")) {
+      std::ofstream(dir.file("ca.crt")) << sim->ca_pem();
+      f += " --cacert " + dir.file("ca.crt");
+    }
+    return f;
+  }
+  spotshift::testing::CommandResult curl(const std::string& args) { return run("curl " + curl_flags() + " " + args); }
+};
+
+SimulatorOptions demo(double scale = 20) {
+  SimulatorOptions o;
+  o.scenario_path = kScenarios + "/demo.yaml";
+  o.time_scale = scale;
+  return o;
+}
+
+constexpr const char* kCrd = R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Cluster
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Mode, type: string, jsonPath: .spec.mode}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              size: {type: integer, minimum: 1}
+              mode: {type: string, enum: [fast, slow], default: slow}
+)";
+
+}  // namespace
+
+TEST_CASE("kubectl gets nodes, applies a CRD and a custom resource, and shows its printer columns", "[http][kubectl]") {
+  Harness h(demo());
+  auto nodes = h.k("get nodes");
+  REQUIRE(nodes.status == 0);
+  CHECK(nodes.output.find("NAME         STATUS   ROLES         AGE") == 0);
+  CHECK(nodes.output.find("spot-1       Ready    spot-worker") != std::string::npos);
+
+  h.dir.write("crd.yaml", kCrd);
+  auto crd = h.k("apply -f " + h.dir.file("crd.yaml"));
+  INFO(crd.output);
+  REQUIRE(crd.status == 0);
+  CHECK(crd.output.find("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created") != std::string::npos);
+  REQUIRE(h.k("wait --for=condition=Established crd/widgets.example.com --timeout=20s").status == 0);
+  h.dir.write("w.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3}\n");
+  auto cr = h.k("apply -f " + h.dir.file("w.yaml"));
+  INFO(cr.output);
+  REQUIRE(cr.status == 0);
+  auto get = h.k("get widgets");
+  INFO(get.output);
+  CHECK(get.output.find("NAME   SIZE   MODE   AGE") == 0);
+  CHECK(get.output.find("w1     3      slow") != std::string::npos);
+  // Re-applying changes it through kubectl's merge patch; an invalid value is refused with causes.
+  h.dir.write("w.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 5, mode: fast}\n");
+  REQUIRE(h.k("apply -f " + h.dir.file("w.yaml")).status == 0);
+  CHECK(h.k("get wd w1 -o jsonpath={.spec.size}").output == "5");
+  h.dir.write("bad.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2}\nspec: {size: 0, mode: medium}\n");
+  auto bad = h.k("apply -f " + h.dir.file("bad.yaml"));
+  CHECK(bad.status != 0);
+  CHECK(bad.output.find("The Widget \"w2\" is invalid") != std::string::npos);
+  CHECK(bad.output.find("spec.mode: Unsupported value: \"medium\"") != std::string::npos);
+  h.dir.write("unknown.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w3}\nspec: {size: 1, colour: red}\n");
+  auto unknown = h.k("apply -f " + h.dir.file("unknown.yaml"));
+  CHECK(unknown.status != 0);
+  CHECK(unknown.output.find("strict decoding error: unknown field \"spec.colour\"") != std::string::npos);
+  REQUIRE(h.k("delete widget w1").status == 0);
+}
+
+TEST_CASE("kubectl drain evicts through the eviction API, respecting the PodDisruptionBudget", "[http][kubectl]") {
+  Harness h(demo());
+  REQUIRE(eventually([&] { return h.k("get pods -n shop").output.find("Pending") == std::string::npos; }));
+  auto drain = h.k("drain ondemand-1 --ignore-daemonsets --timeout=60s");
+  INFO(drain.output);
+  REQUIRE(drain.status == 0);
+  CHECK(drain.output.find("node/ondemand-1 cordoned") != std::string::npos);
+  CHECK(drain.output.find("evicting pod shop/web-7d4b9c-x1a2b") != std::string::npos);
+  CHECK(drain.output.find("node/ondemand-1 drained") != std::string::npos);
+  auto wide = h.k("get pods -n shop -o wide");
+  CHECK(wide.output.find("ondemand-1") == std::string::npos);
+  // Every eviction went through pods/eviction, none through DELETE.
+  int evictions = 0, deletes = 0;
+  for (const auto& a : h.sim->audit()) {
+    if (a.resource == "pods/eviction" && a.code == 201) ++evictions;
+    if (a.verb == "delete" && a.resource == "pods") ++deletes;
+  }
+  CHECK(evictions == 2);
+  CHECK(deletes == 0);
+  auto events = h.k("events -n shop");
+  CHECK(events.output.find("Evicted") != std::string::npos);
+  CHECK(events.output.find("Scheduled") != std::string::npos);
+  CHECK(h.k("get events -n shop").output.find("LAST SEEN   TYPE     REASON") == 0);
+
+  // ondemand-4 holds two pods of web, whose budget allows one disruption: an eviction of the
+  // second answers 429 while the first's replacement is not Ready, so drain keeps retrying.
+  auto direct = h.curl(fmt::format("-X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
+                                   shell_quote(R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-7d4b9c-b5d6f"}})"),
+                                   h.sim->url(), "web-7d4b9c-b5d6f"));
+  REQUIRE(direct.status == 0);
+  auto blocked = h.curl(fmt::format("-o /dev/null -w '%{{http_code}}' -X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
+                                    shell_quote(R"({"metadata":{"name":"web-7d4b9c-g7l8q"}})"), h.sim->url(), "web-7d4b9c-g7l8q"));
+  CHECK(blocked.output == "429");
+}
+
+TEST_CASE("kubectl cordon, taint and a stale patch behave as on a real cluster", "[http][kubectl]") {
+  Harness h(demo());
+  REQUIRE(h.k("cordon spot-1").status == 0);
+  CHECK(h.k("get node spot-1").output.find("Ready,SchedulingDisabled") != std::string::npos);
+  REQUIRE(h.k("uncordon spot-1").status == 0);
+  REQUIRE(h.k("taint nodes spot-1 maint=true:NoSchedule").status == 0);
+  CHECK(h.k("get node spot-1 -o jsonpath={.spec.taints[0].key}").output == "maint");
+  REQUIRE(h.k("taint nodes spot-1 maint-").status == 0);
+  auto stale = h.k("patch node spot-1 --type merge -p '{\"metadata\":{\"resourceVersion\":\"1\",\"labels\":{\"x\":\"y\"}}}'");
+  CHECK(stale.status != 0);
+  CHECK(stale.output.find("Error from server (Conflict): Operation cannot be fulfilled on nodes \"spot-1\"") != std::string::npos);
+  auto test = h.k("patch node spot-1 --type json -p '[{\"op\":\"test\",\"path\":\"/metadata/name\",\"value\":\"x\"}]'");
+  CHECK(test.output.find("The request is invalid: testing value /metadata/name failed") != std::string::npos);
+}
+
+TEST_CASE("a forced 410 makes a watching client-go reflector relist", "[http][kubectl]") {
+  Harness h(demo(1));
+  h.sim->clear_audit();
+  REQUIRE(h.curl("-X POST -d '{\"resource\":\"pods\"}' " + h.sim->url() + "/_sim/watch/expire").status == 0);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    run(h.kubectl + " delete pod -n shop api-7d4b9c-k8s2q --grace-period=0 --wait=false");
+  });
+  auto wait = h.k("wait --for=delete pod/api-7d4b9c-k8s2q -n shop --timeout=30s");
+  killer.join();
+  INFO(wait.output);
+  CHECK(wait.status == 0);
+  int watches = 0, lists_after_expiry = 0;
+  bool expired_seen = false;
+  for (const auto& a : h.sim->audit()) {
+    if (a.resource != "pods" || a.path.find("/namespaces/shop/pods") == std::string::npos) continue;
+    if (a.verb == "watch") {
+      ++watches;
+      expired_seen = true;
+    } else if (a.verb == "list" && expired_seen) {
+      ++lists_after_expiry;
+    }
+  }
+  CHECK(watches >= 2);            // the expired watch and the one after the relist
+  CHECK(lists_after_expiry >= 1);  // the relist
+}
+
+TEST_CASE("HTTPS needs a valid bearer token or client certificate", "[http][tls]") {
+  SimulatorOptions o = demo();
+  o.tls = true;
+  o.tokens = {{"secret-token", "alice"}};
+  Harness h(o);
+  CHECK(h.k("get nodes").status == 0);
+  auto anonymous = h.curl("-o /dev/null -w '%{http_code}' " + h.sim->url() + "/api/v1/nodes");
+  CHECK(anonymous.output == "401");
+  auto body = h.curl(h.sim->url() + "/api/v1/nodes");
+  CHECK(body.output == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})");
+  auto wrong = h.curl("-o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope' " + h.sim->url() + "/api/v1/nodes");
+  CHECK(wrong.output == "401");
+  auto right = h.curl("-o /dev/null -w '%{http_code}' -H 'Authorization: Bearer secret-token' " + h.sim->url() + "/api/v1/nodes");
+  CHECK(right.output == "200");
+  REQUIRE(h.sim->ca());
+  auto client = h.sim->ca()->issue_client("bob", {"system:masters"});
+  REQUIRE(client);
+  h.dir.write("bob.crt", client->cert_pem);
+  h.dir.write("bob.key", client->key_pem);
+  auto cert = h.curl(fmt::format("-o /dev/null -w '%{{http_code}}' --cert {} --key {} {}/api/v1/nodes", h.dir.file("bob.crt"),
+                                 h.dir.file("bob.key"), h.sim->url()));
+  CHECK(cert.output == "200");
+  bool bob = false, alice = false;
+  for (const auto& a : h.sim->audit()) {
+    bob |= a.user == "bob";
+    alice |= a.user == "alice";
+  }
+  CHECK(bob);
+  CHECK(alice);
+  REQUIRE(h.sim->write_kubeconfig(h.dir.file("bad-token"), "nope"));
+  auto kubectl_bad = run(fmt::format("kubectl --kubeconfig {} --cache-dir {} get nodes", h.dir.file("bad-token"), h.dir.file("c2")));
+  CHECK(kubectl_bad.status != 0);
+  CHECK(kubectl_bad.output.find("You must be logged in to the server") != std::string::npos);
+}
+
+TEST_CASE("a watch is a chunked JSON stream that ends at timeoutSeconds", "[http][watch]") {
+  SimulatorOptions o = demo();
+  o.bookmark_interval = std::chrono::milliseconds(200);
+  Harness h(o);
+  auto r = h.curl("-D " + h.dir.file("headers") + " '" + h.sim->url() +
+                  "/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=1'");
+  REQUIRE(r.status == 0);
+  auto headers = read_file(h.dir.file("headers")).value();
+  CHECK(headers.find("Transfer-Encoding: chunked") != std::string::npos);
+  CHECK(headers.find("Content-Type: application/json") != std::string::npos);
+  auto lines = split(trim(r.output), '\n');
+  int added = 0, bookmarks = 0;
+  for (auto line : lines) {
+    Doc d;
+    REQUIRE(parse_into(line, d));
+    if (get_str(d, {"type"}) == "ADDED") ++added;
+    if (get_str(d, {"type"}) == "BOOKMARK") ++bookmarks;
+  }
+  CHECK(added == 6);
+  CHECK(bookmarks >= 2);  // periodic ones and one just before the close
+}
+
+TEST_CASE("injected faults: errors, a connection reset mid-body, and dropped watches", "[http][faults]") {
+  Harness h(demo());
+  REQUIRE(h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"list","resource":"nodes","status":503,"count":2})"),
+                             h.sim->url()))
+              .status == 0);
+  auto code = [&] { return h.curl("-o /dev/null -w '%{http_code}' " + h.sim->url() + "/api/v1/nodes").output; };
+  CHECK(code() == "503");
+  CHECK(code() == "503");
+  CHECK(code() == "200");
+  h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"get","resource":"nodes","reset":true,"count":1})"), h.sim->url()));
+  auto reset = h.curl(h.sim->url() + "/api/v1/nodes/spot-1");
+  CHECK(reset.status != 0);  // curl: transfer closed with outstanding read data, or reset
+  CHECK(h.curl(h.sim->url() + "/api/v1/nodes/spot-1").status == 0);
+
+  h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"watch","resource":"nodes","watchDropAfterEvents":2,"count":1})"),
+                     h.sim->url()));
+  auto dropped = h.curl("'" + h.sim->url() + "/api/v1/nodes?watch=true&timeoutSeconds=5'");
+  CHECK(dropped.status != 0);  // no final chunk
+  CHECK(std::count(dropped.output.begin(), dropped.output.end(), '\n') == 2);
+
+  h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"get","resource":"nodes","delayMs":400,"count":1})"), h.sim->url()));
+  auto slow = h.curl("-o /dev/null -w '%{time_total}' " + h.sim->url() + "/api/v1/nodes/spot-1");
+  CHECK(std::stod(slow.output) >= 0.4);
+
+  // Dropping open watches ends them abruptly; pausing the scheduler leaves new pods pending.
+  std::thread dropper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    h.curl("-X POST " + h.sim->url() + "/_sim/watch/drop");
+  });
+  auto watch = h.curl("'" + h.sim->url() + "/api/v1/nodes?watch=true&timeoutSeconds=10'");
+  dropper.join();
+  CHECK(watch.status != 0);
+  CHECK(std::count(watch.output.begin(), watch.output.end(), '\n') == 6);
+  REQUIRE(h.curl("-X POST -d '{\"scheduler\":false}' " + h.sim->url() + "/_sim/controllers").status == 0);
+  h.dir.write("p.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: waiting}\nspec: {containers: [{name: c}]}\n");
+  REQUIRE(h.k("apply -f " + h.dir.file("p.yaml")).status == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(h.k("get pod waiting -o jsonpath={.spec.nodeName}").output.empty());
+  REQUIRE(h.curl("-X POST -d '{\"scheduler\":true}' " + h.sim->url() + "/_sim/controllers").status == 0);
+  CHECK(eventually([&] { return !h.k("get pod waiting -o jsonpath={.spec.nodeName}").output.empty(); }));
+
+  CHECK(h.curl("-X DELETE " + h.sim->url() + "/_sim/faults").status == 0);
+  auto state = h.curl(h.sim->url() + "/_sim/state");
+  CHECK(state.output.find("\"faults\":0") != std::string::npos);
+}
+
+TEST_CASE("a kubectl JSON dump of one cluster loads as another's scenario", "[http][scenario]") {
+  Harness h(demo());
+  REQUIRE(eventually([&] { return h.k("get pods -A").output.find("Pending") == std::string::npos; }));
+  auto dump = h.k("get nodes,pods,pdb -A -o json");
+  REQUIRE(dump.status == 0);
+  SimulatorOptions o;
+  o.scenario_text = dump.output;
+  o.cluster.workloads = false;  // the dump has pods but not their ReplicaSets
+  Harness copy(o);
+  auto pods = copy.k("get pods -A -o wide");
+  CHECK(pods.output.find("web-7d4b9c-x1a2b") != std::string::npos);
+  CHECK(pods.output.find("Running") != std::string::npos);
+  CHECK(copy.k("get nodes").output.find("spot-2") != std::string::npos);
+  CHECK(copy.k("get pdb -n shop").output.find("web-pdb") != std::string::npos);
+}
+
+TEST_CASE("the kubesim binary: help, bad flags, port file, kubeconfig and a clean SIGTERM", "[http][binary]") {
+  require_tool("kubectl");
+  TempDir dir;
+  auto help = run(std::string(KUBESIM_BINARY) + " --help");
+  CHECK(help.status == 0);
+  for (auto flag : {"--scenario", "--port", "--port-file", "--kubeconfig-out", "--tls", "--token-file", "--time-scale", "--audit-log"})
+    CHECK(help.output.find(flag) != std::string::npos);
+  auto bad = run(std::string(KUBESIM_BINARY) + " --frobnicate");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("unknown flag \"--frobnicate\"") != std::string::npos);
+  auto bad_scale = run(std::string(KUBESIM_BINARY) + " --time-scale fast");
+  CHECK(bad_scale.output.find("--time-scale: want a positive number") != std::string::npos);
+  auto missing = run(std::string(KUBESIM_BINARY) + " --scenario /nonexistent.yaml");
+  CHECK(missing.status == 1);
+  CHECK(missing.output.find("/nonexistent.yaml") != std::string::npos);
+
+  std::string cmd = fmt::format("{} --scenario {}/demo.yaml --port-file {} --kubeconfig-out {} --audit-log {} >{} 2>&1 & echo $!",
+                                KUBESIM_BINARY, kScenarios, dir.file("port"), dir.file("kubeconfig"), dir.file("audit"),
+                                dir.file("log"));
+  auto started = run(cmd);
+  std::string pid(trim(started.output));
+  REQUIRE(eventually([&] { return read_file(dir.file("port")).has_value(); }));
+  auto nodes = run(fmt::format("kubectl --kubeconfig {} --cache-dir {} get nodes", dir.file("kubeconfig"), dir.file("cache")));
+  CHECK(nodes.status == 0);
+  run("kill -TERM " + pid);
+  CHECK(eventually([&] { return run("kill -0 " + pid).status != 0; }));
+  auto audit = read_file(dir.file("audit"));
+  REQUIRE(audit);
+  CHECK(audit->find(R"("verb":"list","method":"GET","path":"/api/v1/nodes","query":"limit=500")") != std::string::npos);
+  auto log = read_file(dir.file("log")).value();
+  CHECK(log.find("kubesim listening on http://127.0.0.1:") != std::string::npos);
+  CHECK(log.find("stopping") != std::string::npos);
+}

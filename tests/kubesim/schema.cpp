@@ -1,0 +1,268 @@
+#include "schema.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace spotshift::kubesim {
+
+namespace {
+
+std::string child(const std::string& path, std::string_view name) {
+  return path.empty() ? std::string(name) : fmt::format("{}.{}", path, name);
+}
+
+std::string type_of(const Value& v) {
+  if (v.IsString()) return "string";
+  if (v.IsBool()) return "boolean";
+  if (v.IsInt64() || v.IsUint64()) return "integer";
+  if (v.IsNumber()) return "number";
+  if (v.IsArray()) return "array";
+  if (v.IsObject()) return "object";
+  return "null";
+}
+
+// How the apiserver shows a value in a cause: strings quoted, the rest as JSON.
+std::string shown(const Value& v) { return to_json(v); }
+
+void add(std::vector<StatusCause>& causes, std::string reason, const std::string& field, std::string message) {
+  causes.push_back(StatusCause{std::move(reason), field, std::move(message)});
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
+  if (!s.IsObject()) return Error::invalid("schema must be an object");
+  auto out = std::make_shared<Schema>();
+  out->type_ = std::string(get_str(s, {"type"}));
+  out->nullable_ = get_bool(s, {"nullable"});
+  out->int_or_string_ = get_bool(s, {"x-kubernetes-int-or-string"});
+  out->preserve_unknown_ = get_bool(s, {"x-kubernetes-preserve-unknown-fields"});
+  if (const Value* props = field(s, "properties"); props && props->IsObject()) {
+    for (auto it = props->MemberBegin(); it != props->MemberEnd(); ++it) {
+      auto sub = parse(it->value);
+      if (!sub) return sub.error().wrap(fmt::format("properties.{}", it->name.GetString()));
+      out->properties_.emplace_back(it->name.GetString(), *sub);
+    }
+  }
+  if (const Value* items = field(s, "items")) {
+    auto sub = parse(*items);
+    if (!sub) return sub.error().wrap("items");
+    out->items_ = *sub;
+  }
+  if (const Value* ap = field(s, "additionalProperties")) {
+    if (ap->IsBool()) {
+      out->additional_any_ = ap->GetBool();
+    } else {
+      auto sub = parse(*ap);
+      if (!sub) return sub.error().wrap("additionalProperties");
+      out->additional_ = *sub;
+    }
+  }
+  if (const Value* req = field(s, "required"); req && req->IsArray())
+    for (const auto& r : req->GetArray())
+      if (r.IsString()) out->required_.emplace_back(r.GetString());
+  if (const Value* e = field(s, "enum"); e && e->IsArray())
+    for (const auto& v : e->GetArray()) out->enum_json_.push_back(to_json(v));
+  auto number = [&](const char* k) -> std::optional<double> {
+    const Value* v = field(s, k);
+    return v && v->IsNumber() ? std::optional<double>(v->GetDouble()) : std::nullopt;
+  };
+  out->minimum_ = number("minimum");
+  out->maximum_ = number("maximum");
+  out->exclusive_minimum_ = get_bool(s, {"exclusiveMinimum"});
+  out->exclusive_maximum_ = get_bool(s, {"exclusiveMaximum"});
+  out->min_length_ = get_int(s, {"minLength"});
+  out->max_length_ = get_int(s, {"maxLength"});
+  out->min_items_ = get_int(s, {"minItems"});
+  out->max_items_ = get_int(s, {"maxItems"});
+  if (auto p = get_str(s, {"pattern"}); !p.empty()) {
+    try {
+      out->pattern_.emplace(std::string(p), std::regex::ECMAScript);
+      out->pattern_text_ = std::string(p);
+    } catch (const std::regex_error& e) {
+      return Error::invalid(fmt::format("pattern \"{}\" is not a valid regular expression: {}", p, e.what()));
+    }
+  }
+  if (const Value* d = field(s, "default")) out->default_json_ = to_json(*d);
+  return std::shared_ptr<const Schema>(out);
+}
+
+const Schema* Schema::property(std::string_view name) const {
+  for (const auto& [n, s] : properties_)
+    if (n == name) return s.get();
+  return nullptr;
+}
+
+void Schema::apply_root(Value& v, Alloc& a, std::vector<StatusCause>& causes, std::vector<std::string>& unknown) const {
+  if (!v.IsObject()) return;
+  // apiVersion, kind and metadata belong to the API machinery, not the schema.
+  for (auto it = v.MemberBegin(); it != v.MemberEnd();) {
+    std::string_view name(it->name.GetString(), it->name.GetStringLength());
+    if (name == "apiVersion" || name == "kind" || name == "metadata") {
+      ++it;
+      continue;
+    }
+    const Schema* sub = property(name);
+    if (!sub && !preserve_unknown_) {
+      unknown.emplace_back(name);
+      it = v.EraseMember(it);
+      continue;
+    }
+    if (sub) {
+      if (it->value.IsNull() && !sub->nullable_) {
+        it = v.EraseMember(it);
+        continue;
+      }
+      sub->prune_and_default(it->value, a, std::string(name), unknown);
+    }
+    ++it;
+  }
+  for (const auto& [name, sub] : properties_) {
+    if (name == "apiVersion" || name == "kind" || name == "metadata") continue;
+    if (!v.HasMember(ref(name)) && sub->default_json_) {
+      Doc d;
+      d.Parse(sub->default_json_->c_str());
+      Value copy;
+      copy.CopyFrom(d, a);
+      v.AddMember(str(name, a), copy, a);
+      sub->prune_and_default((v.MemberEnd() - 1)->value, a, name, unknown);
+    }
+  }
+  for (const auto& r : required_)
+    if (r != "metadata" && !v.HasMember(ref(r))) add(causes, "FieldValueRequired", r, "Required value");
+  for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
+    std::string_view name(it->name.GetString(), it->name.GetStringLength());
+    if (const Schema* sub = property(name); sub && name != "metadata") sub->validate(it->value, std::string(name), causes);
+  }
+}
+
+void Schema::apply(Value& v, Alloc& a, const std::string& path, std::vector<StatusCause>& causes,
+                   std::vector<std::string>& unknown) const {
+  prune_and_default(v, a, path, unknown);
+  validate(v, path, causes);
+}
+
+void Schema::prune_and_default(Value& v, Alloc& a, const std::string& path, std::vector<std::string>& unknown) const {
+  if (v.IsObject()) {
+    for (auto it = v.MemberBegin(); it != v.MemberEnd();) {
+      std::string_view name(it->name.GetString(), it->name.GetStringLength());
+      const Schema* sub = property(name);
+      if (!sub && additional_) sub = additional_.get();
+      if (!sub && !additional_any_ && !preserve_unknown_) {
+        unknown.push_back(child(path, name));
+        it = v.EraseMember(it);
+        continue;
+      }
+      if (sub) {
+        if (it->value.IsNull() && !sub->nullable_) {
+          it = v.EraseMember(it);
+          continue;
+        }
+        sub->prune_and_default(it->value, a, child(path, name), unknown);
+      }
+      ++it;
+    }
+    for (const auto& [name, sub] : properties_) {
+      if (v.HasMember(ref(name)) || !sub->default_json_) continue;
+      Doc d;
+      d.Parse(sub->default_json_->c_str());
+      Value copy;
+      copy.CopyFrom(d, a);
+      v.AddMember(str(name, a), copy, a);
+      sub->prune_and_default((v.MemberEnd() - 1)->value, a, child(path, name), unknown);
+    }
+  } else if (v.IsArray() && items_) {
+    for (rapidjson::SizeType i = 0; i < v.Size(); ++i)
+      items_->prune_and_default(v[i], a, fmt::format("{}[{}]", path, i), unknown);
+  }
+}
+
+void Schema::validate(const Value& v, const std::string& path, std::vector<StatusCause>& causes) const {
+  if (v.IsNull()) {
+    if (!nullable_) add(causes, "FieldValueRequired", path, "Required value");
+    return;
+  }
+  std::string actual = type_of(v);
+  bool type_ok = true;
+  if (int_or_string_) {
+    type_ok = actual == "integer" || actual == "string";
+    if (!type_ok) {
+      add(causes, "FieldValueInvalid", path,
+          fmt::format("Invalid value: {}: {} in body must be of type integer or string: \"{}\"", shown(v), path, actual));
+      return;
+    }
+  } else if (!type_.empty()) {
+    type_ok = actual == type_ || (type_ == "number" && actual == "integer");
+    if (!type_ok) {
+      add(causes, "FieldValueTypeInvalid", path,
+          fmt::format("Invalid value: \"{}\": {} in body must be of type {}: \"{}\"", actual, path, type_, actual));
+      return;
+    }
+  }
+  if (!enum_json_.empty()) {
+    std::string mine = to_json(v);
+    bool found = false;
+    for (const auto& e : enum_json_) found = found || e == mine;
+    if (!found) {
+      std::string allowed;
+      for (const auto& e : enum_json_) allowed += (allowed.empty() ? "" : ", ") + e;
+      add(causes, "FieldValueNotSupported", path,
+          fmt::format("Unsupported value: {}: supported values: {}", mine, allowed));
+    }
+  }
+  if (v.IsNumber()) {
+    double d = v.GetDouble();
+    if (minimum_ && (exclusive_minimum_ ? d <= *minimum_ : d < *minimum_))
+      add(causes, "FieldValueInvalid", path,
+          fmt::format("Invalid value: {}: {} in body should be greater than {}{}", shown(v), path,
+                      exclusive_minimum_ ? "" : "or equal to ", *minimum_));
+    if (maximum_ && (exclusive_maximum_ ? d >= *maximum_ : d > *maximum_))
+      add(causes, "FieldValueInvalid", path,
+          fmt::format("Invalid value: {}: {} in body should be less than {}{}", shown(v), path,
+                      exclusive_maximum_ ? "" : "or equal to ", *maximum_));
+  }
+  if (v.IsString()) {
+    int64_t len = v.GetStringLength();
+    if (min_length_ && len < *min_length_)
+      add(causes, "FieldValueInvalid", path,
+          fmt::format("Invalid value: {}: {} in body should be at least {} chars long", shown(v), path, *min_length_));
+    if (max_length_ && len > *max_length_)
+      add(causes, "FieldValueTooLong", path,
+          fmt::format("Too long: may not be longer than {}", *max_length_));
+    if (pattern_ && !std::regex_search(std::string(v.GetString(), v.GetStringLength()), *pattern_))
+      add(causes, "FieldValueInvalid", path,
+          fmt::format("Invalid value: {}: {} in body should match '{}'", shown(v), path, pattern_text_));
+  }
+  if (v.IsArray()) {
+    int64_t n = v.Size();
+    if (min_items_ && n < *min_items_)
+      add(causes, "FieldValueInvalid", path,
+          fmt::format("Invalid value: {}: {} in body should have at least {} items", n, path, *min_items_));
+    if (max_items_ && n > *max_items_)
+      add(causes, "FieldValueTooMany", path, fmt::format("Too many: {}: must have at most {} items", n, *max_items_));
+    if (items_)
+      for (rapidjson::SizeType i = 0; i < v.Size(); ++i) items_->validate(v[i], fmt::format("{}[{}]", path, i), causes);
+  }
+  if (v.IsObject()) {
+    for (const auto& r : required_)
+      if (!v.HasMember(ref(r))) add(causes, "FieldValueRequired", child(path, r), "Required value");
+    for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
+      std::string_view name(it->name.GetString(), it->name.GetStringLength());
+      const Schema* sub = property(name);
+      if (!sub && additional_) sub = additional_.get();
+      if (sub) sub->validate(it->value, child(path, name), causes);
+    }
+  }
+}
+
+std::string join_causes(const std::vector<StatusCause>& causes) {
+  std::vector<std::string> parts;
+  for (const auto& c : causes) parts.push_back(c.field.empty() ? c.message : fmt::format("{}: {}", c.field, c.message));
+  if (parts.size() == 1) return parts[0];
+  std::string out = "[";
+  for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+  return out + "]";
+}
+
+}  // namespace spotshift::kubesim

@@ -1,0 +1,57 @@
+#pragma once
+// Structural OpenAPI v3 schemas for custom resources, applied the way a real apiserver does:
+// null values of non-nullable fields dropped, unknown fields pruned (and reported for strict
+// field validation), defaults applied, then type, required, enum, bounds, length, item-count
+// and pattern checks that produce 422 causes with field paths. CEL rules are not evaluated.
+
+#include "json_util.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace spotshift::kubesim {
+
+class Schema {
+ public:
+  static Result<std::shared_ptr<const Schema>> parse(const Value& openapi);
+
+  // Prunes, defaults and validates v in place. Causes describe every violation; unknown lists
+  // the fields pruned (for fieldValidation=Strict).
+  void apply(Value& v, Alloc& a, const std::string& path, std::vector<StatusCause>& causes,
+             std::vector<std::string>& unknown) const;
+  // For objects at the root: apiVersion, kind and metadata are never pruned.
+  void apply_root(Value& v, Alloc& a, std::vector<StatusCause>& causes, std::vector<std::string>& unknown) const;
+
+  const std::vector<std::pair<std::string, std::shared_ptr<const Schema>>>& properties() const { return properties_; }
+
+ private:
+  void prune_and_default(Value& v, Alloc& a, const std::string& path, std::vector<std::string>& unknown) const;
+  void validate(const Value& v, const std::string& path, std::vector<StatusCause>& causes) const;
+  const Schema* property(std::string_view name) const;
+
+  std::string type_;
+  std::vector<std::pair<std::string, std::shared_ptr<const Schema>>> properties_;
+  std::shared_ptr<const Schema> items_;
+  std::shared_ptr<const Schema> additional_;  // schema for map values
+  bool additional_any_ = false;               // additionalProperties: true
+  std::vector<std::string> required_;
+  std::vector<std::string> enum_json_;        // each allowed value, serialized
+  std::optional<double> minimum_, maximum_;
+  bool exclusive_minimum_ = false, exclusive_maximum_ = false;
+  std::optional<int64_t> min_length_, max_length_, min_items_, max_items_;
+  std::optional<std::regex> pattern_;
+  std::string pattern_text_;
+  bool nullable_ = false;
+  bool int_or_string_ = false;
+  bool preserve_unknown_ = false;
+  std::optional<std::string> default_json_;
+};
+
+// "spec.x: Invalid value: ..." lines joined the way the apiserver joins them.
+std::string join_causes(const std::vector<StatusCause>& causes);
+
+}  // namespace spotshift::kubesim

@@ -1,0 +1,367 @@
+// Deployment, ReplicaSet, DaemonSet and StatefulSet controllers: enough for owner lookups, PDB
+// expected counts, and replacement pods when the operator evicts one.
+
+#include "controllers.hpp"
+#include "disruption.hpp"
+
+#include "model/node.hpp"
+#include "model/pod.hpp"
+
+#include <fmt/format.h>
+
+namespace spotshift::kubesim {
+
+namespace {
+
+bool active(const Value& pod) {
+  std::string_view phase = get_str(pod, {"status", "phase"});
+  return !get_path(pod, {"metadata", "deletionTimestamp"}) && phase != "Succeeded" && phase != "Failed";
+}
+
+std::string owner_key(const Value& obj, const Value& ref) {
+  return fmt::format("{}/{}", namespace_of(obj), get_str(ref, {"name"}));
+}
+
+std::string template_hash(const Value& tmpl) {
+  static constexpr std::string_view kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
+  size_t h = std::hash<std::string>()(to_json(tmpl));
+  std::string out;
+  for (int i = 0; i < 10; ++i) {
+    out += kAlphabet[h % kAlphabet.size()];
+    h /= kAlphabet.size();
+  }
+  return out;
+}
+
+Value owner_reference(const Value& owner, const ResourceType& rt, Alloc& a) {
+  Value ref(rapidjson::kObjectType);
+  set_str(ref, "apiVersion", rt.group_version(), a);
+  set_str(ref, "kind", rt.kind, a);
+  set_str(ref, "name", name_of(owner), a);
+  set_str(ref, "uid", get_str(owner, {"metadata", "uid"}), a);
+  set_bool(ref, "controller", true, a);
+  set_bool(ref, "blockOwnerDeletion", true, a);
+  return ref;
+}
+
+}  // namespace
+
+void SimWorkloads::index_pod(const std::string& key, const Value* pod) {
+  if (auto it = pod_owner_.find(key); it != pod_owner_.end()) {
+    pods_by_owner_[it->second].erase(key);
+    pod_owner_.erase(it);
+  }
+  if (!pod) return;
+  if (const Value* ref = controller_of(*pod)) {
+    std::string uid(get_str(*ref, {"uid"}));
+    pods_by_owner_[uid].insert(key);
+    pod_owner_[key] = uid;
+  }
+}
+
+void SimWorkloads::observe(const Change& c) {
+  const Registry& reg = cluster_.registry();
+  const Value& obj = c.obj->doc;
+  if (c.rt == reg.pods()) {
+    index_pod(c.obj->key, c.type == EventType::kDeleted ? nullptr : &obj);
+    for (const Value* v : std::initializer_list<const Value*>{c.prev ? &c.prev->doc : nullptr, &obj}) {
+      if (!v) continue;
+      const Value* ref = controller_of(*v);
+      if (!ref) continue;
+      std::string_view kind = get_str(*ref, {"kind"});
+      if (kind == "ReplicaSet") dirty_replicasets_.insert(owner_key(*v, *ref));
+      else if (kind == "DaemonSet") dirty_daemonsets_.insert(owner_key(*v, *ref));
+      else if (kind == "StatefulSet") dirty_statefulsets_.insert(owner_key(*v, *ref));
+    }
+  } else if (c.rt == reg.replicasets()) {
+    if (c.type != EventType::kDeleted) dirty_replicasets_.insert(c.obj->key);
+    if (const Value* ref = controller_of(obj); ref && get_str(*ref, {"kind"}) == "Deployment")
+      dirty_deployments_.insert(owner_key(obj, *ref));
+  } else if (c.rt == reg.deployments()) {
+    if (c.type != EventType::kDeleted) dirty_deployments_.insert(c.obj->key);
+  } else if (c.rt == reg.daemonsets()) {
+    if (c.type != EventType::kDeleted) dirty_daemonsets_.insert(c.obj->key);
+  } else if (c.rt == reg.statefulsets()) {
+    if (c.type != EventType::kDeleted) dirty_statefulsets_.insert(c.obj->key);
+  } else if (c.rt == reg.nodes()) {
+    for (const auto& [k, o] : cluster_.store().objects(*reg.daemonsets())) dirty_daemonsets_.insert(k);
+  }
+}
+
+bool SimWorkloads::run() {
+  bool changed = false;
+  auto drain = [&](std::set<std::string>& dirty, bool (SimWorkloads::*sync)(const std::string&)) {
+    std::set<std::string> keys;
+    keys.swap(dirty);
+    for (const auto& k : keys) changed |= (this->*sync)(k);
+  };
+  drain(dirty_deployments_, &SimWorkloads::sync_deployment);
+  drain(dirty_replicasets_, &SimWorkloads::sync_replicaset);
+  drain(dirty_daemonsets_, &SimWorkloads::sync_daemonset);
+  drain(dirty_statefulsets_, &SimWorkloads::sync_statefulset);
+  return changed;
+}
+
+std::vector<ObjectPtr> SimWorkloads::owned_pods(const std::string& owner_uid) const {
+  std::vector<ObjectPtr> out;
+  auto it = pods_by_owner_.find(owner_uid);
+  if (it == pods_by_owner_.end()) return out;
+  for (const auto& k : it->second)
+    if (auto p = cluster_.store().get(*cluster_.registry().pods(), k)) out.push_back(p);
+  return out;
+}
+
+Result<ObjectPtr> SimWorkloads::create_pod(const Value& owner, const ResourceType& owner_type, const Value& tmpl,
+                                           std::string name, std::string generate_name, std::string node) {
+  Doc pod(rapidjson::kObjectType);
+  Alloc& a = pod.GetAllocator();
+  set_str(pod, "apiVersion", "v1", a);
+  set_str(pod, "kind", "Pod", a);
+  Value& m = ensure_object(pod, "metadata", a);
+  if (const Value* tm = field(tmpl, "metadata")) {
+    if (const Value* l = field(*tm, "labels")) set(m, "labels", copy_of(*l, a), a);
+    if (const Value* an = field(*tm, "annotations")) set(m, "annotations", copy_of(*an, a), a);
+  }
+  if (!name.empty()) set_str(m, "name", name, a);
+  else set_str(m, "generateName", generate_name, a);
+  set_str(m, "namespace", namespace_of(owner), a);
+  Value refs(rapidjson::kArrayType);
+  refs.PushBack(owner_reference(owner, owner_type, a), a);
+  set(m, "ownerReferences", std::move(refs), a);
+  if (const Value* spec = field(tmpl, "spec")) set(pod, "spec", copy_of(*spec, a), a);
+  Value& spec = ensure_object(pod, "spec", a);
+  if (!node.empty()) set_str(spec, "nodeName", node, a);
+  if (&owner_type == cluster_.registry().statefulsets()) set_str(spec, "hostname", name, a);
+  if (&owner_type == cluster_.registry().daemonsets()) {
+    // The DaemonSet controller adds these tolerations to its pods.
+    Value& tols = ensure_array(spec, "tolerations", a);
+    for (auto [key, effect] : {std::pair{"node.kubernetes.io/not-ready", "NoExecute"},
+                               {"node.kubernetes.io/unreachable", "NoExecute"},
+                               {"node.kubernetes.io/disk-pressure", "NoSchedule"},
+                               {"node.kubernetes.io/memory-pressure", "NoSchedule"},
+                               {"node.kubernetes.io/pid-pressure", "NoSchedule"},
+                               {"node.kubernetes.io/unschedulable", "NoSchedule"}}) {
+      Value t(rapidjson::kObjectType);
+      set_str(t, "key", key, a);
+      set_str(t, "operator", "Exists", a);
+      set_str(t, "effect", effect, a);
+      tols.PushBack(t, a);
+    }
+  }
+  return cluster_.create(*cluster_.registry().pods(), namespace_of(owner), std::move(pod));
+}
+
+bool SimWorkloads::write_status(const ResourceType& rt, const std::string& key,
+                                const std::function<void(Value&, Alloc&)>& fn) {
+  auto before = cluster_.store().get(rt, key);
+  auto after = cluster_.mutate(rt, key, [&](Value& o, Alloc& a) {
+    Value& st = ensure_object(o, "status", a);
+    set_int(st, "observedGeneration", get_int(o, {"metadata", "generation"}).value_or(1), a);
+    fn(st, a);
+  });
+  return after && *after != before;
+}
+
+bool SimWorkloads::sync_deployment(const std::string& key) {
+  const Registry& reg = cluster_.registry();
+  auto dep = cluster_.store().get(*reg.deployments(), key);
+  if (!dep) return false;
+  const Value& d = dep->doc;
+  const Value* tmpl = get_path(d, {"spec", "template"});
+  if (!tmpl) return false;
+  int64_t replicas = get_int(d, {"spec", "replicas"}).value_or(1);
+  std::string hash = template_hash(*tmpl);
+  std::string rs_name = fmt::format("{}-{}", name_of(d), hash);
+  std::string uid(get_str(d, {"metadata", "uid"}));
+  bool changed = false;
+  int64_t ready = 0, total = 0, updated = 0;
+  bool found = false;
+  std::string prefix = std::string(namespace_of(d)) + "/";
+  const auto& all = cluster_.store().objects(*reg.replicasets());
+  std::vector<std::string> owned;
+  for (auto it = all.lower_bound(prefix); it != all.end() && it->first.starts_with(prefix); ++it) {
+    const Value* ref = controller_of(it->second->doc);
+    if (ref && get_str(*ref, {"uid"}) == uid) owned.push_back(it->first);
+  }
+  for (const auto& rs_key : owned) {
+    auto rs = cluster_.store().get(*reg.replicasets(), rs_key);
+    bool current = name_of(rs->doc) == rs_name;
+    found |= current;
+    int64_t want = current ? replicas : 0;  // recreate strategy: old versions scale to zero
+    if (get_int(rs->doc, {"spec", "replicas"}).value_or(0) != want) {
+      auto r = cluster_.mutate(*reg.replicasets(), rs_key, [&](Value& o, Alloc& a) { set_int(ensure_object(o, "spec", a), "replicas", want, a); });
+      changed |= static_cast<bool>(r);
+    }
+    ready += get_int(rs->doc, {"status", "readyReplicas"}).value_or(0);
+    total += get_int(rs->doc, {"status", "replicas"}).value_or(0);
+    if (current) updated = get_int(rs->doc, {"status", "replicas"}).value_or(0);
+  }
+  if (!found) {
+    Doc rs(rapidjson::kObjectType);
+    Alloc& a = rs.GetAllocator();
+    set_str(rs, "apiVersion", "apps/v1", a);
+    set_str(rs, "kind", "ReplicaSet", a);
+    Value& m = ensure_object(rs, "metadata", a);
+    set_str(m, "name", rs_name, a);
+    set_str(m, "namespace", namespace_of(d), a);
+    Value labels(rapidjson::kObjectType);
+    if (const Value* l = get_path(*tmpl, {"metadata", "labels"})) labels.CopyFrom(*l, a);
+    set_str(labels, "pod-template-hash", hash, a);
+    set(m, "labels", std::move(labels), a);
+    Value refs(rapidjson::kArrayType);
+    refs.PushBack(owner_reference(d, *reg.deployments(), a), a);
+    set(m, "ownerReferences", std::move(refs), a);
+    Value& spec = ensure_object(rs, "spec", a);
+    set_int(spec, "replicas", replicas, a);
+    if (const Value* sel = get_path(d, {"spec", "selector"})) set(spec, "selector", copy_of(*sel, a), a);
+    Value t;
+    t.CopyFrom(*tmpl, a);
+    set_str(ensure_object(ensure_object(t, "metadata", a), "labels", a), "pod-template-hash", hash, a);
+    set(spec, "template", std::move(t), a);
+    changed |= static_cast<bool>(cluster_.create(*reg.replicasets(), namespace_of(d), std::move(rs)));
+  }
+  changed |= write_status(*reg.deployments(), key, [&](Value& st, Alloc& a) {
+    set_int(st, "replicas", total, a);
+    set_int(st, "updatedReplicas", updated, a);
+    set_int(st, "readyReplicas", ready, a);
+    set_int(st, "availableReplicas", ready, a);
+  });
+  return changed;
+}
+
+bool SimWorkloads::sync_replicaset(const std::string& key) {
+  const Registry& reg = cluster_.registry();
+  auto rs = cluster_.store().get(*reg.replicasets(), key);
+  if (!rs) return false;
+  const Value& r = rs->doc;
+  int64_t want = get_int(r, {"spec", "replicas"}).value_or(1);
+  std::vector<ObjectPtr> live;
+  for (const auto& p : owned_pods(std::string(get_str(r, {"metadata", "uid"}))))
+    if (active(p->doc)) live.push_back(p);
+  bool changed = false;
+  const Value* tmpl = get_path(r, {"spec", "template"});
+  for (int64_t i = static_cast<int64_t>(live.size()); i < want && tmpl; ++i) {
+    auto created = create_pod(r, *reg.replicasets(), *tmpl, "", fmt::format("{}-", name_of(r)), "");
+    changed |= static_cast<bool>(created);
+  }
+  if (static_cast<int64_t>(live.size()) > want) {
+    // Scale down: unscheduled pods first, then the newest.
+    std::sort(live.begin(), live.end(), [](const ObjectPtr& a, const ObjectPtr& b) {
+      bool au = get_str(a->doc, {"spec", "nodeName"}).empty(), bu = get_str(b->doc, {"spec", "nodeName"}).empty();
+      if (au != bu) return au;
+      return get_str(a->doc, {"metadata", "creationTimestamp"}) > get_str(b->doc, {"metadata", "creationTimestamp"});
+    });
+    for (int64_t i = 0; i < static_cast<int64_t>(live.size()) - want; ++i)
+      changed |= static_cast<bool>(cluster_.remove(*reg.pods(), namespace_of(live[i]->doc), name_of(live[i]->doc), {}));
+  }
+  int64_t ready = 0;
+  for (const auto& p : live) ready += pod_ready(p->doc) ? 1 : 0;
+  int64_t count = std::min<int64_t>(static_cast<int64_t>(live.size()), std::max<int64_t>(want, static_cast<int64_t>(live.size())));
+  changed |= write_status(*reg.replicasets(), key, [&](Value& st, Alloc& a) {
+    set_int(st, "replicas", count, a);
+    set_int(st, "fullyLabeledReplicas", count, a);
+    set_int(st, "readyReplicas", ready, a);
+    set_int(st, "availableReplicas", ready, a);
+  });
+  return changed;
+}
+
+bool SimWorkloads::sync_daemonset(const std::string& key) {
+  const Registry& reg = cluster_.registry();
+  auto ds = cluster_.store().get(*reg.daemonsets(), key);
+  if (!ds) return false;
+  const Value& d = ds->doc;
+  const Value* tmpl = get_path(d, {"spec", "template"});
+  if (!tmpl) return false;
+  // Decode the template as a pod to reuse nodeSelector, affinity and toleration parsing.
+  Doc probe(rapidjson::kObjectType);
+  Alloc& pa = probe.GetAllocator();
+  Value& pm = ensure_object(probe, "metadata", pa);
+  set_str(pm, "name", "probe", pa);
+  if (const Value* spec = field(*tmpl, "spec")) set(probe, "spec", copy_of(*spec, pa), pa);
+  auto pod = model::decode_pod(probe);
+  if (!pod) return false;
+  for (const char* k : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/disk-pressure",
+                        "node.kubernetes.io/memory-pressure", "node.kubernetes.io/pid-pressure",
+                        "node.kubernetes.io/unschedulable"}) {
+    model::Toleration t;
+    t.key = model::InternedString(k);
+    t.op = model::TolerationOp::kExists;
+    pod->tolerations.push_back(t);
+  }
+  std::map<std::string, std::vector<ObjectPtr>> by_node;
+  for (const auto& p : owned_pods(std::string(get_str(d, {"metadata", "uid"}))))
+    if (active(p->doc)) by_node[std::string(get_str(p->doc, {"spec", "nodeName"}))].push_back(p);
+  bool changed = false;
+  int64_t desired = 0, current = 0, ready = 0;
+  for (const auto& [name, obj] : cluster_.store().objects(*reg.nodes())) {
+    auto node = model::decode_node(obj->doc);
+    if (!node) continue;
+    bool eligible = !model::first_untolerated(pod->tolerations, node->taints, true, false, true);
+    for (const auto& [k, v] : pod->node_selector)
+      if (node->meta.labels.get(k) != v) eligible = false;
+    if (eligible && pod->affinity && pod->affinity->node_required)
+      eligible = pod->affinity->node_required->matches(node->meta.labels, name);
+    auto& pods = by_node[name];
+    if (eligible) {
+      ++desired;
+      if (pods.empty()) {
+        changed |= static_cast<bool>(create_pod(d, *reg.daemonsets(), *tmpl, "", fmt::format("{}-", name_of(d)), name));
+      } else {
+        ++current;
+        ready += pod_ready(pods[0]->doc) ? 1 : 0;
+      }
+    }
+    // Pods on nodes that no longer qualify, and duplicates, go.
+    for (size_t i = eligible ? 1 : 0; i < pods.size(); ++i)
+      changed |= static_cast<bool>(cluster_.remove(*reg.pods(), namespace_of(pods[i]->doc), name_of(pods[i]->doc), {}));
+  }
+  changed |= write_status(*reg.daemonsets(), key, [&](Value& st, Alloc& a) {
+    set_int(st, "desiredNumberScheduled", desired, a);
+    set_int(st, "currentNumberScheduled", current, a);
+    set_int(st, "updatedNumberScheduled", current, a);
+    set_int(st, "numberReady", ready, a);
+    set_int(st, "numberAvailable", ready, a);
+    set_int(st, "numberMisscheduled", 0, a);
+  });
+  return changed;
+}
+
+bool SimWorkloads::sync_statefulset(const std::string& key) {
+  const Registry& reg = cluster_.registry();
+  auto sts = cluster_.store().get(*reg.statefulsets(), key);
+  if (!sts) return false;
+  const Value& s = sts->doc;
+  const Value* tmpl = get_path(s, {"spec", "template"});
+  if (!tmpl) return false;
+  int64_t want = get_int(s, {"spec", "replicas"}).value_or(1);
+  std::string ns(namespace_of(s)), name(name_of(s));
+  bool changed = false;
+  int64_t ready = 0, count = 0;
+  for (int64_t i = 0; i < want; ++i) {
+    std::string pod_name = fmt::format("{}-{}", name, i);
+    auto existing = cluster_.store().get(*reg.pods(), ns + "/" + pod_name);
+    if (!existing) {
+      // The same name comes back only after the old pod is gone.
+      changed |= static_cast<bool>(create_pod(s, *reg.statefulsets(), *tmpl, pod_name, "", ""));
+    } else if (active(existing->doc)) {
+      ++count;
+      ready += pod_ready(existing->doc) ? 1 : 0;
+    }
+  }
+  for (const auto& p : owned_pods(std::string(get_str(s, {"metadata", "uid"})))) {
+    std::string_view pn = name_of(p->doc);
+    auto dash = pn.rfind('-');
+    int64_t ordinal = dash == std::string_view::npos ? -1 : std::atoll(std::string(pn.substr(dash + 1)).c_str());
+    if (ordinal >= want && active(p->doc)) changed |= static_cast<bool>(cluster_.remove(*reg.pods(), ns, pn, {}));
+  }
+  changed |= write_status(*reg.statefulsets(), key, [&](Value& st, Alloc& a) {
+    set_int(st, "replicas", count, a);
+    set_int(st, "currentReplicas", count, a);
+    set_int(st, "readyReplicas", ready, a);
+    set_int(st, "availableReplicas", ready, a);
+  });
+  return changed;
+}
+
+}  // namespace spotshift::kubesim
