@@ -1,0 +1,340 @@
+#include "kube/client.hpp"
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <fmt/format.h>
+
+namespace spotshift::kube {
+
+namespace {
+
+const log::Logger logger("kube");
+
+asio::thread_pool& blocking_pool() {
+  // Exec plugins run here so they never block an io_context.
+  static asio::thread_pool* pool = new asio::thread_pool(1);
+  return *pool;
+}
+
+std::string member_string(const model::JsonValue& v, const char* key) {
+  if (!v.IsObject()) return {};
+  auto it = v.FindMember(key);
+  return it != v.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString(), it->value.GetStringLength()) : "";
+}
+
+Error status_error(const model::JsonValue& status, int http_code) {
+  int code = http_code;
+  if (auto it = status.FindMember("code"); it != status.MemberEnd() && it->value.IsInt()) code = it->value.GetInt();
+  Error e = Error::api(code, member_string(status, "reason"), member_string(status, "message"));
+  if (auto d = status.FindMember("details"); d != status.MemberEnd() && d->value.IsObject()) {
+    if (auto c = d->value.FindMember("causes"); c != d->value.MemberEnd() && c->value.IsArray())
+      for (const auto& cause : c->value.GetArray())
+        e.causes.push_back({member_string(cause, "reason"), member_string(cause, "field"), member_string(cause, "message")});
+    if (auto r = d->value.FindMember("retryAfterSeconds"); r != d->value.MemberEnd() && r->value.IsInt())
+      e.retry_after_seconds = r->value.GetInt();
+  }
+  if (e.message.empty()) e.message = fmt::format("the server answered {}", code);
+  return e;
+}
+
+}  // namespace
+
+std::string_view to_string(WatchEventType t) {
+  switch (t) {
+    case WatchEventType::kAdded: return "ADDED";
+    case WatchEventType::kModified: return "MODIFIED";
+    case WatchEventType::kDeleted: return "DELETED";
+    case WatchEventType::kBookmark: return "BOOKMARK";
+  }
+  return "?";
+}
+
+Error error_from_response(const HttpResponse& r) {
+  model::JsonDocument d;
+  d.Parse(r.body.c_str(), r.body.size());
+  Error e;
+  if (!d.HasParseError() && d.IsObject() && member_string(d, "kind") == "Status") {
+    e = status_error(d, r.status);
+  } else {
+    std::string snippet = r.body.substr(0, 200);
+    e = Error::api(r.status, "", snippet.empty() ? fmt::format("the server answered {}", r.status)
+                                                 : fmt::format("the server answered {}: {}", r.status, snippet));
+  }
+  if (const std::string* ra = r.header("Retry-After")) {
+    if (auto n = parse_int(*ra); n && *n >= 0) e.retry_after_seconds = static_cast<int>(*n);
+  }
+  return e;
+}
+
+Client::Client(asio::any_io_executor executor, ClientConfig config, std::shared_ptr<Transport> transport,
+               std::shared_ptr<CredentialSource> credentials, ClientOptions options, const Clock& clock)
+    : executor_(std::move(executor)),
+      config_(std::move(config)),
+      transport_(std::move(transport)),
+      credentials_(std::move(credentials)),
+      options_(std::move(options)),
+      clock_(clock),
+      limiter_(options_.qps, options_.burst) {}
+
+Result<std::shared_ptr<Client>> Client::create(asio::any_io_executor executor, const ClientConfig& config,
+                                               ClientOptions options) {
+  auto transport = make_http_transport(executor, config);
+  if (!transport) return transport.error();
+  auto creds = make_credentials(config, SystemClock::instance());
+  return std::make_shared<Client>(std::move(executor), config, std::move(*transport), std::move(creds), std::move(options));
+}
+
+asio::awaitable<void> Client::sleep(Duration d) {
+  if (d <= Duration::zero()) co_return;
+  asio::steady_timer t(executor_);
+  t.expires_after(d);
+  auto [ec] = co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+  (void)ec;
+}
+
+asio::awaitable<Result<Credential>> Client::credential(bool refresh) {
+  if (!credentials_) co_return Credential{};
+  Result<Credential> c = Error::internal("unset");
+  if (credentials_->may_block()) {
+    auto source = credentials_;
+    c = co_await asio::co_spawn(
+        blocking_pool(), [source, refresh]() -> asio::awaitable<Result<Credential>> { co_return source->get(refresh); },
+        asio::use_awaitable);
+  } else {
+    c = credentials_->get(refresh);
+  }
+  if (c && !c->client_certificate_pem.empty() && (!applied_certificate_ || !(*applied_certificate_ == *c))) {
+    if (auto r = transport_->set_client_certificate(c->client_certificate_pem, c->client_key_pem); !r) co_return r.error();
+    applied_certificate_ = *c;
+  }
+  co_return c;
+}
+
+asio::awaitable<Result<HttpResponse>> Client::execute(Request req) {
+  req.headers.emplace_back("User-Agent", options_.user_agent);
+  bool refreshed = false;
+  int throttled = 0, network = 0;
+  for (;;) {
+    co_await sleep(limiter_.reserve(clock_.now()));
+    auto cred = co_await credential(false);
+    if (!cred) co_return cred.error();
+    Request attempt = req;
+    // Like kubectl, bearer tokens travel only over TLS.
+    if (config_.tls() && !cred->token.empty()) attempt.headers.emplace_back("Authorization", "Bearer " + cred->token);
+    ++requests_sent_;
+    auto r = co_await transport_->send(attempt, options_.request_timeout);
+    if (!r) {
+      Error e = r.error();
+      if (req.idempotent && e.is_retryable() && network < options_.network_retries) {
+        ++network;
+        logger.debug(1, "retrying after a transport error", {{"path", req.path}, {"error", e}});
+        co_await sleep(options_.network_retry_delay * network);
+        continue;
+      }
+      co_return e.wrap(fmt::format("{} {}", req.method, req.path));
+    }
+    if (r->status / 100 == 2) co_return std::move(*r);
+    if (r->status == 401 && !refreshed && credentials_) {
+      // Tokens rotate: read them again (or re-run the plugin) and retry once.
+      refreshed = true;
+      auto fresh = co_await credential(true);
+      if (fresh) continue;
+    }
+    Error e = error_from_response(*r);
+    // A 429 means the server did not act on the request: resend it after Retry-After, except an
+    // eviction, whose refusal by a budget is the caller's to handle. A 5xx may have been acted
+    // on: resend only what is idempotent.
+    bool eviction = req.path.ends_with("/eviction");
+    bool retryable = (e.code == 429 && !eviction) || (e.code >= 500 && e.code != 501 && req.idempotent);
+    if (e.retry_after_seconds && retryable && throttled + 1 < options_.max_attempts) {
+      ++throttled;
+      Duration wait = std::min<Duration>(std::chrono::seconds(*e.retry_after_seconds), options_.max_retry_after);
+      logger.debug(1, "retrying after the server asked to wait", {{"path", req.path}, {"code", e.code}, {"wait", wait}});
+      co_await sleep(wait);
+      continue;
+    }
+    co_return e;
+  }
+}
+
+asio::awaitable<Result<model::JsonDocument>> Client::document(Request req) {
+  std::string path = req.path;
+  auto r = co_await execute(std::move(req));
+  if (!r) co_return r.error();
+  model::JsonDocument d;
+  if (auto p = model::parse_json(r->body, d); !p) co_return p.error().wrap(fmt::format("response to {}", path));
+  co_return d;
+}
+
+asio::awaitable<Result<model::JsonDocument>> Client::get(const Resource& r, std::string_view ns, std::string_view name,
+                                                         std::string_view subresource) {
+  co_return co_await document(get_request(r, ns, name, subresource));
+}
+
+asio::awaitable<Result<ListPage>> Client::list_page(const Resource& r, std::string_view ns, const ListOptions& o) {
+  auto d = co_await document(list_request(r, ns, o));
+  if (!d) co_return d.error();
+  ListPage page;
+  page.doc = std::move(*d);
+  if (auto m = page.doc.FindMember("metadata"); m != page.doc.MemberEnd()) {
+    page.resource_version = member_string(m->value, "resourceVersion");
+    page.continue_token = member_string(m->value, "continue");
+  }
+  auto items = page.doc.FindMember("items");
+  if (items == page.doc.MemberEnd() || !(items->value.IsArray() || items->value.IsNull()))
+    co_return Error::decode(fmt::format("list of {} has no items array", r.plural));
+  co_return page;
+}
+
+asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::string_view ns, ListOptions o,
+                                                       std::function<void(const model::JsonValue&)> on_item) {
+  ListOptions first = o;
+  for (int restarts = 0;; ++restarts) {
+    std::string rv;
+    bool expired = false;
+    size_t delivered = 0;
+    for (;;) {
+      auto page = co_await list_page(r, ns, o);
+      if (!page) {
+        if (page.error().is_expired() && !o.continue_token.empty() && restarts < 2) {
+          expired = true;
+          break;
+        }
+        co_return page.error();
+      }
+      if (rv.empty()) rv = page->resource_version;
+      auto items = page->doc.FindMember("items");
+      if (items->value.IsArray())
+        for (const auto& item : items->value.GetArray()) {
+          on_item(item);
+          ++delivered;
+        }
+      if (page->continue_token.empty()) co_return rv;
+      o.continue_token = page->continue_token;
+      o.resource_version.clear();
+      o.resource_version_match.clear();
+    }
+    if (expired && delivered > 0) {
+      // Items already delivered belong to an old snapshot: the caller must start over too.
+      co_return Error::api(410, "Expired", fmt::format("the continue token of a {} list expired mid-way; list again", r.plural));
+    }
+    o = first;
+  }
+}
+
+asio::awaitable<Result<model::JsonDocument>> Client::create(const Resource& r, std::string_view ns, std::string body,
+                                                            const WriteOptions& o) {
+  co_return co_await document(create_request(r, ns, std::move(body), o));
+}
+
+asio::awaitable<Result<model::JsonDocument>> Client::update(const Resource& r, std::string_view ns, std::string_view name,
+                                                            std::string body, const WriteOptions& o) {
+  co_return co_await document(update_request(r, ns, name, std::move(body), o));
+}
+
+asio::awaitable<Result<model::JsonDocument>> Client::update_status(const Resource& r, std::string_view ns,
+                                                                   std::string_view name, std::string body,
+                                                                   const WriteOptions& o) {
+  co_return co_await document(update_request(r, ns, name, std::move(body), o, "status"));
+}
+
+asio::awaitable<Result<model::JsonDocument>> Client::patch(const Resource& r, std::string_view ns, std::string_view name,
+                                                           PatchType type, std::string body, const WriteOptions& o) {
+  co_return co_await document(patch_request(r, ns, name, type, std::move(body), o));
+}
+
+asio::awaitable<Result<model::JsonDocument>> Client::patch_status(const Resource& r, std::string_view ns,
+                                                                  std::string_view name, PatchType type, std::string body,
+                                                                  const WriteOptions& o) {
+  co_return co_await document(patch_request(r, ns, name, type, std::move(body), o, "status"));
+}
+
+asio::awaitable<Result<void>> Client::remove(const Resource& r, std::string_view ns, std::string_view name,
+                                             const DeleteOptions& o) {
+  auto resp = co_await execute(delete_request(r, ns, name, o));
+  if (!resp) co_return resp.error();
+  co_return Result<void>{};
+}
+
+asio::awaitable<Result<void>> Client::evict(std::string_view ns, std::string_view name, const DeleteOptions& o) {
+  auto resp = co_await execute(eviction_request(ns, name, o));
+  if (!resp) co_return resp.error();
+  co_return Result<void>{};
+}
+
+asio::awaitable<Result<RawWatch>> Client::watch(const Resource& r, std::string_view ns, const WatchOptions& o) {
+  Request req = watch_request(r, ns, o);
+  req.headers.emplace_back("User-Agent", options_.user_agent);
+  co_await sleep(limiter_.reserve(clock_.now()));
+  Duration idle = o.timeout_seconds ? std::chrono::seconds(*o.timeout_seconds) + options_.watch_idle_margin
+                                    : std::chrono::minutes(60) + options_.watch_idle_margin;
+  for (int attempt = 0;; ++attempt) {
+    auto cred = co_await credential(attempt > 0);
+    if (!cred) co_return cred.error();
+    Request sent = req;
+    if (config_.tls() && !cred->token.empty()) sent.headers.emplace_back("Authorization", "Bearer " + cred->token);
+    ++requests_sent_;
+    auto resp = co_await transport_->open(sent, options_.request_timeout);
+    if (!resp) co_return resp.error().wrap(fmt::format("watch {}", r.plural));
+    if (resp->status == 401 && attempt == 0 && credentials_) continue;
+    if (resp->status / 100 != 2) {
+      HttpResponse whole{resp->status, resp->headers, resp->body};
+      co_return error_from_response(whole);
+    }
+    co_return RawWatch(std::move(resp->stream), idle);
+  }
+}
+
+asio::awaitable<Result<std::optional<RawWatchEvent>>> RawWatch::next() {
+  for (;;) {
+    size_t nl = buffer_.find('\n', scanned_);
+    bool ended = false;
+    if (nl == std::string::npos) {
+      scanned_ = buffer_.size();
+      if (!body_) co_return std::nullopt;
+      auto more = co_await body_->read(idle_);
+      if (!more) co_return more.error();
+      if (!more->empty()) {
+        buffer_ += *more;
+        continue;
+      }
+      ended = true;
+      body_.reset();
+      if (buffer_.find_first_not_of(" \r\n\t") == std::string::npos) co_return std::nullopt;
+      nl = buffer_.size();
+    }
+    std::string line = buffer_.substr(0, nl);
+    buffer_.erase(0, nl + (ended ? 0 : 1));
+    scanned_ = 0;
+    if (line.find_first_not_of(" \r\t") == std::string::npos) continue;
+    auto doc = std::make_shared<model::JsonDocument>();
+    if (auto p = model::parse_json(line, *doc); !p) co_return p.error().wrap("watch event");
+    std::string type = member_string(*doc, "type");
+    auto obj = doc->FindMember("object");
+    if (obj == doc->MemberEnd() || !obj->value.IsObject()) co_return Error::decode("watch event without an object");
+    if (type == "ERROR") co_return status_error(obj->value, 500);
+    RawWatchEvent e;
+    if (type == "ADDED") e.type = WatchEventType::kAdded;
+    else if (type == "MODIFIED") e.type = WatchEventType::kModified;
+    else if (type == "DELETED") e.type = WatchEventType::kDeleted;
+    else if (type == "BOOKMARK") e.type = WatchEventType::kBookmark;
+    else co_return Error::decode(fmt::format("unknown watch event type \"{}\"", type));
+    if (auto m = obj->value.FindMember("metadata"); m != obj->value.MemberEnd())
+      e.resource_version = member_string(m->value, "resourceVersion");
+    e.doc = std::move(doc);
+    co_return std::optional<RawWatchEvent>(std::move(e));
+  }
+}
+
+void RawWatch::close() {
+  if (body_) body_->close();
+  body_.reset();
+}
+
+}  // namespace spotshift::kube

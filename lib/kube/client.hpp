@@ -1,0 +1,226 @@
+#pragma once
+// The Kubernetes API client: verbs as coroutines returning Result. It limits its request rate,
+// authenticates (refreshing credentials and retrying once after a 401), retries throttled and
+// failed requests where that is safe (honouring Retry-After, a bounded number of times), and
+// turns every non-2xx answer into an Error with the Status's code, reason, message, causes and
+// retryAfterSeconds.
+
+#include "core/clock.hpp"
+#include "core/token_bucket.hpp"
+#include "kube/credentials.hpp"
+#include "kube/request.hpp"
+#include "kube/transport.hpp"
+#include "model/json.hpp"
+#include "model/lease.hpp"
+#include "model/node.hpp"
+#include "model/pdb.hpp"
+#include "model/pod.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spotshift::kube {
+
+struct ClientOptions {
+  double qps = 20;   // client-side rate limit; 0 disables it
+  int burst = 40;
+  int max_attempts = 10;  // for 429/5xx answers carrying Retry-After
+  Duration max_retry_after = std::chrono::seconds(60);  // longer Retry-After values are capped
+  int network_retries = 3;  // idempotent requests after connection errors and timeouts
+  Duration network_retry_delay = std::chrono::milliseconds(200);
+  Duration request_timeout = std::chrono::seconds(30);
+  Duration watch_idle_margin = std::chrono::seconds(5);  // watch idle deadline: timeoutSeconds + this
+  std::string user_agent = "spotshift/0.1.0";
+};
+
+// The apiserver's error for a non-2xx response (a Status body when there is one).
+Error error_from_response(const HttpResponse& r);
+
+// One list page as the server sent it.
+struct ListPage {
+  model::JsonDocument doc;
+  std::string resource_version;
+  std::string continue_token;
+};
+
+template <class T>
+struct ObjectList {
+  std::vector<T> items;
+  std::string resource_version;
+  std::vector<Error> skipped;  // objects that did not decode (logged by callers, never fatal)
+};
+
+enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark };
+std::string_view to_string(WatchEventType t);
+
+struct RawWatchEvent {
+  WatchEventType type;
+  std::shared_ptr<model::JsonDocument> doc;  // the whole event; object at doc["object"]
+  std::string resource_version;
+  const model::JsonValue& object() const { return (*doc)["object"]; }
+};
+
+// A watch response: newline-delimited JSON events split however the chunks fall.
+class RawWatch {
+ public:
+  RawWatch(std::unique_ptr<BodyStream> body, Duration idle) : body_(std::move(body)), idle_(idle) {}
+  RawWatch(RawWatch&&) = default;
+  RawWatch& operator=(RawWatch&&) = default;
+  // The next event; nothing once the server ended the stream cleanly. An ERROR event comes back
+  // as its Status error (410 Expired means: relist).
+  asio::awaitable<Result<std::optional<RawWatchEvent>>> next();
+  void close();
+
+ private:
+  std::unique_ptr<BodyStream> body_;
+  Duration idle_;
+  std::string buffer_;
+  size_t scanned_ = 0;
+};
+
+// Maps a model type to its resource and decoder.
+template <class T>
+struct ResourceTraits;
+template <>
+struct ResourceTraits<model::Pod> {
+  static const Resource& resource() { return Resource::pods(); }
+  static Result<model::Pod> decode(const model::JsonValue& v) { return model::decode_pod(v); }
+};
+template <>
+struct ResourceTraits<model::Node> {
+  static const Resource& resource() { return Resource::nodes(); }
+  static Result<model::Node> decode(const model::JsonValue& v) { return model::decode_node(v); }
+};
+template <>
+struct ResourceTraits<model::PodDisruptionBudget> {
+  static const Resource& resource() { return Resource::pod_disruption_budgets(); }
+  static Result<model::PodDisruptionBudget> decode(const model::JsonValue& v) { return model::decode_pdb(v); }
+};
+template <>
+struct ResourceTraits<model::Lease> {
+  static const Resource& resource() { return Resource::leases(); }
+  static Result<model::Lease> decode(const model::JsonValue& v) { return model::decode_lease(v); }
+};
+
+template <class T>
+struct WatchEvent {
+  WatchEventType type;
+  std::optional<T> object;  // absent for bookmarks and for objects that did not decode
+  std::string resource_version;
+  std::optional<Error> decode_error;
+};
+
+template <class T>
+class Watch {
+ public:
+  explicit Watch(RawWatch raw) : raw_(std::move(raw)) {}
+  asio::awaitable<Result<std::optional<WatchEvent<T>>>> next() {
+    auto e = co_await raw_.next();
+    if (!e) co_return e.error();
+    if (!*e) co_return std::nullopt;
+    WatchEvent<T> out{(*e)->type, std::nullopt, (*e)->resource_version, std::nullopt};
+    if (out.type != WatchEventType::kBookmark) {
+      auto decoded = ResourceTraits<T>::decode((*e)->object());
+      if (decoded) out.object = std::move(*decoded);
+      else out.decode_error = decoded.error();
+    }
+    co_return out;
+  }
+  void close() { raw_.close(); }
+
+ private:
+  RawWatch raw_;
+};
+
+class Client {
+ public:
+  Client(asio::any_io_executor executor, ClientConfig config, std::shared_ptr<Transport> transport,
+         std::shared_ptr<CredentialSource> credentials, ClientOptions options = {}, const Clock& clock = SystemClock::instance());
+
+  // A client for a loaded configuration, over the real HTTP transport.
+  static Result<std::shared_ptr<Client>> create(asio::any_io_executor executor, const ClientConfig& config,
+                                                ClientOptions options = {});
+
+  const ClientConfig& config() const { return config_; }
+  asio::any_io_executor executor() const { return executor_; }
+
+  // Sends req with rate limiting, authentication and retries; non-2xx answers are errors.
+  asio::awaitable<Result<HttpResponse>> execute(Request req);
+
+  asio::awaitable<Result<model::JsonDocument>> get(const Resource& r, std::string_view ns, std::string_view name,
+                                                   std::string_view subresource = {});
+  asio::awaitable<Result<ListPage>> list_page(const Resource& r, std::string_view ns, const ListOptions& o);
+  // Every page, following continue tokens (and starting over once if a token expires). Items go
+  // to on_item one page at a time; the whole list is never held at once. Returns the list's
+  // resourceVersion.
+  asio::awaitable<Result<std::string>> list_each(const Resource& r, std::string_view ns, ListOptions o,
+                                                 std::function<void(const model::JsonValue&)> on_item);
+  asio::awaitable<Result<model::JsonDocument>> create(const Resource& r, std::string_view ns, std::string body,
+                                                      const WriteOptions& o = {});
+  asio::awaitable<Result<model::JsonDocument>> update(const Resource& r, std::string_view ns, std::string_view name,
+                                                      std::string body, const WriteOptions& o = {});
+  asio::awaitable<Result<model::JsonDocument>> update_status(const Resource& r, std::string_view ns,
+                                                             std::string_view name, std::string body,
+                                                             const WriteOptions& o = {});
+  asio::awaitable<Result<model::JsonDocument>> patch(const Resource& r, std::string_view ns, std::string_view name,
+                                                     PatchType type, std::string body, const WriteOptions& o = {});
+  asio::awaitable<Result<model::JsonDocument>> patch_status(const Resource& r, std::string_view ns,
+                                                            std::string_view name, PatchType type, std::string body,
+                                                            const WriteOptions& o = {});
+  asio::awaitable<Result<void>> remove(const Resource& r, std::string_view ns, std::string_view name,
+                                       const DeleteOptions& o = {});
+  // policy/v1 Eviction; a refusal by a PodDisruptionBudget is a 429 error for the caller to
+  // handle (it is never retried here).
+  asio::awaitable<Result<void>> evict(std::string_view ns, std::string_view name, const DeleteOptions& o = {});
+  asio::awaitable<Result<RawWatch>> watch(const Resource& r, std::string_view ns, const WatchOptions& o);
+
+  // Typed verbs for the model's kinds.
+  template <class T>
+  asio::awaitable<Result<T>> get(std::string_view ns, std::string_view name) {
+    auto doc = co_await get(ResourceTraits<T>::resource(), ns, name);
+    if (!doc) co_return doc.error();
+    co_return ResourceTraits<T>::decode(*doc);
+  }
+  template <class T>
+  asio::awaitable<Result<ObjectList<T>>> list(std::string_view ns, ListOptions o = {}) {
+    ObjectList<T> out;
+    auto rv = co_await list_each(ResourceTraits<T>::resource(), ns, std::move(o), [&](const model::JsonValue& item) {
+      auto decoded = ResourceTraits<T>::decode(item);
+      if (decoded) out.items.push_back(std::move(*decoded));
+      else out.skipped.push_back(decoded.error());
+    });
+    if (!rv) co_return rv.error();
+    out.resource_version = std::move(*rv);
+    co_return out;
+  }
+  template <class T>
+  asio::awaitable<Result<Watch<T>>> watch(std::string_view ns, const WatchOptions& o) {
+    auto raw = co_await watch(ResourceTraits<T>::resource(), ns, o);
+    if (!raw) co_return raw.error();
+    co_return Watch<T>(std::move(*raw));
+  }
+
+  // How many requests were sent, including retries (for tests and metrics).
+  uint64_t requests_sent() const { return requests_sent_; }
+
+ private:
+  asio::awaitable<Result<Credential>> credential(bool refresh);
+  asio::awaitable<void> sleep(Duration d);
+  asio::awaitable<Result<model::JsonDocument>> document(Request req);
+
+  asio::any_io_executor executor_;
+  ClientConfig config_;
+  std::shared_ptr<Transport> transport_;
+  std::shared_ptr<CredentialSource> credentials_;
+  ClientOptions options_;
+  const Clock& clock_;
+  TokenBucket limiter_;
+  std::optional<Credential> applied_certificate_;
+  uint64_t requests_sent_ = 0;
+};
+
+}  // namespace spotshift::kube
