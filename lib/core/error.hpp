@@ -41,6 +41,9 @@ struct Error {
   std::string message;     // one sentence for a person
   std::vector<StatusCause> causes;
   std::optional<int> retry_after_seconds;
+  // A terminal error will not go away by retrying (a reconciler's verdict on bad input): it is
+  // logged and counted, never requeued.
+  bool terminal = false;
 
   static Error api(int code, std::string reason, std::string message);
   static Error network(std::string message);
@@ -63,6 +66,10 @@ struct Error {
 
   // "NotFound (404): pods \"x\" not found"
   std::string to_string() const;
+  Error& make_terminal() {
+    terminal = true;
+    return *this;
+  }
   // Prefixes the message with context: "reading kubeconfig /x: " + message.
   Error& wrap(std::string_view context);
 };

@@ -177,7 +177,7 @@ asio::awaitable<Result<model::JsonDocument>> Client::get(const Resource& r, std:
   co_return co_await document(get_request(r, ns, name, subresource));
 }
 
-asio::awaitable<Result<ListPage>> Client::list_page(const Resource& r, std::string_view ns, const ListOptions& o) {
+asio::awaitable<Result<ListPage>> Client::list_page(const Resource& r, std::string_view ns, ListOptions o) {
   auto d = co_await document(list_request(r, ns, o));
   if (!d) co_return d.error();
   ListPage page;
@@ -229,46 +229,46 @@ asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::s
 }
 
 asio::awaitable<Result<model::JsonDocument>> Client::create(const Resource& r, std::string_view ns, std::string body,
-                                                            const WriteOptions& o) {
+                                                            WriteOptions o) {
   co_return co_await document(create_request(r, ns, std::move(body), o));
 }
 
 asio::awaitable<Result<model::JsonDocument>> Client::update(const Resource& r, std::string_view ns, std::string_view name,
-                                                            std::string body, const WriteOptions& o) {
+                                                            std::string body, WriteOptions o) {
   co_return co_await document(update_request(r, ns, name, std::move(body), o));
 }
 
 asio::awaitable<Result<model::JsonDocument>> Client::update_status(const Resource& r, std::string_view ns,
                                                                    std::string_view name, std::string body,
-                                                                   const WriteOptions& o) {
+                                                                   WriteOptions o) {
   co_return co_await document(update_request(r, ns, name, std::move(body), o, "status"));
 }
 
 asio::awaitable<Result<model::JsonDocument>> Client::patch(const Resource& r, std::string_view ns, std::string_view name,
-                                                           PatchType type, std::string body, const WriteOptions& o) {
+                                                           PatchType type, std::string body, WriteOptions o) {
   co_return co_await document(patch_request(r, ns, name, type, std::move(body), o));
 }
 
 asio::awaitable<Result<model::JsonDocument>> Client::patch_status(const Resource& r, std::string_view ns,
                                                                   std::string_view name, PatchType type, std::string body,
-                                                                  const WriteOptions& o) {
+                                                                  WriteOptions o) {
   co_return co_await document(patch_request(r, ns, name, type, std::move(body), o, "status"));
 }
 
 asio::awaitable<Result<void>> Client::remove(const Resource& r, std::string_view ns, std::string_view name,
-                                             const DeleteOptions& o) {
+                                             DeleteOptions o) {
   auto resp = co_await execute(delete_request(r, ns, name, o));
   if (!resp) co_return resp.error();
   co_return Result<void>{};
 }
 
-asio::awaitable<Result<void>> Client::evict(std::string_view ns, std::string_view name, const DeleteOptions& o) {
+asio::awaitable<Result<void>> Client::evict(std::string_view ns, std::string_view name, DeleteOptions o) {
   auto resp = co_await execute(eviction_request(ns, name, o));
   if (!resp) co_return resp.error();
   co_return Result<void>{};
 }
 
-asio::awaitable<Result<RawWatch>> Client::watch(const Resource& r, std::string_view ns, const WatchOptions& o) {
+asio::awaitable<Result<RawWatch>> Client::watch(const Resource& r, std::string_view ns, WatchOptions o) {
   Request req = watch_request(r, ns, o);
   req.headers.emplace_back("User-Agent", options_.user_agent);
   co_await sleep(limiter_.reserve(clock_.now()));
@@ -333,8 +333,8 @@ asio::awaitable<Result<std::optional<RawWatchEvent>>> RawWatch::next() {
 }
 
 void RawWatch::close() {
+  // Not body_.reset(): next() may be suspended in a read on it; closing ends that read.
   if (body_) body_->close();
-  body_.reset();
 }
 
 }  // namespace spotshift::kube

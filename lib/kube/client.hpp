@@ -153,30 +153,52 @@ class Client {
 
   asio::awaitable<Result<model::JsonDocument>> get(const Resource& r, std::string_view ns, std::string_view name,
                                                    std::string_view subresource = {});
-  asio::awaitable<Result<ListPage>> list_page(const Resource& r, std::string_view ns, const ListOptions& o);
+  asio::awaitable<Result<ListPage>> list_page(const Resource& r, std::string_view ns, ListOptions o);
   // Every page, following continue tokens (and starting over once if a token expires). Items go
   // to on_item one page at a time; the whole list is never held at once. Returns the list's
   // resourceVersion.
   asio::awaitable<Result<std::string>> list_each(const Resource& r, std::string_view ns, ListOptions o,
                                                  std::function<void(const model::JsonValue&)> on_item);
+  // Options are taken by value and have no default arguments: GCC 12 destroys a default-argument
+  // temporary of a coroutine call twice. The overloads without options forward a fresh value.
   asio::awaitable<Result<model::JsonDocument>> create(const Resource& r, std::string_view ns, std::string body,
-                                                      const WriteOptions& o = {});
+                                                      WriteOptions o);
+  asio::awaitable<Result<model::JsonDocument>> create(const Resource& r, std::string_view ns, std::string body) {
+    return create(r, ns, std::move(body), WriteOptions{});
+  }
   asio::awaitable<Result<model::JsonDocument>> update(const Resource& r, std::string_view ns, std::string_view name,
-                                                      std::string body, const WriteOptions& o = {});
+                                                      std::string body, WriteOptions o);
+  asio::awaitable<Result<model::JsonDocument>> update(const Resource& r, std::string_view ns, std::string_view name,
+                                                      std::string body) {
+    return update(r, ns, name, std::move(body), WriteOptions{});
+  }
   asio::awaitable<Result<model::JsonDocument>> update_status(const Resource& r, std::string_view ns,
-                                                             std::string_view name, std::string body,
-                                                             const WriteOptions& o = {});
+                                                             std::string_view name, std::string body, WriteOptions o);
+  asio::awaitable<Result<model::JsonDocument>> update_status(const Resource& r, std::string_view ns,
+                                                             std::string_view name, std::string body) {
+    return update_status(r, ns, name, std::move(body), WriteOptions{});
+  }
   asio::awaitable<Result<model::JsonDocument>> patch(const Resource& r, std::string_view ns, std::string_view name,
-                                                     PatchType type, std::string body, const WriteOptions& o = {});
+                                                     PatchType type, std::string body, WriteOptions o);
+  asio::awaitable<Result<model::JsonDocument>> patch(const Resource& r, std::string_view ns, std::string_view name,
+                                                     PatchType type, std::string body) {
+    return patch(r, ns, name, type, std::move(body), WriteOptions{});
+  }
   asio::awaitable<Result<model::JsonDocument>> patch_status(const Resource& r, std::string_view ns,
                                                             std::string_view name, PatchType type, std::string body,
-                                                            const WriteOptions& o = {});
-  asio::awaitable<Result<void>> remove(const Resource& r, std::string_view ns, std::string_view name,
-                                       const DeleteOptions& o = {});
+                                                            WriteOptions o);
+  asio::awaitable<Result<model::JsonDocument>> patch_status(const Resource& r, std::string_view ns,
+                                                            std::string_view name, PatchType type, std::string body) {
+    return patch_status(r, ns, name, type, std::move(body), WriteOptions{});
+  }
+  asio::awaitable<Result<void>> remove(const Resource& r, std::string_view ns, std::string_view name, DeleteOptions o);
+  asio::awaitable<Result<void>> remove(const Resource& r, std::string_view ns, std::string_view name) {
+    return remove(r, ns, name, DeleteOptions{});
+  }
   // policy/v1 Eviction; a refusal by a PodDisruptionBudget is a 429 error for the caller to
   // handle (it is never retried here).
-  asio::awaitable<Result<void>> evict(std::string_view ns, std::string_view name, const DeleteOptions& o = {});
-  asio::awaitable<Result<RawWatch>> watch(const Resource& r, std::string_view ns, const WatchOptions& o);
+  asio::awaitable<Result<void>> evict(std::string_view ns, std::string_view name, DeleteOptions o);
+  asio::awaitable<Result<RawWatch>> watch(const Resource& r, std::string_view ns, WatchOptions o);
 
   // Typed verbs for the model's kinds.
   template <class T>
@@ -186,7 +208,11 @@ class Client {
     co_return ResourceTraits<T>::decode(*doc);
   }
   template <class T>
-  asio::awaitable<Result<ObjectList<T>>> list(std::string_view ns, ListOptions o = {}) {
+  asio::awaitable<Result<ObjectList<T>>> list(std::string_view ns) {
+    return list<T>(ns, ListOptions{});
+  }
+  template <class T>
+  asio::awaitable<Result<ObjectList<T>>> list(std::string_view ns, ListOptions o) {
     ObjectList<T> out;
     auto rv = co_await list_each(ResourceTraits<T>::resource(), ns, std::move(o), [&](const model::JsonValue& item) {
       auto decoded = ResourceTraits<T>::decode(item);
@@ -198,7 +224,7 @@ class Client {
     co_return out;
   }
   template <class T>
-  asio::awaitable<Result<Watch<T>>> watch(std::string_view ns, const WatchOptions& o) {
+  asio::awaitable<Result<Watch<T>>> watch(std::string_view ns, WatchOptions o) {
     auto raw = co_await watch(ResourceTraits<T>::resource(), ns, o);
     if (!raw) co_return raw.error();
     co_return Watch<T>(std::move(*raw));

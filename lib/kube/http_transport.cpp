@@ -89,7 +89,8 @@ class StreamedBody final : public BodyStream {
       : conn_(std::move(conn)), parser_(std::move(parser)), where_(std::move(where)) {}
 
   asio::awaitable<Result<std::string>> read(Duration idle) override {
-    if (!conn_ || parser_->is_done()) co_return std::string();
+    if (closed_) co_return Error::cancelled("watch stream closed");
+    if (parser_->is_done()) co_return std::string();
     char buf[16384];
     for (;;) {
       parser_->get().body().data = buf;
@@ -103,7 +104,9 @@ class StreamedBody final : public BodyStream {
       }
       if (ec == http::error::need_buffer) ec = {};
       if (ec) {
+        bool closed_here = closed_;
         close();
+        if (closed_here) co_return Error::cancelled("watch stream closed");
         co_return io_error(ec, "watch stream from", where_);
       }
       size_t got = sizeof buf - parser_->get().body().size;
@@ -112,15 +115,18 @@ class StreamedBody final : public BodyStream {
     }
   }
 
+  // Closes the socket, which ends a pending read with an error. The connection object itself
+  // lives until this body is destroyed, because a read in flight still refers to it.
   void close() override {
-    if (!conn_) return;
+    if (closed_) return;
+    closed_ = true;
     beast::error_code ignored;
     conn_->tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
     conn_->tcp().close();
-    conn_.reset();
   }
 
  private:
+  bool closed_ = false;
   std::unique_ptr<Connection> conn_;
   std::unique_ptr<http::response_parser<http::buffer_body>> parser_;
   std::string where_;

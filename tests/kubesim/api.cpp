@@ -243,7 +243,7 @@ HttpResponse Api::resource(const HttpRequest& req, const Target& t) {
   std::string res = t.subresource.empty() ? t.rt->plural : t.rt->plural + "/" + t.subresource;
 
   HttpResponse resp;
-  auto fault = cluster_.faults().match(verb, res, t.name);
+  auto fault = cluster_.faults().match(verb, res, t.name, req.user_agent);
   if (fault && fault->status) {
     Error e = Error::api(fault->status,
                          fault->status == 429   ? "TooManyRequests"
@@ -524,10 +524,18 @@ HttpResponse Api::patch(const HttpRequest& req, const Target& t) {
   }();
   if (!body) return error(Cluster::bad_request(body.error().message), t);
   std::vector<std::string> warnings;
+  const ResourceType* store_as = t.rt;
   if (t.rt->storage) {
-    return error(Error::api(405, "MethodNotAllowed", "patching events.k8s.io/v1 events is not supported by kubesim; patch the core/v1 event"), t);
+    // A patch through the events.k8s.io view names its fields the view's way.
+    if (*type == PatchType::kJson) return error(Cluster::bad_request("JSON patches of events.k8s.io events are not supported"), t);
+    Doc core;
+    new_event_to_core(*body, core, core.GetAllocator());
+    drop_field(core, "apiVersion");
+    drop_field(core, "kind");
+    body = std::move(core);
+    store_as = t.rt->storage;
   }
-  auto patched = cluster_.patch(*t.rt, t.ns, t.name, *type, *body, t.subresource == "status", write_options(req, &warnings));
+  auto patched = cluster_.patch(*store_as, t.ns, t.name, *type, *body, t.subresource == "status", write_options(req, &warnings));
   if (!patched) return error(patched.error(), t);
   HttpResponse r = object_response(200, t, **patched, req);
   add_warnings(r, warnings);

@@ -41,7 +41,7 @@ void core_event_to_new(const Value& core, Value& out, Alloc& a) { convert(core, 
 void new_event_to_core(const Value& in, Value& core, Alloc& a) {
   convert(in, core, a, false);
   // The core API's aggregated view expects a source component too.
-  if (!get_path(core, {"source", "component"}) && !get_str(core, {"reportingComponent"}).empty()) {
+  if (core.IsObject() && !get_path(core, {"source", "component"}) && !get_str(core, {"reportingComponent"}).empty()) {
     Value& src = ensure_object(core, "source", a);
     set_str(src, "component", get_str(core, {"reportingComponent"}), a);
   }

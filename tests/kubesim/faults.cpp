@@ -12,6 +12,7 @@ Result<FaultRule> FaultRule::from_json(std::string_view json) {
   f.verb = std::string(get_str(d, {"verb"}, "*"));
   f.resource = std::string(get_str(d, {"resource"}, "*"));
   f.name = std::string(get_str(d, {"name"}));
+  f.user_agent = std::string(get_str(d, {"userAgent"}));
   f.status = static_cast<int>(get_int(d, {"status"}).value_or(0));
   f.retry_after_seconds = static_cast<int>(get_int(d, {"retryAfterSeconds"}).value_or(-1));
   f.delay_ms = static_cast<int>(get_int(d, {"delayMs"}).value_or(0));
@@ -42,12 +43,14 @@ size_t Faults::rules() const {
   return rules_.size();
 }
 
-std::optional<FaultRule> Faults::match(std::string_view verb, std::string_view resource, std::string_view name) {
+std::optional<FaultRule> Faults::match(std::string_view verb, std::string_view resource, std::string_view name,
+                                       std::string_view user_agent) {
   std::lock_guard lock(mutex_);
   for (auto it = rules_.begin(); it != rules_.end(); ++it) {
     if (it->verb != "*" && it->verb != verb) continue;
     if (it->resource != "*" && it->resource != resource) continue;
     if (!it->name.empty() && it->name != name) continue;
+    if (!it->user_agent.empty() && user_agent.find(it->user_agent) == std::string_view::npos) continue;
     if (it->probability < 1.0 && std::uniform_real_distribution<double>(0, 1)(rng_) >= it->probability) continue;
     FaultRule hit = *it;
     if (it->count > 0 && --it->count == 0) rules_.erase(it);

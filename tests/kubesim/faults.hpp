@@ -18,6 +18,7 @@ struct FaultRule {
   std::string verb = "*";      // get, list, watch, create, update, patch, delete, or *
   std::string resource = "*";  // plural, "pods/eviction", "nodes/status", or *
   std::string name;            // an object name, or empty for any
+  std::string user_agent;      // hits only clients whose User-Agent contains this
   int status = 0;              // answer with this code (500, 503, 429, ...)
   int retry_after_seconds = -1;  // with a Retry-After header (and details.retryAfterSeconds)
   int delay_ms = 0;            // added latency before the answer (or a watch's first byte)
@@ -35,7 +36,8 @@ class Faults {
   void add(FaultRule rule);
   void clear();
   // The rule hitting this request, if any (consuming one of its count).
-  std::optional<FaultRule> match(std::string_view verb, std::string_view resource, std::string_view name);
+  std::optional<FaultRule> match(std::string_view verb, std::string_view resource, std::string_view name,
+                                 std::string_view user_agent = {});
 
   // One-shot faults.
   void expire_next_watch(std::string resource);   // the next watch on it gets an ERROR 410 event
