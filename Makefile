@@ -9,7 +9,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 MESON ?= meson
 
-.PHONY: all setup build fuzz-build test demo clean
+.PHONY: all setup build fuzz-build test demo bench clean
 
 all: build
 
@@ -38,6 +38,10 @@ test: build fuzz-build
 
 demo: build
 	./scripts/demo.sh $(BUILD)
+
+# Each benchmark prints one JSON line per figure: {"name", "value", "unit", "goal"}.
+bench: build
+	$(MESON) test -C $(BUILD) --benchmark --verbose --num-processes 1
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,170 @@
+// The filters that look at one node at a time: NodeUnschedulable, NodeConditions, NodeName,
+// TaintToleration, NodeAffinity, VolumeZone (node-static), NodeResourcesFit and NodePorts.
+
+#include "sched/plugins.hpp"
+
+#include <fmt/format.h>
+
+namespace spotshift::sched {
+
+namespace {
+
+using model::ConditionStatus;
+
+class NodeUnschedulable final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "NodeUnschedulable"; }
+  bool node_static() const override { return true; }
+  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const model::Node& node = *fork.base().node(n).node;
+    if (!node.unschedulable) return Status::success();
+    static const model::Taint kTaint{model::InternedString("node.kubernetes.io/unschedulable"), {}, model::TaintEffect::kNoSchedule};
+    if (model::tolerated(pod.tolerations, kTaint)) return Status::success();
+    return Status::unresolvable("node(s) were unschedulable");
+  }
+};
+
+// Ready, and free of the pressure conditions the kubelet would reject the pod for (memory
+// pressure only turns away BestEffort pods, as the kubelet's eviction manager does).
+class NodeConditions final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "NodeConditions"; }
+  bool node_static() const override { return true; }
+  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const auto& c = fork.base().node(n).node->conditions;
+    if (c.ready != ConditionStatus::kTrue) return Status::unresolvable("node(s) were not ready");
+    if (c.network_unavailable == ConditionStatus::kTrue) return Status::unresolvable("node(s) had unavailable network");
+    if (c.disk_pressure == ConditionStatus::kTrue) return Status::unresolvable("node(s) had disk pressure");
+    if (c.pid_pressure == ConditionStatus::kTrue) return Status::unresolvable("node(s) had PID pressure");
+    if (c.memory_pressure == ConditionStatus::kTrue && pod.best_effort)
+      return Status::unresolvable("node(s) had memory pressure");
+    return Status::success();
+  }
+};
+
+class NodeName final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "NodeName"; }
+  bool node_static() const override { return true; }
+  bool relevant(const model::Pod& pod, const Fork&) const override { return !pod.node_name.empty(); }
+  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    if (pod.node_name.empty() || pod.node_name.view() == fork.base().node(n).name) return Status::success();
+    return Status::unresolvable("node(s) didn't match the requested node name");
+  }
+};
+
+class TaintToleration final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "TaintToleration"; }
+  bool node_static() const override { return true; }
+  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const model::Taint* t = untolerated_taint(pod, *fork.base().node(n).node);
+    if (!t) return Status::success();
+    return Status::unresolvable(fmt::format("node(s) had untolerated taint {{{}: {}}}", t->key.view(), t->value.view()));
+  }
+};
+
+class NodeAffinity final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "NodeAffinity"; }
+  bool node_static() const override { return true; }
+  bool relevant(const model::Pod& pod, const Fork&) const override {
+    return !pod.node_selector.empty() || (pod.affinity && pod.affinity->node_required);
+  }
+  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    if (matches_node_affinity(pod, *fork.base().node(n).node)) return Status::success();
+    return Status::unresolvable("node(s) didn't match Pod's node affinity/selector");
+  }
+};
+
+class VolumeZone final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "VolumeZone"; }
+  bool node_static() const override { return true; }
+  bool relevant(const model::Pod& pod, const Fork&) const override { return !pod.pvc_claims.empty(); }
+  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const auto& volumes = fork.base().volumes();
+    if (volumes.empty()) return Status::success();
+    const model::Node& node = *fork.base().node(n).node;
+    for (auto claim : pod.pvc_claims) {
+      auto it = volumes.find(fmt::format("{}/{}", pod.meta.namespace_.view(), claim.view()));
+      if (it == volumes.end()) continue;  // not cached: nothing known to check
+      for (const auto& [key, value] : it->second) {
+        auto have = node.meta.labels.get(key);
+        if (!have || have->view() != value) return Status::unresolvable("node(s) had volume node affinity conflict");
+      }
+    }
+    return Status::success();
+  }
+};
+
+// The common case of NodeResourcesFit: a pod without extended resources that fits.
+bool fits_basic(const Usage& used, const model::ResourceList& a, const model::ResourceList& r) {
+  return r.scalars().empty() && used.pods + 1 <= a.pods && used.cpu_milli + r.cpu_milli <= a.cpu_milli &&
+         used.memory + r.memory <= a.memory && used.ephemeral_storage + r.ephemeral_storage <= a.ephemeral_storage;
+}
+
+class NodeResourcesFit final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "NodeResourcesFit"; }
+  void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork,
+                    std::vector<int>& nodes) const override {
+    std::erase_if(nodes, [&](int n) {
+      if (fits_basic(fork.used(n), fork.base().node(n).allocatable, pod.requests)) return false;
+      return !filter(cs, slot, pod, fork, n).ok();
+    });
+  }
+  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const Usage& used = fork.used(n);
+    const model::ResourceList& a = fork.base().node(n).allocatable;
+    const model::ResourceList& r = pod.requests;
+    if (fits_basic(used, a, r)) return Status::success();
+    Status s;
+    if (used.pods + 1 > a.pods) s.reasons.add("Too many pods");
+    if (r.cpu_milli && used.cpu_milli + r.cpu_milli > a.cpu_milli) s.reasons.add("Insufficient cpu");
+    if (r.memory && used.memory + r.memory > a.memory) s.reasons.add("Insufficient memory");
+    if (r.ephemeral_storage && used.ephemeral_storage + r.ephemeral_storage > a.ephemeral_storage)
+      s.reasons.add("Insufficient ephemeral-storage");
+    for (const auto& [name, want] : r.scalars())
+      if (want > 0 && used.scalar(name) + want > a.get(name.view())) s.reasons.add(fmt::format("Insufficient {}", name.view()));
+    if (!s.reasons.empty()) s.code = Code::kUnschedulable;
+    return s;
+  }
+};
+
+bool ports_conflict(const model::HostPort& a, const model::HostPort& b) {
+  if (a.port != b.port || a.protocol != b.protocol) return false;
+  return a.host_ip.empty() || b.host_ip.empty() || a.host_ip == b.host_ip;  // 0.0.0.0 overlaps every address
+}
+
+class NodePorts final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "NodePorts"; }
+  bool relevant(const model::Pod& pod, const Fork&) const override { return !pod.host_ports.empty(); }
+  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    bool conflict = false;
+    fork.for_each_pod(n, [&](const model::Pod& other) {
+      for (const auto& mine : pod.host_ports)
+        for (const auto& theirs : other.host_ports)
+          if (ports_conflict(mine, theirs)) conflict = true;
+    });
+    if (conflict) return Status::unschedulable("node(s) didn't have free ports for the requested pod ports");
+    return Status::success();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<FilterPlugin> make_basic_filter(const std::string& name) {
+  if (name == "NodeUnschedulable") return std::make_unique<NodeUnschedulable>();
+  if (name == "NodeConditions") return std::make_unique<NodeConditions>();
+  if (name == "NodeName") return std::make_unique<NodeName>();
+  if (name == "TaintToleration") return std::make_unique<TaintToleration>();
+  if (name == "NodeAffinity") return std::make_unique<NodeAffinity>();
+  if (name == "VolumeZone") return std::make_unique<VolumeZone>();
+  if (name == "NodeResourcesFit") return std::make_unique<NodeResourcesFit>();
+  if (name == "NodePorts") return std::make_unique<NodePorts>();
+  return nullptr;
+}
+
+}  // namespace spotshift::sched

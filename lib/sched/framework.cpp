@@ -1,0 +1,253 @@
+#include "sched/framework.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+
+namespace spotshift::sched {
+
+void ScorePlugin::normalize(std::vector<int64_t>& scores) const {
+  for (auto& s : scores) s = std::clamp<int64_t>(s, 0, 100);
+}
+
+void FilterPlugin::filter_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
+                                std::vector<int>& nodes) const {
+  std::erase_if(nodes, [&](int n) { return !filter(state, slot, pod, fork, n).ok(); });
+}
+
+void ScorePlugin::score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
+                              const std::vector<int>& nodes, std::vector<int64_t>& out) const {
+  for (size_t k = 0; k < nodes.size(); ++k) out[k] = score(state, slot, pod, fork, nodes[k]);
+}
+
+ProfileConfig default_profile() {
+  ProfileConfig p;
+  p.filters = filter_plugin_names();
+  p.scores = {ScoreConfig{"FreeCPU", 1, {}}};
+  return p;
+}
+
+std::string Diagnosis::message() const {
+  std::vector<std::string> parts;
+  for (const auto& [reason, count] : reasons) parts.push_back(fmt::format("{} {}", count, reason));
+  std::sort(parts.begin(), parts.end());
+  if (parts.empty()) return fmt::format("0/{} nodes are available.", nodes);
+  return fmt::format("0/{} nodes are available: {}.", nodes, fmt::join(parts, ", "));
+}
+
+Result<ProfileConfig> decode_profile(const model::JsonValue& v, std::string_view path) {
+  ProfileConfig p = default_profile();
+  if (!v.IsObject()) return Error::invalid(fmt::format("{}: must be an object", path));
+  auto names = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
+  if (auto f = v.FindMember("filters"); f != v.MemberEnd() && !f->value.IsNull()) {
+    if (!f->value.IsArray()) return Error::invalid(fmt::format("{}.filters: must be a list of filter plugin names", path));
+    p.filters.clear();
+    auto valid = filter_plugin_names();
+    for (rapidjson::SizeType i = 0; i < f->value.Size(); ++i) {
+      const auto& e = f->value[i];
+      if (!e.IsString()) return Error::invalid(fmt::format("{}.filters[{}]: must be a plugin name", path, i));
+      std::string name = e.GetString();
+      if (std::find(valid.begin(), valid.end(), name) == valid.end())
+        return Error::invalid(fmt::format("{}.filters[{}]: unknown filter plugin \"{}\" (valid: {})", path, i, name, names(valid)));
+      if (std::find(p.filters.begin(), p.filters.end(), name) != p.filters.end())
+        return Error::invalid(fmt::format("{}.filters[{}]: filter plugin \"{}\" is listed twice", path, i, name));
+      p.filters.push_back(name);
+    }
+  }
+  if (auto s = v.FindMember("scores"); s != v.MemberEnd() && !s->value.IsNull()) {
+    if (!s->value.IsArray()) return Error::invalid(fmt::format("{}.scores: must be a list of {{name, weight, args}}", path));
+    p.scores.clear();
+    auto valid = score_plugin_names();
+    for (rapidjson::SizeType i = 0; i < s->value.Size(); ++i) {
+      const auto& e = s->value[i];
+      std::string where = fmt::format("{}.scores[{}]", path, i);
+      if (!e.IsObject()) return Error::invalid(fmt::format("{}: must be an object with name, weight and args", where));
+      ScoreConfig c;
+      auto n = e.FindMember("name");
+      if (n == e.MemberEnd() || !n->value.IsString()) return Error::invalid(fmt::format("{}.name: is required", where));
+      c.name = n->value.GetString();
+      if (std::find(valid.begin(), valid.end(), c.name) == valid.end())
+        return Error::invalid(fmt::format("{}.name: unknown score plugin \"{}\" (valid: {})", where, c.name, names(valid)));
+      if (auto w = e.FindMember("weight"); w != e.MemberEnd()) {
+        if (!w->value.IsInt() || w->value.GetInt() < 0 || w->value.GetInt() > 100)
+          return Error::invalid(fmt::format("{}.weight: must be an integer from 0 to 100", where));
+        c.weight = w->value.GetInt();
+      }
+      if (auto a = e.FindMember("args"); a != e.MemberEnd() && !a->value.IsNull()) {
+        if (!a->value.IsObject()) return Error::invalid(fmt::format("{}.args: must be a map of strings", where));
+        for (auto it = a->value.MemberBegin(); it != a->value.MemberEnd(); ++it) {
+          if (!it->value.IsString())
+            return Error::invalid(fmt::format("{}.args.{}: must be a string", where, it->name.GetString()));
+          c.args[it->name.GetString()] = it->value.GetString();
+        }
+      }
+      for (const auto& prev : p.scores)
+        if (prev.name == c.name) return Error::invalid(fmt::format("{}.name: score plugin \"{}\" is listed twice", where, c.name));
+      if (auto probe = make_score(c); !probe) return probe.error().wrap(where);
+      p.scores.push_back(std::move(c));
+    }
+  }
+  return p;
+}
+
+Framework::Framework(Framework&&) noexcept = default;
+Framework& Framework::operator=(Framework&&) noexcept = default;
+Framework::~Framework() = default;
+
+Result<Framework> Framework::create(const ProfileConfig& config) {
+  Framework f;
+  f.config_ = config;
+  for (const auto& name : config.filters) {
+    if (std::count(config.filters.begin(), config.filters.end(), name) > 1)
+      return Error::invalid(fmt::format("filter plugin {} is listed twice", name));
+    auto p = make_filter(name);
+    if (!p) return p.error();
+    f.filters_.push_back(std::move(*p));
+  }
+  for (const auto& s : config.scores) {
+    if (s.weight < 0 || s.weight > 100)
+      return Error::invalid(fmt::format("score plugin {}: weight {} is outside 0..100", s.name, s.weight));
+    auto p = make_score(s);
+    if (!p) return p.error();
+    f.scores_.emplace_back(std::move(*p), s.weight);
+  }
+  return f;
+}
+
+void Framework::signature(const model::Pod& pod, std::string& s) {
+  // Plain appends into a reused buffer: this runs per placement.
+  s.clear();
+  s.append(pod.meta.namespace_.view()).push_back('|');
+  s.append(pod.node_name.view()).push_back(pod.best_effort ? 'B' : '|');
+  for (const auto& t : pod.tolerations) {
+    s.append(t.key.view()).push_back(t.op == model::TolerationOp::kExists ? '?' : '=');
+    s.append(t.value.view()).push_back(t.effect ? static_cast<char>('0' + static_cast<int>(*t.effect)) : '*');
+    s.push_back(';');
+  }
+  s.push_back('|');
+  for (const auto& [k, v] : pod.node_selector) s.append(k.view()).append("=").append(v.view()).push_back(',');
+  s.push_back('|');
+  if (pod.affinity && pod.affinity->node_required)
+    for (const auto& term : pod.affinity->node_required->terms) {
+      for (const auto& r : term.match_expressions) s.append(r.to_string()).push_back('&');
+      for (const auto& r : term.match_fields) s.append("f:").append(r.to_string()).push_back('&');
+      s.append("||");
+    }
+  for (const auto& c : pod.pvc_claims) s.append(c.view()).push_back(',');
+
+}
+
+Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
+                           PlacementCache* cache) const {
+  Placement out;
+  CycleState state;
+  // The relevant filters as bit sets over filters_ (a profile lists each filter once, and there
+  // are fewer than 64), so a placement allocates nothing for them.
+  uint64_t statics = 0, dynamics = 0;
+  for (size_t i = 0; i < filters_.size(); ++i) {
+    if (!filters_[i]->relevant(pod, fork)) continue;
+    filters_[i]->pre_filter(state, i, pod, fork);
+    (filters_[i]->node_static() ? statics : dynamics) |= uint64_t(1) << i;
+  }
+  auto each = [](uint64_t set, auto&& f) {
+    for (; set; set &= set - 1) f(static_cast<size_t>(std::countr_zero(set)));
+  };
+  const std::vector<uint8_t>* verdicts = nullptr;
+  if (cache && cache->snapshot_ == &fork.base()) {
+    thread_local std::string sig;
+    signature(pod, sig);
+    auto it = cache->static_verdicts_.find(std::string_view(sig));
+    if (it == cache->static_verdicts_.end()) {
+      std::vector<uint8_t> v(static_cast<size_t>(fork.base().size()), 0);
+      for (int n = 0; n < fork.base().size(); ++n)
+        for (size_t i = 0; i < filters_.size(); ++i)
+          if (((statics >> i) & 1) && !filters_[i]->filter(state, i, pod, fork, n).ok()) {
+            v[static_cast<size_t>(n)] = static_cast<uint8_t>(1 + i);
+            break;
+          }
+      it = cache->static_verdicts_.emplace(sig, std::move(v)).first;
+    }
+    verdicts = &it->second;
+  }
+  out.feasible.reserve(candidates.size());
+  for (int n : candidates) {
+    bool fits = true;
+    if (verdicts) {
+      fits = (*verdicts)[static_cast<size_t>(n)] == 0;
+    } else {
+      each(statics, [&](size_t i) { fits = fits && filters_[i]->filter(state, i, pod, fork, n).ok(); });
+    }
+    if (fits) out.feasible.push_back(n);
+  }
+  each(dynamics, [&](size_t i) {
+    if (!out.feasible.empty()) filters_[i]->filter_nodes(state, i, pod, fork, out.feasible);
+  });
+  if (out.feasible.empty()) {
+    // Nowhere: say why, node by node, as kube-scheduler does (the first failing filter counts).
+    out.diagnosis.nodes = static_cast<int>(candidates.size());
+    bool all_unresolvable = !candidates.empty();
+    for (int n : candidates) {
+      for (size_t i = 0; i < filters_.size(); ++i) {
+        if (!filters_[i]->relevant(pod, fork)) continue;
+        Status s = filters_[i]->filter(state, i, pod, fork, n);
+        if (s.ok()) continue;
+        for (size_t r = 0; r < s.reasons.size(); ++r) ++out.diagnosis.reasons[std::string(s.reasons[r])];
+        if (s.code != Code::kUnschedulableAndUnresolvable) all_unresolvable = false;
+        break;
+      }
+    }
+    out.diagnosis.unresolvable = all_unresolvable;
+    return out;
+  }
+  if (scores_.empty()) {
+    out.node = *std::min_element(out.feasible.begin(), out.feasible.end());
+    return out;
+  }
+  thread_local std::vector<int64_t> total, raw;
+  total.assign(out.feasible.size(), 0);
+  raw.resize(out.feasible.size());
+  for (size_t s = 0; s < scores_.size(); ++s) {
+    const auto& [plugin, weight] = scores_[s];
+    if (weight == 0) continue;
+    plugin->pre_score(state, filters_.size() + s, pod, fork);
+    plugin->score_nodes(state, filters_.size() + s, pod, fork, out.feasible, raw);
+    plugin->normalize(raw);
+    for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += raw[k] * weight;
+  }
+  size_t best = 0;
+  for (size_t k = 1; k < out.feasible.size(); ++k)
+    if (total[k] > total[best] || (total[k] == total[best] && out.feasible[k] < out.feasible[best])) best = k;
+  out.node = out.feasible[best];
+  out.score = total[best];
+  return out;
+}
+
+std::vector<std::pair<std::string, Status>> Framework::check(const model::Pod& pod, const Fork& fork, int node) const {
+  std::vector<std::pair<std::string, Status>> out;
+  CycleState state;
+  for (size_t i = 0; i < filters_.size(); ++i) {
+    if (!filters_[i]->relevant(pod, fork)) {
+      out.emplace_back(std::string(filters_[i]->name()), Status::success());
+      continue;
+    }
+    filters_[i]->pre_filter(state, i, pod, fork);
+    out.emplace_back(std::string(filters_[i]->name()), filters_[i]->filter(state, i, pod, fork, node));
+  }
+  return out;
+}
+
+std::vector<int64_t> Framework::scores(const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes) const {
+  std::vector<int64_t> total(nodes.size(), 0), raw(nodes.size());
+  CycleState state;
+  for (size_t s = 0; s < scores_.size(); ++s) {
+    const auto& [plugin, weight] = scores_[s];
+    plugin->pre_score(state, s, pod, fork);
+    plugin->score_nodes(state, s, pod, fork, nodes, raw);
+    plugin->normalize(raw);
+    for (size_t k = 0; k < nodes.size(); ++k) total[k] += raw[k] * weight;
+  }
+  return total;
+}
+
+}  // namespace spotshift::sched

@@ -1,0 +1,213 @@
+#pragma once
+// The predicate engine, modelled on the kube-scheduler framework: one small interface per
+// extension point (filter, score), a Status that tells "does not fit" from "broken", scores of
+// 0-100 after a normalisation pass, weights from a profile, a per-pod scratchpad, and explicit
+// plugin registration (registry.cpp). No I/O.
+
+#include "core/error.hpp"
+#include "model/json.hpp"
+#include "sched/fork.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+namespace spotshift::sched {
+
+enum class Code : uint8_t { kSuccess, kUnschedulable, kUnschedulableAndUnresolvable, kError };
+
+// Why a filter rejected a node, in kube-scheduler's words ("Insufficient cpu"). Filters reject
+// most nodes in a placement's hot loop, so string literals are kept as views, without allocating;
+// only composed reasons (naming a taint or a resource) own their text.
+class Reasons {
+ public:
+  // `literal` must have static storage (a string literal): it is kept as a view.
+  void add(const char* literal) {
+    if (fixed_count_ < kInline) fixed_[fixed_count_++] = literal;
+    else owned_.emplace_back(literal);
+  }
+  void add(std::string composed) { owned_.push_back(std::move(composed)); }
+  size_t size() const { return fixed_count_ + owned_.size(); }
+  bool empty() const { return size() == 0; }
+  // Literal reasons first, then composed ones, each in the order added.
+  std::string_view at(size_t i) const {
+    if (i < fixed_count_) return fixed_[i];
+    return owned_.at(i - fixed_count_);
+  }
+  std::string_view operator[](size_t i) const { return at(i); }
+
+ private:
+  static constexpr size_t kInline = 4;
+  std::string_view fixed_[kInline];
+  size_t fixed_count_ = 0;
+  std::vector<std::string> owned_;
+};
+
+struct Status {
+  Code code = Code::kSuccess;
+  Reasons reasons;
+
+  static Status success() { return {}; }
+  template <class R>
+  static Status unschedulable(R&& reason) { return with(Code::kUnschedulable, std::forward<R>(reason)); }
+  template <class R>
+  static Status unresolvable(R&& reason) { return with(Code::kUnschedulableAndUnresolvable, std::forward<R>(reason)); }
+  template <class R>
+  static Status error(R&& reason) { return with(Code::kError, std::forward<R>(reason)); }
+  bool ok() const { return code == Code::kSuccess; }
+
+ private:
+  template <class R>
+  static Status with(Code code, R&& reason) {
+    Status s;
+    s.code = code;
+    if constexpr (std::is_convertible_v<R, const char*>) s.reasons.add(static_cast<const char*>(reason));
+    else s.reasons.add(std::string(std::forward<R>(reason)));
+    return s;
+  }
+};
+
+// Per-pod scratch data a plugin computes in its pre-filter and reads in its filter.
+struct PluginState {
+  virtual ~PluginState() = default;
+};
+
+class CycleState {
+ public:
+  void put(size_t slot, std::unique_ptr<PluginState> s) {
+    if (slots_.size() <= slot) slots_.resize(slot + 1);
+    slots_[slot] = std::move(s);
+  }
+  template <class T>
+  const T* get(size_t slot) const {
+    return slot < slots_.size() ? static_cast<const T*>(slots_[slot].get()) : nullptr;
+  }
+
+ private:
+  std::vector<std::unique_ptr<PluginState>> slots_;
+};
+
+class FilterPlugin {
+ public:
+  virtual ~FilterPlugin() = default;
+  virtual std::string_view name() const = 0;
+  // The verdict depends only on the pod and the node's labels, taints and conditions, never on
+  // what runs there: it is computed once per pod signature and cached.
+  virtual bool node_static() const { return false; }
+  // Whether the plugin can reject this pod at all in this what-if (a pod without host ports never
+  // fails NodePorts; without affinity terms, and with no pod's anti-affinity around, it never
+  // fails InterPodAffinity).
+  virtual bool relevant(const model::Pod&, const Fork&) const { return true; }
+  virtual void pre_filter(CycleState&, size_t /*slot*/, const model::Pod&, const Fork&) const {}
+  virtual Status filter(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const = 0;
+  // Keeps, in order, the nodes this filter accepts: the placement's hot loop. The default calls
+  // filter() per node; a plugin may override it with a loop that builds no Status.
+  virtual void filter_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
+                            std::vector<int>& nodes) const;
+};
+
+class ScorePlugin {
+ public:
+  virtual ~ScorePlugin() = default;
+  virtual std::string_view name() const = 0;
+  virtual void pre_score(CycleState&, size_t /*slot*/, const model::Pod&, const Fork&) const {}
+  virtual int64_t score(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const = 0;
+  // Raw scores for many nodes at once (out has nodes.size() entries); the default calls score().
+  virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
+                           const std::vector<int>& nodes, std::vector<int64_t>& out) const;
+  // Maps the raw scores of every feasible node to 0..100 (default: clamp).
+  virtual void normalize(std::vector<int64_t>& scores) const;
+};
+
+// A profile: which filters run, in order, and which scores with which weights and arguments, in
+// the spirit of Knative's predicates and priorities configuration.
+struct ScoreConfig {
+  std::string name;
+  int weight = 1;
+  std::map<std::string, std::string> args;
+};
+struct ProfileConfig {
+  std::vector<std::string> filters;
+  std::vector<ScoreConfig> scores;
+};
+
+// Every default filter, scored by FreeCPU (fullest spot node first).
+ProfileConfig default_profile();
+// Reads a ReschedulePolicy's spec.profile: {filters: [..], scores: [{name, weight, args}]}; an
+// absent list keeps the default. Errors name the field.
+Result<ProfileConfig> decode_profile(const model::JsonValue& v, std::string_view path = "spec.profile");
+
+std::vector<std::string> filter_plugin_names();
+std::vector<std::string> score_plugin_names();
+
+// Why a pod fits nowhere: how many nodes gave each reason.
+struct Diagnosis {
+  int nodes = 0;
+  std::map<std::string, int> reasons;
+  bool unresolvable = false;  // every failure is one preemption or moves cannot fix
+  // "0/37 nodes are available: 20 Insufficient cpu, 17 node(s) had untolerated taint {dedicated: gpu}."
+  std::string message() const;
+};
+
+// Caches node-static filter verdicts per pod signature for one snapshot: pods of one workload
+// share tolerations and affinity, so their static verdicts are computed once.
+class PlacementCache {
+ public:
+  explicit PlacementCache(const ClusterSnapshot& snapshot) : snapshot_(&snapshot) {}
+  const ClusterSnapshot* snapshot() const { return snapshot_; }
+
+ private:
+  friend class Framework;
+  const ClusterSnapshot* snapshot_;
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // signature -> per node: 0 passes, else 1 + index of the first failing static filter
+  std::unordered_map<std::string, std::vector<uint8_t>, Hash, std::equal_to<>> static_verdicts_;
+};
+
+struct Placement {
+  int node = -1;  // -1: nowhere
+  int64_t score = 0;
+  std::vector<int> feasible;  // every node that passed the filters
+  Diagnosis diagnosis;        // filled when node is -1
+};
+
+class Framework {
+ public:
+  static Result<Framework> create(const ProfileConfig& config);
+  Framework(Framework&&) noexcept;
+  Framework& operator=(Framework&&) noexcept;
+  ~Framework();
+
+  // Runs the filters on each candidate node (snapshot indexes), scores the feasible ones and
+  // picks the highest weighted score; ties go to the node first by name. The pod is placed as
+  // a new, unbound pod: its own nodeName is not a constraint.
+  Placement place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
+                  PlacementCache* cache = nullptr) const;
+  // Every filter's verdict on one node, for explanations and tests.
+  std::vector<std::pair<std::string, Status>> check(const model::Pod& pod, const Fork& fork, int node) const;
+  // The weighted score of one node among a set (normalisation needs the set).
+  std::vector<int64_t> scores(const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes) const;
+
+  const ProfileConfig& config() const { return config_; }
+
+ private:
+  Framework() = default;
+  // Writes into `out` (cleared first) everything a node-static filter reads from the pod.
+  static void signature(const model::Pod& pod, std::string& out);
+  ProfileConfig config_;
+  std::vector<std::unique_ptr<FilterPlugin>> filters_;
+  std::vector<std::pair<std::unique_ptr<ScorePlugin>, int>> scores_;
+};
+
+// Registration: every plugin is created here, by name, with its arguments validated.
+Result<std::unique_ptr<FilterPlugin>> make_filter(const std::string& name);
+Result<std::unique_ptr<ScorePlugin>> make_score(const ScoreConfig& config);
+
+}  // namespace spotshift::sched

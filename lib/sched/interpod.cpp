@@ -1,0 +1,133 @@
+// InterPodAffinity: the incoming pod's required affinity and anti-affinity, and every existing
+// pod's required anti-affinity against it (anti-affinity is symmetric). Matching pods are
+// counted per topology domain once per pod (pre-filter), through the snapshot's label index.
+
+#include "sched/plugins.hpp"
+
+#include <set>
+
+namespace spotshift::sched {
+
+namespace {
+
+struct TermCounts {
+  const std::vector<int>* node_domain;  // node index -> domain id of key
+  std::vector<int> per_domain;  // matching pods per domain of key
+  int total = 0;
+};
+
+struct InterPodState final : PluginState {
+  std::vector<TermCounts> affinity;
+  std::vector<TermCounts> anti_affinity;
+  bool affinity_unknown_namespaces = false;
+  bool self_matches_all_affinity = false;  // the "first pod of its group" rule
+  // Existing pods' anti-affinity: per topology key (as its node -> domain table), forbidden domains.
+  std::vector<std::pair<const std::vector<int>*, std::set<int>>> forbidden;
+};
+
+TermCounts count_term(const Fork& fork, const model::PodAffinityTerm& term, model::InternedString owner_ns,
+                      bool* unknown_namespaces) {
+  const ClusterSnapshot& snap = fork.base();
+  TermCounts c;
+  c.node_domain = &snap.node_domains(term.topology_key);
+  c.per_domain.assign(static_cast<size_t>(snap.domains(term.topology_key)), 0);
+  if (!term.has_selector) return c;
+  for_each_matching(fork, term.selector, [&](const model::Pod& other, int node) {
+    NamespaceScope scope = term_scope(term, owner_ns, other.meta.namespace_);
+    if (scope == NamespaceScope::kUnknown && unknown_namespaces) *unknown_namespaces = true;
+    if (scope != NamespaceScope::kIn) return;
+    int d = (*c.node_domain)[static_cast<size_t>(node)];
+    if (d < 0) return;
+    ++c.per_domain[static_cast<size_t>(d)];
+    ++c.total;
+  });
+  return c;
+}
+
+class InterPodAffinity final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "InterPodAffinity"; }
+  // Nothing to check when the pod has no terms and no pod, placed or added, has anti-affinity.
+  bool relevant(const model::Pod& pod, const Fork& fork) const override {
+    if (pod.affinity && (!pod.affinity->pod_affinity_required.empty() || !pod.affinity->pod_anti_affinity_required.empty()))
+      return true;
+    if (!fork.base().pods_with_anti_affinity().empty()) return true;
+    bool added_anti = false;
+    fork.for_each_added([&](const model::Pod& p, int) {
+      added_anti = added_anti || (p.affinity && !p.affinity->pod_anti_affinity_required.empty());
+    });
+    return added_anti;
+  }
+
+  void pre_filter(CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork) const override {
+    auto st = std::make_unique<InterPodState>();
+    const ClusterSnapshot& snap = fork.base();
+    if (pod.affinity) {
+      bool self_all = true;
+      for (const auto& term : pod.affinity->pod_affinity_required) {
+        st->affinity.push_back(count_term(fork, term, pod.meta.namespace_, &st->affinity_unknown_namespaces));
+        self_all = self_all && term.has_selector && term.selector.matches(pod.meta.labels) &&
+                   term_scope(term, pod.meta.namespace_, pod.meta.namespace_) == NamespaceScope::kIn;
+      }
+      st->self_matches_all_affinity = self_all;
+      for (const auto& term : pod.affinity->pod_anti_affinity_required)
+        // An unknown namespace scope counts as a match: refusing is the safe side.
+        st->anti_affinity.push_back(count_term(fork, term, pod.meta.namespace_, nullptr));
+    }
+    // Existing pods whose anti-affinity rejects this pod forbid their domains.
+    auto consider = [&](const model::Pod& other, int node) {
+      if (!other.affinity) return;
+      for (const auto& term : other.affinity->pod_anti_affinity_required) {
+        if (!term.has_selector || !term.selector.matches(pod.meta.labels)) continue;
+        if (term_scope(term, other.meta.namespace_, pod.meta.namespace_) == NamespaceScope::kOut) continue;
+        const auto* table = &snap.node_domains(term.topology_key);
+        int d = (*table)[static_cast<size_t>(node)];
+        if (d < 0) continue;
+        auto it = std::find_if(st->forbidden.begin(), st->forbidden.end(), [&](const auto& f) { return f.first == table; });
+        if (it == st->forbidden.end()) it = st->forbidden.insert(st->forbidden.end(), {table, {}});
+        it->second.insert(d);
+      }
+    };
+    for (const auto& placed : snap.pods_with_anti_affinity())
+      if (!(fork.touched(placed.node) && fork.is_removed(placed.node, placed.pod))) consider(*placed.pod, placed.node);
+    fork.for_each_added(consider);
+    cs.put(slot, std::move(st));
+  }
+
+  Status filter(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork&, int n) const override {
+    const auto* st = cs.get<InterPodState>(slot);
+    if (!st) return Status::error("InterPodAffinity ran without its pre-filter");
+    const auto node = static_cast<size_t>(n);
+    for (const auto& [table, domains] : st->forbidden) {
+      int d = (*table)[node];
+      if (d >= 0 && domains.count(d)) return Status::unschedulable("node(s) didn't satisfy existing pods anti-affinity rules");
+    }
+    if (!st->affinity.empty()) {
+      if (st->affinity_unknown_namespaces)
+        return Status::unresolvable("pod affinity uses a namespaceSelector, which the planner cannot evaluate");
+      bool all_empty = true;
+      for (const auto& c : st->affinity) all_empty = all_empty && c.total == 0;
+      // The first pod of a group that matches its own affinity may go anywhere with the keys.
+      bool first_of_group = all_empty && st->self_matches_all_affinity;
+      for (const auto& c : st->affinity) {
+        int d = (*c.node_domain)[node];
+        if (d < 0) return Status::unresolvable("node(s) didn't match pod affinity rules");
+        if (!first_of_group && c.per_domain[static_cast<size_t>(d)] == 0)
+          return Status::unschedulable("node(s) didn't match pod affinity rules");
+      }
+    }
+    for (const auto& c : st->anti_affinity) {
+      int d = (*c.node_domain)[node];
+      if (d >= 0 && c.per_domain[static_cast<size_t>(d)] > 0)
+        return Status::unschedulable("node(s) didn't match pod anti-affinity rules");
+    }
+    (void)pod;
+    return Status::success();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<FilterPlugin> make_inter_pod_affinity() { return std::make_unique<InterPodAffinity>(); }
+
+}  // namespace spotshift::sched

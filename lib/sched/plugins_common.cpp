@@ -1,0 +1,76 @@
+#include "sched/plugins.hpp"
+
+namespace spotshift::sched {
+
+bool matches_node_affinity(const model::Pod& pod, const model::Node& node) {
+  for (const auto& [k, v] : pod.node_selector) {
+    auto have = node.meta.labels.get(k);
+    if (!have || *have != v) return false;
+  }
+  if (pod.affinity && pod.affinity->node_required && !pod.affinity->node_required->matches(node.meta.labels, node.name()))
+    return false;
+  return true;
+}
+
+const model::Taint* untolerated_taint(const model::Pod& pod, const model::Node& node) {
+  return model::first_untolerated(pod.tolerations, node.taints, true, false, true);
+}
+
+NamespaceScope term_scope(const model::PodAffinityTerm& term, model::InternedString owner_ns, model::InternedString ns) {
+  for (auto n : term.namespaces)
+    if (n == ns) return NamespaceScope::kIn;
+  if (term.namespace_selector) {
+    if (term.namespace_selector->empty()) return NamespaceScope::kIn;
+    return NamespaceScope::kUnknown;
+  }
+  if (term.namespaces.empty()) return ns == owner_ns ? NamespaceScope::kIn : NamespaceScope::kOut;
+  return NamespaceScope::kOut;
+}
+
+void for_each_matching(const Fork& fork, const model::LabelSelector& selector,
+                       const std::function<void(const model::Pod&, int node)>& f) {
+  const ClusterSnapshot& snap = fork.base();
+  // The smallest candidate set a positive requirement allows.
+  const std::vector<PlacedPod>* best = nullptr;
+  std::vector<PlacedPod> merged;
+  size_t best_size = SIZE_MAX;
+  for (const auto& r : selector.requirements()) {
+    if (r.op == model::SelectorOp::kEquals || r.op == model::SelectorOp::kIn) {
+      if (r.values.size() == 1) {
+        const auto& b = snap.pods_with_label_value(r.key, r.values[0]);
+        if (b.size() < best_size) {
+          best = &b;
+          best_size = b.size();
+        }
+      } else {
+        size_t total = 0;
+        for (auto v : r.values) total += snap.pods_with_label_value(r.key, v).size();
+        if (total < best_size) {
+          merged.clear();
+          for (auto v : r.values) {
+            const auto& b = snap.pods_with_label_value(r.key, v);
+            merged.insert(merged.end(), b.begin(), b.end());
+          }
+          best = &merged;
+          best_size = total;
+        }
+      }
+    } else if (r.op == model::SelectorOp::kExists) {
+      const auto& b = snap.pods_with_label(r.key);
+      if (b.size() < best_size) {
+        best = &b;
+        best_size = b.size();
+      }
+    }
+  }
+  if (!best) best = &snap.all_pods();
+  for (const auto& placed : *best) {
+    if (fork.touched(placed.node) && fork.is_removed(placed.node, placed.pod)) continue;
+    if (selector.matches(placed.pod->meta.labels)) f(*placed.pod, placed.node);
+  }
+  fork.for_each_added([&](const model::Pod& p, int node) {
+    if (selector.matches(p.meta.labels)) f(p, node);
+  });
+}
+
+}  // namespace spotshift::sched

@@ -1,0 +1,170 @@
+// Scores: LeastAllocated, MostAllocated, BalancedAllocation (cpu and memory, after placing the
+// pod), TaintToleration (PreferNoSchedule taints), NodeAffinity (preferred terms) and FreeCPU.
+
+#include "sched/plugins.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace spotshift::sched {
+
+namespace {
+
+double fraction(int64_t used, int64_t want, int64_t alloc) {
+  if (alloc <= 0) return 1.0;
+  return std::min(1.0, static_cast<double>(used + want) / static_cast<double>(alloc));
+}
+
+class LeastAllocated final : public ScorePlugin {
+ public:
+  std::string_view name() const override { return "LeastAllocated"; }
+  int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const auto& a = fork.base().node(n).allocatable;
+    const auto& u = fork.used(n);
+    double cpu = 1.0 - fraction(u.cpu_milli, pod.requests.cpu_milli, a.cpu_milli);
+    double mem = 1.0 - fraction(u.memory, pod.requests.memory, a.memory);
+    return static_cast<int64_t>((cpu + mem) * 50.0);
+  }
+};
+
+class MostAllocated final : public ScorePlugin {
+ public:
+  std::string_view name() const override { return "MostAllocated"; }
+  int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const auto& a = fork.base().node(n).allocatable;
+    const auto& u = fork.used(n);
+    return static_cast<int64_t>((fraction(u.cpu_milli, pod.requests.cpu_milli, a.cpu_milli) +
+                                 fraction(u.memory, pod.requests.memory, a.memory)) * 50.0);
+  }
+};
+
+class BalancedAllocation final : public ScorePlugin {
+ public:
+  std::string_view name() const override { return "BalancedAllocation"; }
+  int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const auto& a = fork.base().node(n).allocatable;
+    const auto& u = fork.used(n);
+    double cpu = fraction(u.cpu_milli, pod.requests.cpu_milli, a.cpu_milli);
+    double mem = fraction(u.memory, pod.requests.memory, a.memory);
+    double std_dev = std::fabs(cpu - mem) / 2.0;
+    return static_cast<int64_t>((1.0 - std_dev) * 100.0);
+  }
+};
+
+class TaintTolerationScore final : public ScorePlugin {
+ public:
+  std::string_view name() const override { return "TaintToleration"; }
+  int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    int64_t count = 0;
+    for (const auto& t : fork.base().node(n).node->taints)
+      if (t.effect == model::TaintEffect::kPreferNoSchedule && !model::tolerated(pod.tolerations, t)) ++count;
+    return count;
+  }
+  void normalize(std::vector<int64_t>& s) const override {
+    int64_t max = s.empty() ? 0 : *std::max_element(s.begin(), s.end());
+    for (auto& v : s) v = max == 0 ? 100 : (max - v) * 100 / max;
+  }
+};
+
+class NodeAffinityScore final : public ScorePlugin {
+ public:
+  std::string_view name() const override { return "NodeAffinity"; }
+  int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    if (!pod.affinity) return 0;
+    const model::Node& node = *fork.base().node(n).node;
+    int64_t total = 0;
+    for (const auto& pref : pod.affinity->node_preferred)
+      if (pref.preference.matches(node.meta.labels, node.name())) total += pref.weight;
+    return total;
+  }
+  void normalize(std::vector<int64_t>& s) const override {
+    int64_t max = s.empty() ? 0 : *std::max_element(s.begin(), s.end());
+    for (auto& v : s) v = max == 0 ? 0 : v * 100 / max;
+  }
+};
+
+// Orders spot nodes by the CPU they would have left after taking the pod. Fullest first (the
+// default) packs pods tightly so more on-demand nodes can drain; "emptiest" is the order
+// k8s-spot-rescheduler's README documents.
+class FreeCPU final : public ScorePlugin {
+ public:
+  explicit FreeCPU(bool fullest) : fullest_(fullest) {}
+  std::string_view name() const override { return "FreeCPU"; }
+  int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    return fork.base().node(n).allocatable.cpu_milli - fork.used(n).cpu_milli - pod.requests.cpu_milli;
+  }
+  void score_nodes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
+                   std::vector<int64_t>& out) const override {
+    const ClusterSnapshot& snap = fork.base();
+    for (size_t k = 0; k < nodes.size(); ++k)
+      out[k] = snap.node(nodes[k]).allocatable.cpu_milli - fork.used(nodes[k]).cpu_milli - pod.requests.cpu_milli;
+  }
+  void normalize(std::vector<int64_t>& s) const override {
+    if (s.empty()) return;
+    auto [lo, hi] = std::minmax_element(s.begin(), s.end());
+    int64_t min = *lo, max = *hi;
+    for (auto& v : s) {
+      if (max == min) v = 100;
+      else v = fullest_ ? (max - v) * 100 / (max - min) : (v - min) * 100 / (max - min);
+    }
+  }
+
+ private:
+  bool fullest_;
+};
+
+}  // namespace
+
+std::unique_ptr<FilterPlugin> make_basic_filter(const std::string& name);
+std::unique_ptr<FilterPlugin> make_inter_pod_affinity();
+std::unique_ptr<FilterPlugin> make_spread_filter();
+std::unique_ptr<ScorePlugin> make_spread_score();
+
+std::vector<std::string> filter_plugin_names() {
+  return {"NodeUnschedulable", "NodeConditions", "NodeName",          "TaintToleration",  "NodeAffinity",
+          "VolumeZone",        "NodeResourcesFit", "NodePorts",       "InterPodAffinity", "PodTopologySpread"};
+}
+
+std::vector<std::string> score_plugin_names() {
+  return {"FreeCPU", "LeastAllocated", "MostAllocated", "BalancedAllocation", "TaintToleration", "NodeAffinity",
+          "PodTopologySpread"};
+}
+
+Result<std::unique_ptr<FilterPlugin>> make_filter(const std::string& name) {
+  if (auto p = make_basic_filter(name)) return p;
+  if (name == "InterPodAffinity") return make_inter_pod_affinity();
+  if (name == "PodTopologySpread") return make_spread_filter();
+  return Error::invalid(fmt::format("unknown filter plugin \"{}\" (valid: {})", name, fmt::join(filter_plugin_names(), ", ")));
+}
+
+Result<std::unique_ptr<ScorePlugin>> make_score(const ScoreConfig& c) {
+  auto no_args = [&]() -> Result<void> {
+    if (!c.args.empty())
+      return Error::invalid(fmt::format("score plugin {} takes no args (got \"{}\")", c.name, c.args.begin()->first));
+    return {};
+  };
+  if (c.name == "FreeCPU") {
+    bool fullest = true;
+    for (const auto& [k, v] : c.args) {
+      if (k != "order") return Error::invalid(fmt::format("score plugin FreeCPU: unknown arg \"{}\" (valid: order)", k));
+      if (v == "fullest") fullest = true;
+      else if (v == "emptiest") fullest = false;
+      else return Error::invalid(fmt::format("score plugin FreeCPU: args.order must be fullest or emptiest, got \"{}\"", v));
+    }
+    return std::unique_ptr<ScorePlugin>(std::make_unique<FreeCPU>(fullest));
+  }
+  std::unique_ptr<ScorePlugin> p;
+  if (c.name == "LeastAllocated") p = std::make_unique<LeastAllocated>();
+  else if (c.name == "MostAllocated") p = std::make_unique<MostAllocated>();
+  else if (c.name == "BalancedAllocation") p = std::make_unique<BalancedAllocation>();
+  else if (c.name == "TaintToleration") p = std::make_unique<TaintTolerationScore>();
+  else if (c.name == "NodeAffinity") p = std::make_unique<NodeAffinityScore>();
+  else if (c.name == "PodTopologySpread") p = make_spread_score();
+  else return Error::invalid(fmt::format("unknown score plugin \"{}\" (valid: {})", c.name, fmt::join(score_plugin_names(), ", ")));
+  if (auto r = no_args(); !r) return r.error();
+  return p;
+}
+
+}  // namespace spotshift::sched

@@ -1,0 +1,151 @@
+#include "sched/snapshot.hpp"
+
+#include <algorithm>
+
+namespace spotshift::sched {
+
+void Usage::add(const model::ResourceList& r, int sign) {
+  cpu_milli += sign * r.cpu_milli;
+  memory += sign * r.memory;
+  ephemeral_storage += sign * r.ephemeral_storage;
+  for (const auto& [name, value] : r.scalars()) {
+    auto it = std::find_if(scalars.begin(), scalars.end(), [&](const auto& s) { return s.first == name; });
+    if (it == scalars.end()) scalars.emplace_back(name, sign * value);
+    else it->second += sign * value;
+  }
+}
+
+int64_t Usage::scalar(model::InternedString name) const {
+  for (const auto& [n, v] : scalars)
+    if (n == name) return v;
+  return 0;
+}
+
+ClusterSnapshot::ClusterSnapshot(ClusterSnapshot&& o) noexcept { *this = std::move(o); }
+
+ClusterSnapshot& ClusterSnapshot::operator=(ClusterSnapshot&& o) noexcept {
+  nodes_ = std::move(o.nodes_);
+  volumes_ = std::move(o.volumes_);
+  pod_count_ = o.pod_count_;
+  anti_affinity_pods_ = std::move(o.anti_affinity_pods_);
+  topology_ = std::move(o.topology_);
+  label_index_ = std::move(o.label_index_);
+  label_value_index_ = std::move(o.label_value_index_);
+  all_pods_ = std::move(o.all_pods_);
+  by_name_.clear();
+  for (const auto& n : nodes_) by_name_.emplace(n.name, n.index);
+  return *this;
+}
+
+ClusterSnapshot::~ClusterSnapshot() = default;
+
+ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::vector<PodPtr>& pods,
+                                       VolumeRequirements volumes) {
+  ClusterSnapshot s;
+  std::sort(nodes.begin(), nodes.end(), [](const NodePtr& a, const NodePtr& b) { return a->name() < b->name(); });
+  s.nodes_.reserve(nodes.size());
+  for (auto& n : nodes) {
+    NodeInfo info;
+    info.name = n->name();
+    info.index = static_cast<int>(s.nodes_.size());
+    info.allocatable = n->allocatable;
+    info.node = std::move(n);
+    s.nodes_.push_back(std::move(info));
+  }
+  for (const auto& n : s.nodes_) s.by_name_.emplace(n.name, n.index);
+  s.volumes_ = std::move(volumes);
+  for (const auto& p : pods) {
+    if (p->node_name.empty() || p->terminal()) continue;
+    auto it = s.by_name_.find(p->node_name.view());
+    if (it == s.by_name_.end()) continue;
+    NodeInfo& info = s.nodes_[static_cast<size_t>(it->second)];
+    info.used.add(p->requests, 1);
+    info.used.pods += 1;
+    info.pods.push_back(p);
+    ++s.pod_count_;
+  }
+  for (auto& n : s.nodes_) {
+    std::sort(n.pods.begin(), n.pods.end(), [](const PodPtr& a, const PodPtr& b) { return a->key() < b->key(); });
+    for (const auto& p : n.pods) {
+      if (p->affinity && !p->affinity->pod_anti_affinity_required.empty()) {
+        n.any_required_anti_affinity = true;
+        s.anti_affinity_pods_.push_back({p.get(), n.index});
+      }
+    }
+  }
+  return s;
+}
+
+std::optional<int> ClusterSnapshot::index_of(std::string_view name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+const ClusterSnapshot::TopologyKey& ClusterSnapshot::topology(model::InternedString key) const {
+  std::lock_guard lock(lazy_mutex_);
+  auto& slot = topology_[key];
+  if (!slot) {
+    slot = std::make_unique<TopologyKey>();
+    std::unordered_map<std::string_view, int> ids;
+    slot->node_domain.resize(nodes_.size(), -1);
+    for (const auto& n : nodes_) {
+      auto v = n.node->meta.labels.get(key);
+      if (!v) continue;
+      auto [it, fresh] = ids.emplace(v->view(), static_cast<int>(slot->names.size()));
+      if (fresh) slot->names.push_back(v->str());
+      slot->node_domain[static_cast<size_t>(n.index)] = it->second;
+    }
+  }
+  return *slot;
+}
+
+int ClusterSnapshot::domain(int node, model::InternedString key) const {
+  return topology(key).node_domain[static_cast<size_t>(node)];
+}
+
+int ClusterSnapshot::domains(model::InternedString key) const { return static_cast<int>(topology(key).names.size()); }
+
+const std::string& ClusterSnapshot::domain_name(model::InternedString key, int domain) const {
+  return topology(key).names[static_cast<size_t>(domain)];
+}
+
+const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label(model::InternedString key) const {
+  std::lock_guard lock(lazy_mutex_);
+  auto it = label_index_.find(key);
+  if (it != label_index_.end()) return it->second;
+  std::vector<PlacedPod> out;
+  for (const auto& n : nodes_)
+    for (const auto& p : n.pods)
+      if (p->meta.labels.has(key)) out.push_back({p.get(), n.index});
+  return label_index_.emplace(key, std::move(out)).first->second;
+}
+
+const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label_value(model::InternedString key,
+                                                                    model::InternedString value) const {
+  static const std::vector<PlacedPod> kNone;
+  std::lock_guard lock(lazy_mutex_);
+  auto it = label_value_index_.find(key);
+  if (it == label_value_index_.end()) {
+    auto& by_value = label_value_index_[key];
+    for (const auto& n : nodes_)
+      for (const auto& p : n.pods)
+        if (auto v = p->meta.labels.get(key)) by_value[*v].push_back({p.get(), n.index});
+    it = label_value_index_.find(key);
+  }
+  auto b = it->second.find(value);
+  return b == it->second.end() ? kNone : b->second;
+}
+
+const std::vector<PlacedPod>& ClusterSnapshot::all_pods() const {
+  std::lock_guard lock(lazy_mutex_);
+  if (!all_pods_) {
+    all_pods_.emplace();
+    all_pods_->reserve(pod_count_);
+    for (const auto& n : nodes_)
+      for (const auto& p : n.pods) all_pods_->push_back({p.get(), n.index});
+  }
+  return *all_pods_;
+}
+
+}  // namespace spotshift::sched

@@ -1,0 +1,112 @@
+#pragma once
+// An immutable view of the cluster for scheduling: a NodeInfo per node (allocatable, what its
+// pods request, their ports, the pods themselves), topology domains per key, and a pod label
+// index so inter-pod affinity and topology spread count matching pods without scanning them all.
+// Built once per plan from the caches; never changed afterwards (what-ifs live in a Fork).
+
+#include "model/node.hpp"
+#include "model/pod.hpp"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace spotshift::sched {
+
+using NodePtr = std::shared_ptr<const model::Node>;
+using PodPtr = std::shared_ptr<const model::Pod>;
+
+// What a set of pods on one node uses.
+struct Usage {
+  int64_t cpu_milli = 0;
+  int64_t memory = 0;
+  int64_t ephemeral_storage = 0;
+  int32_t pods = 0;
+  std::vector<std::pair<model::InternedString, int64_t>> scalars;  // extended resources, hugepages
+
+  void add(const model::ResourceList& r, int sign);
+  int64_t scalar(model::InternedString name) const;
+  bool operator==(const Usage&) const = default;
+};
+
+struct NodeInfo {
+  NodePtr node;
+  std::string name;
+  int index = 0;
+  model::ResourceList allocatable;
+  Usage used;                  // by the pods below
+  std::vector<PodPtr> pods;    // non-terminal pods bound here, sorted by key
+  bool any_required_anti_affinity = false;
+};
+
+// A PVC's node requirements (VolumeZone): labels a node must have, such as
+// topology.kubernetes.io/zone=eu-west-1a for a zonal PersistentVolume.
+using VolumeRequirements = std::map<std::string, std::vector<std::pair<std::string, std::string>>>;  // "ns/claim" ->
+
+// A pod placed somewhere: what the indexes hold.
+struct PlacedPod {
+  const model::Pod* pod;
+  int node;
+};
+
+class ClusterSnapshot {
+ public:
+  // Pods that are terminal or not bound are ignored; pods on unknown nodes too.
+  static ClusterSnapshot build(std::vector<NodePtr> nodes, const std::vector<PodPtr>& pods,
+                               VolumeRequirements volumes = {});
+  ClusterSnapshot(ClusterSnapshot&&) noexcept;
+  ClusterSnapshot& operator=(ClusterSnapshot&&) noexcept;
+  ~ClusterSnapshot();
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const NodeInfo& node(int i) const { return nodes_[static_cast<size_t>(i)]; }
+  const std::vector<NodeInfo>& nodes() const { return nodes_; }
+  std::optional<int> index_of(std::string_view name) const;
+  const VolumeRequirements& volumes() const { return volumes_; }
+  size_t pod_count() const { return pod_count_; }
+
+  // The node's domain id for a topology key (its label value), or -1 when it has no such label.
+  // Ids are dense per key; domain_name() maps them back. Computed on first use per key.
+  int domain(int node, model::InternedString key) const;
+  // Node index -> domain id for a key, for loops over nodes (one lookup instead of one per node).
+  const std::vector<int>& node_domains(model::InternedString key) const { return topology(key).node_domain; }
+  int domains(model::InternedString key) const;
+  const std::string& domain_name(model::InternedString key, int domain) const;
+
+  // Pods having a label key (for selectors with a positive requirement), on any node.
+  const std::vector<PlacedPod>& pods_with_label(model::InternedString key) const;
+  // Pods whose label key has this value.
+  const std::vector<PlacedPod>& pods_with_label_value(model::InternedString key, model::InternedString value) const;
+  // Every placed pod (for selectors without a positive requirement).
+  const std::vector<PlacedPod>& all_pods() const;
+  // Pods with required pod anti-affinity terms (checked against every incoming pod).
+  const std::vector<PlacedPod>& pods_with_anti_affinity() const { return anti_affinity_pods_; }
+
+ private:
+  ClusterSnapshot() = default;
+  struct TopologyKey {
+    std::vector<int> node_domain;
+    std::vector<std::string> names;
+  };
+  const TopologyKey& topology(model::InternedString key) const;
+
+  std::vector<NodeInfo> nodes_;
+  std::unordered_map<std::string_view, int> by_name_;
+  VolumeRequirements volumes_;
+  size_t pod_count_ = 0;
+  std::vector<PlacedPod> anti_affinity_pods_;
+  // Lazily built indexes; a snapshot may be read from one planner thread at a time, but the
+  // mutex keeps concurrent readers safe too.
+  mutable std::mutex lazy_mutex_;
+  mutable std::unordered_map<model::InternedString, std::unique_ptr<TopologyKey>> topology_;
+  mutable std::unordered_map<model::InternedString, std::vector<PlacedPod>> label_index_;
+  mutable std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<PlacedPod>>>
+      label_value_index_;
+  mutable std::optional<std::vector<PlacedPod>> all_pods_;
+};
+
+}  // namespace spotshift::sched

@@ -1,0 +1,163 @@
+#include "builders.hpp"
+#include "sched/fork.hpp"
+#include "sched/framework.hpp"
+#include "support/catch.hpp"
+
+using namespace spotshift;
+using namespace spotshift::sched;
+using namespace spotshift::sched::testing;
+
+namespace {
+std::vector<int> all(const ClusterSnapshot& s) {
+  std::vector<int> v;
+  for (int i = 0; i < s.size(); ++i) v.push_back(i);
+  return v;
+}
+ProfileConfig free_cpu(std::string order) {
+  ProfileConfig p = default_profile();
+  p.scores = {ScoreConfig{"FreeCPU", 1, {{"order", order}}}};
+  return p;
+}
+}  // namespace
+
+TEST_CASE("FreeCPU packs onto the fullest spot node by default and spreads when flipped", "[framework]") {
+  // Spot nodes with 700m, 300m and 100m free.
+  auto snap = ClusterSnapshot::build({make_node("s1").cpu("1"), make_node("s2").cpu("1"), make_node("s3").cpu("1")},
+                                     {make_pod("a").cpu("300m").on("s1"), make_pod("b").cpu("700m").on("s2"),
+                                      make_pod("c").cpu("900m").on("s3")});
+  Fork fork(snap);
+  auto fullest = Framework::create(default_profile()).value();
+  auto emptiest = Framework::create(free_cpu("emptiest")).value();
+  PodPtr pod = make_pod("p").cpu("100m");
+  CHECK(snap.node(fullest.place(*pod, fork, all(snap)).node).name == "s3");  // least free that fits
+  CHECK(snap.node(emptiest.place(*pod, fork, all(snap)).node).name == "s1");
+  PodPtr medium = make_pod("q").cpu("300m");
+  CHECK(snap.node(fullest.place(*medium, fork, all(snap)).node).name == "s2");
+}
+
+TEST_CASE("weights combine normalised scores; ties go to the first node by name", "[framework]") {
+  auto snap = ClusterSnapshot::build({make_node("b").cpu("2"), make_node("a").cpu("2"),
+                                      make_node("c").cpu("2").taint("od", "", "PreferNoSchedule")},
+                                     {});
+  Fork fork(snap);
+  ProfileConfig p = default_profile();
+  p.scores = {ScoreConfig{"TaintToleration", 3, {}}, ScoreConfig{"LeastAllocated", 1, {}}};
+  auto fw = Framework::create(p).value();
+  auto placed = fw.place(*make_pod("p").build(), fork, all(snap));
+  CHECK(snap.node(placed.node).name == "a");
+  auto scores = fw.scores(*make_pod("p").build(), fork, all(snap));
+  CHECK(scores[2] < scores[0]);  // the PreferNoSchedule taint costs
+}
+
+TEST_CASE("when nothing fits, the diagnosis reads like kube-scheduler's", "[framework]") {
+  std::vector<NodePtr> nodes;
+  for (int i = 0; i < 20; ++i) nodes.push_back(make_node(fmt::format("small-{:02}", i)).cpu("500m"));
+  for (int i = 0; i < 17; ++i) nodes.push_back(make_node(fmt::format("gpu-{:02}", i)).taint("dedicated", "gpu", "NoSchedule"));
+  auto snap = ClusterSnapshot::build(nodes, {});
+  Fork fork(snap);
+  auto fw = Framework::create(default_profile()).value();
+  auto placed = fw.place(*make_pod("p").cpu("1").build(), fork, all(snap));
+  CHECK(placed.node == -1);
+  CHECK(placed.diagnosis.message() ==
+        "0/37 nodes are available: 17 node(s) had untolerated taint {dedicated: gpu}, 20 Insufficient cpu.");
+  CHECK_FALSE(placed.diagnosis.unresolvable);
+}
+
+TEST_CASE("forks add and remove pods, nest, commit and drop", "[framework]") {
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("1"), make_node("b").cpu("1")}, {make_pod("x").cpu("600m").on("a")});
+  Fork plan(snap);
+  auto fw = Framework::create(default_profile()).value();
+  PodPtr big = make_pod("big").cpu("600m");
+  {
+    Fork attempt = plan.fork();
+    CHECK(attempt.remove_pod(0, *make_pod("x").build()));
+    CHECK(attempt.used(0).cpu_milli == 0);
+    attempt.add_pod(1, big);
+    CHECK(attempt.used(1).cpu_milli == 600);
+    CHECK(snap.node(fw.place(*big, attempt, {0, 1}).node).name == "a");
+    // Dropped: the plan is untouched.
+  }
+  CHECK(plan.used(0).cpu_milli == 600);
+  CHECK(plan.changes() == 0);
+  Fork attempt = plan.fork();
+  attempt.add_pod(1, big);
+  plan.commit(std::move(attempt));
+  CHECK(plan.used(1).cpu_milli == 600);
+  CHECK(fw.place(*big, plan, {0, 1}).node == -1);
+  Fork deeper = plan.fork();
+  CHECK(deeper.used(1).cpu_milli == 600);  // sees its parent's changes
+  CHECK(deeper.remove_pod(1, *big));
+  CHECK(deeper.used(1).cpu_milli == 0);
+  CHECK(plan.used(1).cpu_milli == 600);
+  int pods_on_b = 0;
+  deeper.for_each_pod(1, [&](const model::Pod&) { ++pods_on_b; });
+  CHECK(pods_on_b == 0);
+  CHECK_FALSE(deeper.remove_pod(1, *big));
+  // A child's change to a node replaces its parent's when walking every change.
+  PodPtr small = make_pod("small").cpu("100m");
+  deeper.add_pod(0, small);
+  std::vector<std::string> added;
+  deeper.for_each_added([&](const model::Pod& p, int node) { added.push_back(fmt::format("{}@{}", p.meta.name, node)); });
+  CHECK(added == std::vector<std::string>{"small@0"});
+  CHECK(deeper.changes() == 2);
+  added.clear();
+  plan.for_each_added([&](const model::Pod& p, int node) { added.push_back(fmt::format("{}@{}", p.meta.name, node)); });
+  CHECK(added == std::vector<std::string>{"big@1"});
+}
+
+TEST_CASE("the placement cache gives the same answers as evaluating every filter", "[framework]") {
+  std::vector<NodePtr> nodes;
+  for (int i = 0; i < 50; ++i) {
+    auto n = make_node(fmt::format("n{:02}", i)).cpu(std::to_string(1 + i % 4));
+    if (i % 3 == 0) n.taint("dedicated", "x", "NoSchedule");
+    if (i % 5 == 0) n.label("disk", "ssd");
+    nodes.push_back(n);
+  }
+  auto snap = ClusterSnapshot::build(nodes, {});
+  Fork fork(snap);
+  auto fw = Framework::create(default_profile()).value();
+  PlacementCache cache(snap);
+  for (auto pod : {make_pod("a").cpu("2").build(), make_pod("b").selector("disk", "ssd").build(),
+                   make_pod("c").toleration(R"({"key":"dedicated","operator":"Exists"})").cpu("3").build()}) {
+    auto cached = fw.place(*pod, fork, all(snap), &cache);
+    auto plain = fw.place(*pod, fork, all(snap));
+    CHECK(cached.node == plain.node);
+    CHECK(cached.feasible == plain.feasible);
+  }
+}
+
+TEST_CASE("profiles are validated with errors that name the field", "[framework][profile]") {
+  auto decode = [](const std::string& json) {
+    model::JsonDocument d;
+    model::parse_json(json, d).value();
+    return decode_profile(d);
+  };
+  auto ok = decode(R"({"filters":["NodeResourcesFit","TaintToleration"],"scores":[{"name":"FreeCPU","weight":10,"args":{"order":"emptiest"}},{"name":"NodeAffinity","weight":2}]})");
+  REQUIRE(ok);
+  CHECK(ok->filters == std::vector<std::string>{"NodeResourcesFit", "TaintToleration"});
+  CHECK(ok->scores.size() == 2);
+  CHECK(decode("{}")->filters == default_profile().filters);
+  struct Bad {
+    const char* json;
+    const char* message;
+  };
+  const Bad cases[] = {
+      {R"({"filters":["NodeFit"]})",
+       "spec.profile.filters[0]: unknown filter plugin \"NodeFit\" (valid: NodeUnschedulable, NodeConditions, NodeName, "
+       "TaintToleration, NodeAffinity, VolumeZone, NodeResourcesFit, NodePorts, InterPodAffinity, PodTopologySpread)"},
+      {R"({"filters":["NodePorts","NodePorts"]})", "spec.profile.filters[1]: filter plugin \"NodePorts\" is listed twice"},
+      {R"({"scores":[{"name":"Fastest"}]})", "spec.profile.scores[0].name: unknown score plugin \"Fastest\""},
+      {R"({"scores":[{"name":"FreeCPU","weight":101}]})", "spec.profile.scores[0].weight: must be an integer from 0 to 100"},
+      {R"({"scores":[{"name":"FreeCPU","args":{"order":"random"}}]})",
+       "spec.profile.scores[0]: score plugin FreeCPU: args.order must be fullest or emptiest, got \"random\""},
+      {R"({"scores":[{"name":"LeastAllocated","args":{"x":"y"}}]})", "spec.profile.scores[0]: score plugin LeastAllocated takes no args"},
+      {R"({"scores":[{"weight":1}]})", "spec.profile.scores[0].name: is required"},
+      {R"({"filters":"NodePorts"})", "spec.profile.filters: must be a list"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.json);
+    auto r = decode(c.json);
+    REQUIRE_FALSE(r);
+    CHECK_THAT(r.error().message, Catch::StartsWith(c.message));
+  }
+}
