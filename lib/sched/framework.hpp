@@ -129,10 +129,12 @@ struct ScoreConfig {
   std::string name;
   int weight = 1;
   std::map<std::string, std::string> args;
+  bool operator==(const ScoreConfig&) const = default;
 };
 struct ProfileConfig {
   std::vector<std::string> filters;
   std::vector<ScoreConfig> scores;
+  bool operator==(const ProfileConfig&) const = default;
 };
 
 // Every default filter, scored by FreeCPU (fullest spot node first).
@@ -186,8 +188,9 @@ class Framework {
   ~Framework();
 
   // Runs the filters on each candidate node (snapshot indexes), scores the feasible ones and
-  // picks the highest weighted score; ties go to the node first by name. The pod is placed as
-  // a new, unbound pod: its own nodeName is not a constraint.
+  // picks the highest weighted score; ties go to the node first by name. A pod's spec.nodeName
+  // is a constraint (NodeName): to ask where a running pod would go if its controller recreated
+  // it, pass a copy with node_name cleared.
   Placement place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
                   PlacementCache* cache = nullptr) const;
   // Every filter's verdict on one node, for explanations and tests.
@@ -197,10 +200,12 @@ class Framework {
 
   const ProfileConfig& config() const { return config_; }
 
+  // Writes into `out` (cleared first) everything a node-static filter reads from the pod: pods
+  // with equal signatures get equal node-static verdicts on every node.
+  static void signature(const model::Pod& pod, std::string& out);
+
  private:
   Framework() = default;
-  // Writes into `out` (cleared first) everything a node-static filter reads from the pod.
-  static void signature(const model::Pod& pod, std::string& out);
   ProfileConfig config_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;
   std::vector<std::pair<std::unique_ptr<ScorePlugin>, int>> scores_;

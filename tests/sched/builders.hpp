@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -71,19 +72,37 @@ class PodBuilder {
   PodBuilder& pvc(std::string claim) { pvcs_.push_back(std::move(claim)); return *this; }
   PodBuilder& best_effort() { best_effort_ = true; return *this; }
   PodBuilder& phase(std::string p) { phase_ = std::move(p); return *this; }
+  // The controlling owner: owner("ReplicaSet", "web-abc").
+  PodBuilder& owner(std::string kind, std::string name) { owner_ = {std::move(kind), std::move(name)}; return *this; }
+  PodBuilder& annotation(std::string k, std::string v) { annotations_[k] = std::move(v); return *this; }
+  PodBuilder& empty_dir() { extra_volumes_.push_back(R"({"name":"scratch","emptyDir":{}})"); return *this; }
+  PodBuilder& host_path() { extra_volumes_.push_back(R"({"name":"logs","hostPath":{"path":"/var/log"}})"); return *this; }
+  PodBuilder& terminating() { terminating_ = true; return *this; }
+  PodBuilder& unready() { ready_ = false; return *this; }
+  PodBuilder& unschedulable() { unschedulable_ = true; phase_ = "Pending"; return *this; }
   std::string json() const {
-    std::string labels, sel, scalars, ports, vols;
+    std::string labels, sel, scalars, ports, vols, annotations, owners;
+    for (const auto& [k, v] : annotations_) annotations += fmt::format("{}\"{}\":\"{}\"", annotations.empty() ? "" : ",", k, v);
+    if (!owner_[0].empty())
+      owners = fmt::format(R"([{{"apiVersion":"apps/v1","kind":"{}","name":"{}","uid":"uid-{}","controller":true}}])", owner_[0], owner_[1], owner_[1]);
+    for (const auto& v : extra_volumes_) vols += fmt::format("{}{}", vols.empty() ? "" : ",", v);
     for (const auto& [k, v] : labels_) labels += fmt::format("{}\"{}\":\"{}\"", labels.empty() ? "" : ",", k, v);
     for (const auto& [k, v] : selector_) sel += fmt::format("{}\"{}\":\"{}\"", sel.empty() ? "" : ",", k, v);
     for (const auto& [k, v] : scalars_) scalars += fmt::format(",\"{}\":\"{}\"", k, v);
     for (int p : ports_) ports += fmt::format("{}{{\"containerPort\":{},\"hostPort\":{}}}", ports.empty() ? "" : ",", p, p);
     for (const auto& c : pvcs_) vols += fmt::format("{}{{\"name\":\"{}\",\"persistentVolumeClaim\":{{\"claimName\":\"{}\"}}}}", vols.empty() ? "" : ",", c, c);
     std::string resources = best_effort_ ? "{}" : fmt::format(R"({{"requests":{{"cpu":"{}","memory":"{}"{}}}}})", cpu_, memory_, scalars);
-    return fmt::format(R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}","namespace":"{}","labels":{{{}}}}},
+    std::string conditions;
+    if (phase_ == "Running" && ready_) conditions = R"({"type":"Ready","status":"True"})";
+    if (unschedulable_) conditions = R"({"type":"PodScheduled","status":"False","reason":"Unschedulable"})";
+    return fmt::format(R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}","namespace":"{}","uid":"uid-{}-{}","labels":{{{}}},
+      "annotations":{{{}}}{}{}}},
       "spec":{{"nodeName":"{}","nodeSelector":{{{}}},"tolerations":[{}],{}"topologySpreadConstraints":[{}],"volumes":[{}],
-      "containers":[{{"name":"c","resources":{},"ports":[{}]}}]}},"status":{{"phase":"{}"}}}})",
-                       name_, ns_, labels, node_, sel, fmt::join(tolerations_, ","),
-                       affinity_.empty() ? "" : "\"affinity\":" + affinity_ + ",", fmt::join(spread_, ","), vols, resources, ports, phase_);
+      "containers":[{{"name":"c","resources":{},"ports":[{}]}}]}},"status":{{"phase":"{}","conditions":[{}]}}}})",
+                       name_, ns_, ns_, name_, labels, annotations, owners.empty() ? "" : ",\"ownerReferences\":" + owners,
+                       terminating_ ? R"(,"deletionTimestamp":"2026-01-01T00:00:00Z")" : "", node_, sel, fmt::join(tolerations_, ","),
+                       affinity_.empty() ? "" : "\"affinity\":" + affinity_ + ",", fmt::join(spread_, ","), vols, resources, ports,
+                       phase_, conditions);
   }
   PodPtr build() const {
     model::JsonDocument d;
@@ -94,10 +113,11 @@ class PodBuilder {
 
  private:
   std::string name_, ns_ = "default", cpu_ = "100m", memory_ = "128Mi", node_, affinity_, phase_ = "Running";
-  std::map<std::string, std::string> labels_, selector_, scalars_;
-  std::vector<std::string> tolerations_, spread_, pvcs_;
+  std::map<std::string, std::string> labels_, selector_, scalars_, annotations_;
+  std::vector<std::string> tolerations_, spread_, pvcs_, extra_volumes_;
   std::vector<int> ports_;
-  bool best_effort_ = false;
+  std::array<std::string, 2> owner_;
+  bool best_effort_ = false, terminating_ = false, ready_ = true, unschedulable_ = false;
 };
 
 inline NodeBuilder make_node(std::string name) { return NodeBuilder(std::move(name)); }

@@ -1,0 +1,43 @@
+#pragma once
+// PodDisruptionBudgets, charged cumulatively: all the pods a node's drain would evict are
+// counted against each budget together, before anything is touched, with the Eviction API's own
+// rules (kube-api.md section 4): a pod under two budgets cannot be evicted at all; a budget the
+// disruption controller has not processed yet refuses; an unready pod is free when the budget
+// is healthy enough (or its policy is AlwaysAllow).
+
+#include "model/pdb.hpp"
+#include "model/pod.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace spotshift::drain {
+
+using PdbPtr = std::shared_ptr<const model::PodDisruptionBudget>;
+
+// Budgets by namespace, for matching pods quickly.
+class BudgetIndex {
+ public:
+  explicit BudgetIndex(const std::vector<PdbPtr>& pdbs);
+  // The budgets whose selector matches the pod.
+  std::vector<const model::PodDisruptionBudget*> matching(const model::Pod& pod) const;
+  bool covers(const model::Pod& pod) const;
+
+ private:
+  std::unordered_map<std::string_view, std::vector<PdbPtr>> by_namespace_;
+};
+
+struct BudgetCheck {
+  bool ok = true;
+  std::vector<std::string> reasons;  // one per budget (or pod) that refuses
+  // Per pod key, the budgets it is charged against (absent: no budget covers it).
+  std::map<std::string, std::vector<std::string>> budgets_of;
+};
+
+// Whether evicting every one of `pods` is within every matching budget's disruptionsAllowed.
+BudgetCheck check_budgets(const std::vector<const model::Pod*>& pods, const BudgetIndex& budgets);
+
+}  // namespace spotshift::drain

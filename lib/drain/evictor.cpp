@@ -1,0 +1,387 @@
+#include "drain/evictor.hpp"
+
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+
+namespace spotshift::drain {
+
+namespace {
+
+const log::Logger logger("evictor");
+
+std::string seconds_text(Duration d) { return format_go_duration(std::chrono::duration_cast<std::chrono::seconds>(d)); }
+
+// A refusal that retrying cannot fix.
+bool permanent(const Error& e) {
+  if (e.kind != ErrorKind::kApi) return false;
+  if (e.code == 429) return false;
+  if (e.code == 500 && e.message.find("more than one PodDisruptionBudget") != std::string::npos) return true;
+  if (e.code >= 500) return false;
+  return true;  // 400, 401, 403, 422 ...
+}
+
+const model::JsonValue* member(const model::JsonValue& obj, std::string_view key) {
+  if (!obj.IsObject()) return nullptr;
+  auto it = obj.FindMember(model::json_key(key));
+  return it == obj.MemberEnd() ? nullptr : &it->value;
+}
+
+std::string_view json_string(const model::JsonValue& obj, std::string_view key) {
+  if (!obj.IsObject()) return {};
+  auto it = obj.FindMember(model::json_key(key));
+  if (it == obj.MemberEnd() || !it->value.IsString()) return {};
+  return {it->value.GetString(), it->value.GetStringLength()};
+}
+
+}  // namespace
+
+std::string_view to_string(DrainOutcome o) {
+  switch (o) {
+    case DrainOutcome::kSucceeded: return "Succeeded";
+    case DrainOutcome::kAborted: return "Aborted";
+    case DrainOutcome::kStale: return "Stale";
+  }
+  return "Aborted";
+}
+
+EvictorOptions evictor_options(const std::string& policy, const PolicySpec& spec) {
+  EvictorOptions o;
+  o.policy = policy;
+  o.pod_eviction_timeout = spec.pod_eviction_timeout;
+  o.max_graceful_termination = spec.max_graceful_termination;
+  return o;
+}
+
+bool has_draining_taint(const model::Node& node, std::string_view policy) {
+  for (const auto& t : node.taints)
+    if (t.key.view() == kDrainingTaint && t.value.view() == policy) return true;
+  return false;
+}
+
+Evictor::Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options)
+    : client_(std::move(client)), timers_(timers), options_(std::move(options)), stop_signal_(timers.executor()) {}
+
+void Evictor::stop() {
+  stopping_ = true;
+  stop_signal_.notify();
+}
+
+asio::awaitable<bool> Evictor::pause(Duration d) {
+  if (stopping_) co_return false;
+  bool ok = co_await timers_.sleep_until(timers_.now() + std::chrono::duration_cast<Time::duration>(d), &stop_signal_);
+  co_return ok && !stopping_;
+}
+
+asio::awaitable<Result<bool>> Evictor::set_taint(std::string node, bool present) {
+  Duration backoff = options_.retry_base;
+  Error last = Error::internal("no attempt made");
+  for (int attempt = 0; attempt < options_.taint_attempts; ++attempt) {
+    if (attempt > 0) {
+      // Removing the taint must not give up because we were told to stop: sleep regardless.
+      if (present && stopping_) co_return Error::cancelled("stopped before the node was tainted");
+      co_await timers_.sleep(attempt == 1 ? Duration::zero() : backoff);
+      backoff = std::min(backoff * 2, options_.retry_cap);
+    }
+    auto doc = co_await client_->get(kube::Resource::nodes(), "", node);
+    if (!doc) {
+      if (doc.error().is_not_found()) co_return false;  // the node is gone: nothing to taint or clean
+      last = doc.error();
+      if (!last.is_retryable()) co_return last.wrap(fmt::format("reading node {}", node));
+      continue;
+    }
+    const model::JsonValue& obj = *doc;
+    const model::JsonValue* metadata = member(obj, "metadata");
+    std::string rv(metadata ? json_string(*metadata, "resourceVersion") : std::string_view());
+    rapidjson::Document patch(rapidjson::kObjectType);
+    auto& alloc = patch.GetAllocator();
+    model::JsonValue taints(rapidjson::kArrayType);
+    bool ours = false;
+    std::string other_policy;
+    if (const model::JsonValue* spec = member(obj, "spec")) {
+      if (const model::JsonValue* list = member(*spec, "taints"); list && list->IsArray()) {
+        for (const auto& taint : list->GetArray()) {
+          if (json_string(taint, "key") == kDrainingTaint) {
+            if (json_string(taint, "value") == options_.policy) {
+              ours = true;
+              if (!present) continue;  // drop it
+            } else {
+              other_policy = std::string(json_string(taint, "value"));
+            }
+          }
+          taints.PushBack(model::JsonValue(taint, alloc), alloc);
+        }
+      }
+    }
+    if (present && ours) co_return false;
+    if (!present && !ours) co_return false;
+    if (present && !other_policy.empty())
+      co_return Error::invalid(fmt::format("node {} is being drained by policy {}", node, other_policy));
+    if (present) {
+      model::JsonValue t(rapidjson::kObjectType);
+      t.AddMember("key", model::JsonValue(kDrainingTaint.data(), static_cast<rapidjson::SizeType>(kDrainingTaint.size()), alloc), alloc);
+      t.AddMember("value", model::JsonValue(options_.policy.c_str(), static_cast<rapidjson::SizeType>(options_.policy.size()), alloc), alloc);
+      t.AddMember("effect", "NoSchedule", alloc);
+      taints.PushBack(t, alloc);
+    }
+    model::JsonValue meta(rapidjson::kObjectType);
+    meta.AddMember("resourceVersion", model::JsonValue(rv.c_str(), static_cast<rapidjson::SizeType>(rv.size()), alloc), alloc);
+    model::JsonValue spec(rapidjson::kObjectType);
+    spec.AddMember("taints", taints, alloc);
+    patch.AddMember("metadata", meta, alloc);
+    patch.AddMember("spec", spec, alloc);
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    patch.Accept(w);
+    auto r = co_await client_->patch(kube::Resource::nodes(), "", node, kube::PatchType::kMerge,
+                                     std::string(buf.GetString(), buf.GetSize()));
+    if (r) {
+      logger.info(present ? "tainted node" : "removed taint", {{"node", node}, {"policy", options_.policy}});
+      co_return true;
+    }
+    last = r.error();
+    if (last.is_not_found()) co_return false;
+    if (last.is_conflict()) continue;  // someone else changed the node: read it again
+    if (!last.is_retryable()) co_return last.wrap(fmt::format("patching node {}", node));
+  }
+  co_return last.wrap(fmt::format("{} the taint on node {} failed after {} attempts", present ? "setting" : "removing", node,
+                                  options_.taint_attempts));
+}
+
+asio::awaitable<Result<void>> Evictor::evict_one(const PodMove& move, DrainObserver* observer) {
+  const model::Pod& pod = *move.pod;
+  const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.pod_eviction_timeout);
+  int64_t grace = std::chrono::duration_cast<std::chrono::seconds>(options_.max_graceful_termination).count();
+  grace = std::min<int64_t>(grace, pod.termination_grace_period_seconds.value_or(30));
+  Duration backoff = options_.retry_base;
+  while (true) {
+    if (stopping_) co_return Error::cancelled("the drain was stopped");
+    kube::DeleteOptions o;
+    o.grace_period_seconds = grace;
+    o.uid_precondition = pod.meta.uid;  // never evict a newer pod that took the same name
+    auto r = co_await client_->evict(pod.meta.namespace_.view(), pod.name(), o);
+    if (r) co_return ok();
+    const Error& e = r.error();
+    if (e.is_not_found()) co_return ok();  // already gone
+    if (e.code == 409) co_return ok();     // the UID precondition failed: this pod is gone, a new one has its name
+    if (permanent(e)) co_return Error(e).wrap(fmt::format("the Eviction API refused pod {}", pod.key()));
+    if (observer) observer->eviction_refused(move, e);
+    Time now = timers_.now();
+    if (now >= deadline)
+      co_return Error::timeout(fmt::format("pod {} could not be evicted within podEvictionTimeout ({}): {}", pod.key(),
+                                           seconds_text(options_.pod_eviction_timeout), e.message));
+    Duration wait = e.retry_after_seconds ? Duration(std::chrono::seconds(*e.retry_after_seconds)) : backoff;
+    if (!e.retry_after_seconds) backoff = std::min(backoff * 2, options_.retry_cap);
+    wait = std::min<Duration>(wait, std::chrono::duration_cast<Duration>(deadline - now));
+    logger.info("eviction refused, retrying", {{"pod", pod.key()}, {"code", e.code}, {"wait", wait}, {"message", e.message}});
+    if (!co_await pause(wait)) co_return Error::cancelled("the drain was stopped");
+  }
+}
+
+asio::awaitable<Result<void>> Evictor::wait_gone(const PodMove& move) {
+  const model::Pod& pod = *move.pod;
+  Duration limit = std::max(options_.max_graceful_termination, options_.poll_interval) + options_.poll_interval;
+  const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(limit);
+  while (true) {
+    auto r = co_await client_->get<model::Pod>(pod.meta.namespace_.view(), pod.name());
+    if (!r && r.error().is_not_found()) co_return ok();
+    if (r && r->meta.uid != pod.meta.uid) co_return ok();  // replaced by a new pod with the same name
+    if (timers_.now() >= deadline)
+      co_return Error::timeout(fmt::format("pod {} did not terminate within maxGracefulTermination ({})", pod.key(),
+                                           seconds_text(options_.max_graceful_termination)));
+    // A stop does not cut this wait short: the eviction was accepted, so see it through or time out.
+    co_await timers_.sleep(options_.poll_interval);
+    if (timers_.stopped()) co_return Error::cancelled("shutting down");
+  }
+}
+
+asio::awaitable<std::map<std::string, std::set<std::string>>> Evictor::controller_pod_uids(const std::vector<PodMove>& moves) {
+  std::map<std::string, std::set<std::string>> out;  // controller uid -> pod uids
+  std::set<std::string> namespaces;
+  for (const auto& m : moves)
+    if (m.pod->controller) {
+      namespaces.insert(std::string(m.pod->meta.namespace_.view()));
+      out[m.pod->controller->uid];
+    }
+  for (const auto& ns : namespaces) {
+    auto pods = co_await client_->list<model::Pod>(ns);
+    if (!pods) continue;
+    for (const auto& p : pods->items)
+      if (p.controller)
+        if (auto it = out.find(p.controller->uid); it != out.end()) it->second.insert(p.meta.uid);
+  }
+  co_return out;
+}
+
+asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
+                                                  const std::map<std::string, std::set<std::string>>& known_uids,
+                                                  const IsSpot& is_spot, DrainObserver* observer, DrainReport& report) {
+  // Per controller: how many pods were evicted (each should get one replacement).
+  struct Expect {
+    const PodMove* example = nullptr;
+    int count = 0;
+  };
+  std::map<std::string, Expect> expected;
+  std::set<std::string> namespaces;
+  for (const auto& m : evicted)
+    if (m.pod->controller && known_uids.count(m.pod->controller->uid)) {
+      auto& e = expected[m.pod->controller->uid];
+      e.example = &m;
+      ++e.count;
+      namespaces.insert(std::string(m.pod->meta.namespace_.view()));
+    }
+  if (expected.empty()) co_return;
+  const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.replacement_timeout);
+  std::map<std::string, std::vector<model::Pod>> found;  // controller uid -> new pods
+  while (true) {
+    found.clear();
+    for (const auto& ns : namespaces) {
+      auto pods = co_await client_->list<model::Pod>(ns);
+      if (!pods) continue;
+      for (auto& p : pods->items) {
+        if (!p.controller || p.terminating()) continue;
+        auto known = known_uids.find(p.controller->uid);
+        if (known == known_uids.end() || known->second.count(p.meta.uid)) continue;
+        found[p.controller->uid].push_back(std::move(p));
+      }
+    }
+    bool all_bound = true;
+    for (const auto& [uid, e] : expected) {
+      int bound = 0;
+      for (const auto& p : found[uid]) bound += p.node_name.empty() ? 0 : 1;
+      all_bound = all_bound && bound >= e.count;
+    }
+    if (all_bound || timers_.now() >= deadline || stopping_) break;
+    if (!co_await pause(options_.poll_interval)) break;
+  }
+  for (const auto& [uid, e] : expected) {
+    auto& pods = found[uid];
+    std::sort(pods.begin(), pods.end(), [](const model::Pod& a, const model::Pod& b) { return a.name() < b.name(); });
+    int reported = 0;
+    const auto& owner = *e.example->pod->controller;
+    for (const auto& p : pods) {
+      if (reported >= e.count) break;
+      ++reported;
+      if (p.node_name.empty()) {
+        std::string msg = fmt::format("replacement pod {} ({} {}) was still Pending {} after the drain of {}", p.key(),
+                                      owner.kind.view(), owner.name.view(), seconds_text(options_.replacement_timeout), plan.node);
+        report.replacements_not_on_spot.push_back(msg);
+        if (observer) observer->replacement_not_on_spot(*e.example, msg);
+      } else if (!is_spot(p.node_name.view())) {
+        std::string msg = fmt::format("replacement pod {} ({} {}) was scheduled on {}, which is not a spot node", p.key(),
+                                      owner.kind.view(), owner.name.view(), p.node_name.view());
+        report.replacements_not_on_spot.push_back(msg);
+        if (observer) observer->replacement_not_on_spot(*e.example, msg);
+      }
+    }
+    for (; reported < e.count; ++reported) {
+      std::string msg = fmt::format("no replacement for a pod of {} {} appeared within {} after the drain of {}",
+                                    owner.kind.view(), owner.name.view(), seconds_text(options_.replacement_timeout), plan.node);
+      report.replacements_not_on_spot.push_back(msg);
+      if (observer) observer->replacement_not_on_spot(*e.example, msg);
+    }
+  }
+}
+
+asio::awaitable<void> Evictor::untaint(DrainReport& report) {
+  auto r = co_await set_taint(report.node, false);
+  report.taint_removed = r.has_value();
+  if (!r) logger.error("could not remove the draining taint; it is retried at the next reconcile",
+                       {{"node", report.node}, {"error", r.error()}});
+}
+
+asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer) {
+  DrainReport report;
+  report.node = plan.node;
+  report.started = timers_.now();
+  stopping_ = false;
+  draining_ = true;
+  current_ = plan.node;
+  auto finish = [&](DrainOutcome outcome, std::string reason) {
+    report.outcome = outcome;
+    report.reason = std::move(reason);
+    report.finished = timers_.now();
+    draining_ = false;
+    current_.reset();
+    if (observer) observer->drain_finished(plan, report);
+    logger.info("drain finished", {{"node", plan.node},
+                                   {"outcome", to_string(outcome)},
+                                   {"evicted", static_cast<int64_t>(report.evicted.size())},
+                                   {"reason", report.reason}});
+  };
+
+  auto fresh = recheck();
+  if (!fresh) {
+    report.remaining = static_cast<int>(plan.moves.size());
+    finish(DrainOutcome::kStale, fmt::format("the plan no longer holds: {}", fresh.error().message));
+    co_return report;
+  }
+  plan = std::move(*fresh);
+  report.remaining = static_cast<int>(plan.moves.size());
+  if (observer) observer->drain_started(plan);
+  auto known_uids = co_await controller_pod_uids(plan.moves);
+
+  auto tainted = co_await set_taint(plan.node, true);
+  if (!tainted) {
+    co_await untaint(report);
+    finish(DrainOutcome::kAborted, fmt::format("could not taint the node: {}", tainted.error().message));
+    co_return report;
+  }
+  // A pod may have landed between the plan and the taint: check once more, now that none can.
+  fresh = recheck();
+  if (!fresh) {
+    co_await untaint(report);
+    finish(DrainOutcome::kStale, fmt::format("the plan no longer held after tainting: {}", fresh.error().message));
+    co_return report;
+  }
+  plan = std::move(*fresh);
+  report.remaining = static_cast<int>(plan.moves.size());
+
+  std::vector<PodMove> evicted;
+  std::optional<std::string> failure;
+  for (const auto& move : plan.moves) {
+    if (stopping_) {
+      failure = "the drain was stopped (shutdown or lost leadership)";
+      break;
+    }
+    auto r = co_await evict_one(move, observer);
+    if (!r) {
+      failure = r.error().message;
+      break;
+    }
+    evicted.push_back(move);
+    report.evicted.push_back(move.pod->key());
+    --report.remaining;
+    if (observer) observer->pod_evicted(plan, move, static_cast<int>(evicted.size()));
+    auto gone = co_await wait_gone(move);
+    if (!gone) {
+      failure = gone.error().message;
+      break;
+    }
+  }
+  co_await untaint(report);
+  if (failure) {
+    finish(DrainOutcome::kAborted, *failure);
+    co_return report;
+  }
+  co_await check_replacements(plan, evicted, known_uids, is_spot, observer, report);
+  finish(DrainOutcome::kSucceeded, "");
+  co_return report;
+}
+
+asio::awaitable<Result<std::vector<std::string>>> remove_stale_taints(Evictor& evictor, std::vector<std::string> nodes) {
+  std::vector<std::string> cleaned;
+  for (const auto& node : nodes) {
+    if (evictor.draining() && evictor.current_node() == node) continue;
+    auto r = co_await evictor.set_taint(node, false);
+    if (!r) co_return r.error();
+    if (*r) cleaned.push_back(node);
+  }
+  co_return cleaned;
+}
+
+}  // namespace spotshift::drain

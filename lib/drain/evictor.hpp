@@ -1,0 +1,126 @@
+#pragma once
+// The evictor: the only code that disrupts workloads. It executes one NodePlan:
+//
+//  1. Re-check the plan against the live cache (the caller's `recheck`), and give up cleanly,
+//     touching nothing, when the node is no longer drainable.
+//  2. Taint the node spotshift.io/draining=<policy>:NoSchedule (merge patch of the full taint
+//     list with a resourceVersion precondition, retried on 409) so evicted pods cannot come back,
+//     then re-check once more (a pod may have landed meanwhile).
+//  3. Evict the pods one at a time through the policy/v1 Eviction API, budget-covered pods
+//     first, each with gracePeriodSeconds = min(its own, maxGracefulTermination). A 429 (budget
+//     refusal or throttling) and a 5xx are retried with backoff, honouring Retry-After, until
+//     podEvictionTimeout; a 404 means already gone; an eviction the API refuses for good (403, a
+//     pod under two budgets) stops the drain. After each eviction, wait until the pod is gone
+//     (404, or a new UID) for up to maxGracefulTermination before the next one.
+//  4. On any failure, or when told to stop: evict nothing more, remove the taint, and report
+//     why. On success: remove the taint too (the node stays schedulable; the cluster autoscaler
+//     removes it once empty) and check where the evicted pods' replacements were scheduled,
+//     reporting those not on a spot node.
+//
+// Crash safety: remove_stale_taints() removes the policy's taint from nodes with no drain in
+// progress in this process; the operator calls it once it holds leadership.
+
+#include "drain/planner.hpp"
+#include "kube/client.hpp"
+#include "runtime/timers.hpp"
+
+#include <functional>
+#include <map>
+#include <set>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spotshift::drain {
+
+namespace asio = boost::asio;
+
+struct EvictorOptions {
+  std::string policy;  // the taint's value
+  Duration pod_eviction_timeout = std::chrono::minutes(2);
+  Duration max_graceful_termination = std::chrono::minutes(2);
+  Duration poll_interval = std::chrono::seconds(1);        // checking that a pod is gone
+  Duration retry_base = std::chrono::seconds(1);           // 429/5xx without Retry-After: 1s, 2s, 4s ...
+  Duration retry_cap = std::chrono::seconds(10);
+  Duration replacement_timeout = std::chrono::seconds(30);  // waiting for replacements to be scheduled
+  int taint_attempts = 8;                                   // 409 conflicts and transient errors
+};
+
+EvictorOptions evictor_options(const std::string& policy, const PolicySpec& spec);
+
+enum class DrainOutcome : uint8_t {
+  kSucceeded,
+  kAborted,  // stopped part-way (or before evicting anything) and cleaned up
+  kStale,    // the plan no longer held; nothing was touched
+};
+std::string_view to_string(DrainOutcome o);
+
+struct DrainReport {
+  std::string node;
+  DrainOutcome outcome = DrainOutcome::kAborted;
+  std::string reason;                          // why it aborted or went stale
+  std::vector<std::string> evicted;            // pod keys, in order
+  int remaining = 0;                           // pods of the plan not evicted
+  std::vector<std::string> replacements_not_on_spot;  // one sentence each
+  bool taint_removed = true;                   // false if the taint could not be removed (retried later)
+  Time started{}, finished{};
+};
+
+// Hooks for events, status and metrics. All optional.
+class DrainObserver {
+ public:
+  virtual ~DrainObserver() = default;
+  virtual void drain_started(const NodePlan&) {}
+  virtual void pod_evicted(const NodePlan&, const PodMove&, int /*evicted_so_far*/) {}
+  virtual void eviction_refused(const PodMove&, const Error&) {}
+  virtual void replacement_not_on_spot(const PodMove&, const std::string& /*message*/) {}
+  virtual void drain_finished(const NodePlan&, const DrainReport&) {}
+};
+
+class Evictor {
+ public:
+  // The current plan for the node from the live cache, or an error saying why it no longer holds.
+  using Recheck = std::function<Result<NodePlan>()>;
+  using IsSpot = std::function<bool(std::string_view node)>;
+
+  Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options);
+
+  asio::awaitable<DrainReport> drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer);
+
+  // Asks a running drain to stop at the next step (shutdown, lost leadership): it evicts nothing
+  // more and removes its taint. Wakes its waits.
+  void stop();
+  bool draining() const { return draining_; }
+  const std::optional<std::string>& current_node() const { return current_; }
+
+  // Adds or removes the policy's draining taint. Returns whether the node changed.
+  asio::awaitable<Result<bool>> set_taint(std::string node, bool present);
+
+ private:
+  asio::awaitable<Result<void>> evict_one(const PodMove& move, DrainObserver* observer);
+  asio::awaitable<Result<void>> wait_gone(const PodMove& move);
+  asio::awaitable<void> check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
+                                           const std::map<std::string, std::set<std::string>>& known_uids,
+                                           const IsSpot& is_spot, DrainObserver* observer, DrainReport& report);
+  asio::awaitable<std::map<std::string, std::set<std::string>>> controller_pod_uids(const std::vector<PodMove>& moves);
+  asio::awaitable<bool> pause(Duration d);
+  asio::awaitable<void> untaint(DrainReport& report);
+
+  std::shared_ptr<kube::Client> client_;
+  runtime::Timers& timers_;
+  EvictorOptions options_;
+  runtime::Signal stop_signal_;
+  bool stopping_ = false;
+  bool draining_ = false;
+  std::optional<std::string> current_;
+};
+
+// Nodes carrying the draining taint of `policy` (value == policy name).
+bool has_draining_taint(const model::Node& node, std::string_view policy);
+
+// Crash safety: removes the policy's draining taint from each of `nodes` that carries it, except
+// the node the evictor is draining now. Returns the nodes cleaned.
+asio::awaitable<Result<std::vector<std::string>>> remove_stale_taints(Evictor& evictor, std::vector<std::string> nodes);
+
+}  // namespace spotshift::drain

@@ -1,0 +1,59 @@
+#pragma once
+// The gates in front of a new drain, and the per-node backoff after a failed one. Pure: times
+// come in as arguments, so tests drive them with a fake clock.
+//
+// - Drain delay: after any drain attempt, success or abort, no new drain starts until
+//   nodeDrainDelay has passed. The time is kept in the policy's status (nextDrainAfter), so a
+//   restart or a new leader does not reopen the gate early.
+// - Unschedulable pods: no drain starts while pods are Pending and unschedulable (any such pod,
+//   or only those that could run on one of the policy's spot nodes), since moving more pods
+//   onto spot nodes would compete with them.
+// - Node backoff: a node whose drain was aborted is left alone for 5 minutes, then 10, 20, ...
+//   up to 2 hours, so the next plans try other nodes first. A success clears it.
+
+#include "drain/drainability.hpp"
+#include "drain/policy.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spotshift::drain {
+
+struct GateDecision {
+  bool open = true;
+  std::string reason;               // why it is closed
+  std::optional<Time> reopens_at;   // when known
+};
+
+GateDecision drain_delay_gate(const PolicyStatusView& status, Time now);
+// When the next drain may start after an attempt that ended at `finished`.
+Time next_drain_after(Time finished, const PolicySpec& spec);
+
+// Pods that are Pending because no node fits them: unbound, PodScheduled=False/Unschedulable.
+bool pending_unschedulable(const model::Pod& pod);
+GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope,
+                                     SpotReach& spot_reach);
+
+class NodeBackoff {
+ public:
+  explicit NodeBackoff(Duration base = std::chrono::minutes(5), Duration cap = std::chrono::hours(2))
+      : base_(base), cap_(cap) {}
+  // An aborted drain of `node` at `now`: returns when the node may be tried again.
+  Time failed(const std::string& node, Time now);
+  void succeeded(const std::string& node) { entries_.erase(node); }
+  // Nodes still backing off at `now`, with a reason for the plan.
+  std::map<std::string, std::string> active(Time now) const;
+  std::optional<Time> until(const std::string& node) const;
+
+ private:
+  struct Entry {
+    int failures = 0;
+    Time until{};
+  };
+  Duration base_, cap_;
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace spotshift::drain

@@ -1,0 +1,189 @@
+#include "drain/planner.hpp"
+
+#include "sched/fork.hpp"
+#include "sched/framework.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace spotshift::drain {
+
+const NodePlan* Plan::find(std::string_view node) const {
+  for (const auto& n : drainable)
+    if (n.node == node) return &n;
+  return nullptr;
+}
+
+NodeClass classify_node(const model::Node& node, const PolicySpec& spec) {
+  bool on_demand = spec.on_demand_selector.matches(node.meta.labels);
+  bool spot = spec.spot_selector.matches(node.meta.labels);
+  if (on_demand && spot) return NodeClass::kBoth;
+  if (on_demand) return NodeClass::kOnDemand;
+  if (spot) return NodeClass::kSpot;
+  return NodeClass::kNone;
+}
+
+bool usable(const model::Node& node) { return node.ready() && !node.unschedulable; }
+
+namespace {
+
+// Whether the profile's FreeCPU score prefers the emptiest spot node (k8s-spot-rescheduler's
+// documented order) instead of the fullest.
+bool emptiest_first(const sched::ProfileConfig& profile) {
+  for (const auto& s : profile.scores)
+    if (s.name == "FreeCPU" && s.weight > 0) {
+      auto it = s.args.find("order");
+      return it != s.args.end() && it->second == "emptiest";
+    }
+  return false;
+}
+
+std::string unusable_reason(const model::Node& node) {
+  if (!node.ready()) return "not Ready";
+  return "cordoned (spec.unschedulable)";
+}
+
+struct Candidate {
+  PodPtr pod;
+  PodVerdict verdict;
+};
+
+}  // namespace
+
+Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
+  const auto started = std::chrono::steady_clock::now();
+  Plan plan;
+  auto snap = sched::ClusterSnapshot::build(in.nodes, in.pods, in.volumes);
+
+  std::vector<int> on_demand, spot;
+  std::vector<NodePtr> spot_nodes;
+  for (int i = 0; i < snap.size(); ++i) {
+    const model::Node& node = *snap.node(i).node;
+    NodeClass cls = classify_node(node, spec);
+    if (cls == NodeClass::kNone) continue;
+    if (cls == NodeClass::kBoth) {
+      plan.undrainable.push_back({node.name(), {"matches both the onDemandNodeSelector and the spotNodeSelector, so it is neither"}});
+      continue;
+    }
+    if (cls == NodeClass::kSpot) {
+      if (!usable(node)) continue;
+      spot.push_back(i);
+      spot_nodes.push_back(snap.node(i).node);
+      continue;
+    }
+    if (!usable(node)) {
+      if (!in.only_node) plan.undrainable.push_back({node.name(), {unusable_reason(node)}});
+      continue;
+    }
+    on_demand.push_back(i);
+  }
+  plan.summary.on_demand_nodes = static_cast<int>(on_demand.size());
+  plan.summary.spot_nodes = static_cast<int>(spot.size());
+
+  // Sources: least requested CPU first. Targets, for display: by free CPU as the profile ranks them.
+  std::stable_sort(on_demand.begin(), on_demand.end(), [&](int a, int b) {
+    return snap.node(a).used.cpu_milli < snap.node(b).used.cpu_milli;
+  });
+  {
+    std::vector<int> by_free = spot;
+    bool emptiest = emptiest_first(spec.profile);
+    auto free_cpu = [&](int n) { return snap.node(n).allocatable.cpu_milli - snap.node(n).used.cpu_milli; };
+    std::stable_sort(by_free.begin(), by_free.end(), [&](int a, int b) {
+      return emptiest ? free_cpu(a) > free_cpu(b) : free_cpu(a) < free_cpu(b);
+    });
+    for (int n : by_free) plan.spot_nodes.push_back(snap.node(n).name);
+  }
+
+  auto framework = sched::Framework::create(spec.profile);
+  sched::PlacementCache cache(snap);
+  BudgetIndex budgets(in.pdbs);
+  SpotReach reach(spot_nodes);
+  DrainContext ctx{spec,
+                   [&](std::string_view ns) -> const model::Labels* {
+                     auto it = in.namespaces.find(std::string(ns));
+                     return it == in.namespaces.end() ? nullptr : &it->second;
+                   },
+                   [&](const model::Pod& pod) { return budgets.covers(pod); }, &reach};
+
+  sched::Fork committed(snap);
+  for (int idx : on_demand) {
+    const sched::NodeInfo& info = snap.node(idx);
+    if (in.only_node && info.name != *in.only_node) continue;
+    if (auto ex = in.excluded.find(info.name); ex != in.excluded.end()) {
+      plan.undrainable.push_back({info.name, {ex->second}});
+      continue;
+    }
+    NodeRejection rejection{info.name, {}};
+    NodePlan node_plan;
+    node_plan.node = info.name;
+    node_plan.requested_cpu_milli = info.used.cpu_milli;
+
+    std::vector<Candidate> moving;
+    for (const auto& pod : info.pods) {
+      PodVerdict v = classify(*pod, ctx);
+      switch (v.verdict) {
+        case Verdict::kSkip: node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason)); break;
+        case Verdict::kBlock: rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason)); break;
+        case Verdict::kMove: moving.push_back({pod, std::move(v)}); break;
+      }
+    }
+    if (moving.empty() && rejection.reasons.empty()) {
+      rejection.reasons.push_back("nothing to move: every pod on it stays (DaemonSet, static or terminating pods)");
+      plan.undrainable.push_back(std::move(rejection));
+      continue;
+    }
+
+    std::vector<const model::Pod*> moving_pods;
+    for (const auto& c : moving) moving_pods.push_back(c.pod.get());
+    BudgetCheck budget = check_budgets(moving_pods, budgets);
+    for (auto& r : budget.reasons) rejection.reasons.push_back(std::move(r));
+
+    // Largest CPU request first (ties by key, the pods' order on the node).
+    std::stable_sort(moving.begin(), moving.end(), [](const Candidate& a, const Candidate& b) {
+      return a.pod->requests.cpu_milli > b.pod->requests.cpu_milli;
+    });
+    sched::Fork attempt = committed.fork();
+    for (const auto& c : moving) attempt.remove_pod(idx, *c.pod);
+    if (!framework) {
+      rejection.reasons.push_back(fmt::format("the scheduling profile is invalid: {}", framework.error().message));
+    } else if (spot.empty()) {
+      rejection.reasons.push_back("no Ready, schedulable node matches the spotNodeSelector");
+    } else {
+      for (const auto& c : moving) {
+        // Where the pod's controller would see it scheduled: the same pod, not bound anywhere.
+        auto unbound = std::make_shared<model::Pod>(*c.pod);
+        unbound->node_name = {};
+        auto placed = framework->place(*unbound, attempt, spot, &cache);
+        if (placed.node < 0) {
+          rejection.reasons.push_back(fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));
+          break;
+        }
+        attempt.add_pod(placed.node, std::move(unbound));
+        PodMove move;
+        move.pod = c.pod;
+        move.target = snap.node(placed.node).name;
+        if (auto b = budget.budgets_of.find(c.pod->key()); b != budget.budgets_of.end()) move.budgets = b->second;
+        if (c.verdict.warning) move.warning = c.verdict.reason;
+        node_plan.moves.push_back(std::move(move));
+      }
+    }
+    if (!rejection.reasons.empty()) {
+      plan.undrainable.push_back(std::move(rejection));
+      continue;
+    }
+    committed.commit(std::move(attempt));
+    // Budget-covered pods first: a refusal then stops the drain before unprotected pods move.
+    std::stable_partition(node_plan.moves.begin(), node_plan.moves.end(), [](const PodMove& m) { return !m.budgets.empty(); });
+    plan.summary.pods_to_move += static_cast<int>(node_plan.moves.size());
+    plan.drainable.push_back(std::move(node_plan));
+  }
+  plan.summary.drainable_nodes = static_cast<int>(plan.drainable.size());
+  plan.summary.undrainable_nodes = static_cast<int>(plan.undrainable.size());
+  plan.summary.plan_millis =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return plan;
+}
+
+}  // namespace spotshift::drain

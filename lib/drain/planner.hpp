@@ -1,0 +1,93 @@
+#pragma once
+// The whole-node planner: pure and deterministic, snapshot in, plan out. The operator and the
+// offline `spotshift plan` command run this same code.
+//
+//  1. Classify Ready nodes with the policy's selectors: on-demand (sources) and spot (targets).
+//     A node matching both is excluded with a reason; cordoned nodes are neither.
+//  2. Order on-demand nodes by requested CPU, least first (ties by name).
+//  3. For each, give every pod a verdict (drainability.hpp) and charge the Move pods against
+//     their PodDisruptionBudgets together (budget.hpp).
+//  4. Place the Move pods, largest CPU request first, through lib/sched with the policy's
+//     profile on a fork of the snapshot where the node's own Move pods are gone. Spot nodes are
+//     ranked by the profile's scores: FreeCPU puts the fullest spot node that fits first.
+//  5. If every pod fits and nothing blocks, the node gets a NodePlan and the fork is committed,
+//     so later nodes see those placements; otherwise the node gets every reason found.
+
+#include "core/clock.hpp"
+#include "drain/budget.hpp"
+#include "drain/drainability.hpp"
+#include "drain/policy.hpp"
+#include "sched/snapshot.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace spotshift::drain {
+
+using NodePtr = sched::NodePtr;
+using PodPtr = sched::PodPtr;
+
+struct PlanInput {
+  std::vector<NodePtr> nodes;
+  std::vector<PodPtr> pods;
+  std::vector<PdbPtr> pdbs;
+  // Namespace labels (for namespaceSelector); consulted only when the policy has one.
+  std::unordered_map<std::string, model::Labels> namespaces;
+  sched::VolumeRequirements volumes;
+  // On-demand nodes the planner must leave alone, with the reason (another policy also selects
+  // them, a drain of theirs backs off, ...).
+  std::map<std::string, std::string> excluded;
+  // Plan only this on-demand node (the evictor's re-check), without earlier nodes' moves.
+  std::optional<std::string> only_node;
+};
+
+struct PodMove {
+  PodPtr pod;
+  std::string target;                // the spot node it is expected to land on
+  std::vector<std::string> budgets;  // PodDisruptionBudgets (namespace/name) charged for it
+  std::string warning;               // set for a move the user should hear about
+};
+
+struct NodePlan {
+  std::string node;
+  int64_t requested_cpu_milli = 0;
+  std::vector<PodMove> moves;        // in eviction order: budget-covered pods first
+  std::vector<std::string> skipped;  // "ns/pod: reason" for pods left in place (DaemonSets, ...)
+};
+
+struct NodeRejection {
+  std::string node;
+  std::vector<std::string> reasons;
+};
+
+struct PlanSummary {
+  int on_demand_nodes = 0;
+  int spot_nodes = 0;
+  int drainable_nodes = 0;
+  int undrainable_nodes = 0;
+  int pods_to_move = 0;
+  double plan_millis = 0;
+};
+
+struct Plan {
+  std::vector<NodePlan> drainable;      // in drain order
+  std::vector<NodeRejection> undrainable;  // every other on-demand node (and excluded ones)
+  std::vector<std::string> spot_nodes;  // the targets considered, by name
+  PlanSummary summary;
+
+  const NodePlan* find(std::string_view node) const;
+};
+
+// Plans with a valid spec. Never fails: what cannot be done is a reason in the plan.
+Plan make_plan(const PlanInput& input, const PolicySpec& spec);
+
+// The node classes of a policy, shared by the planner, the gates and the operator.
+enum class NodeClass : uint8_t { kNone, kOnDemand, kSpot, kBoth };
+NodeClass classify_node(const model::Node& node, const PolicySpec& spec);
+// A node the planner uses at all: Ready and not cordoned.
+bool usable(const model::Node& node);
+
+}  // namespace spotshift::drain

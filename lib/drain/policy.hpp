@@ -1,0 +1,95 @@
+#pragma once
+// A ReschedulePolicy (spotshift.io/v1alpha1, cluster-scoped): which nodes are on-demand and
+// which are spot, which pods may move, the drain timings, and the scheduling profile. Defaults
+// follow k8s-spot-rescheduler's flags wherever it had one (docs/policy-reference.md maps them).
+//
+// Decoding never fails because of the spec: a policy with a bad spec is kept, with the error, so
+// the operator can report it in the policy's status while other policies keep running.
+
+#include "core/time.hpp"
+#include "model/meta.hpp"
+#include "model/selector.hpp"
+#include "sched/framework.hpp"
+
+#include <optional>
+#include <string>
+
+namespace spotshift::drain {
+
+inline constexpr std::string_view kGroup = "spotshift.io";
+inline constexpr std::string_view kVersion = "v1alpha1";
+inline constexpr std::string_view kKind = "ReschedulePolicy";
+inline constexpr std::string_view kPlural = "reschedulepolicies";
+// The taint put on a node while it drains; its value is the policy's name.
+inline constexpr std::string_view kDrainingTaint = "spotshift.io/draining";
+
+// What to do with a pod of a kind that some users want moved and others not.
+enum class Handling : uint8_t { kMove, kBlock };
+std::string_view to_string(Handling h);
+
+// Which Pending, unschedulable pods hold back new drains.
+enum class GateScope : uint8_t {
+  kAny,       // any such pod in the cluster
+  kSpotOnly,  // only pods that could run on one of the policy's spot nodes
+  kDisabled,  // none
+};
+std::string_view to_string(GateScope s);
+
+struct PolicySpec {
+  model::LabelSelector on_demand_selector;  // default: node-role.kubernetes.io/worker exists
+  model::LabelSelector spot_selector;       // default: node-role.kubernetes.io/spot-worker exists
+  std::optional<model::LabelSelector> pod_selector;        // absent: every pod may move
+  std::optional<model::LabelSelector> namespace_selector;  // absent: every namespace
+  Duration housekeeping_interval = std::chrono::seconds(10);
+  Duration node_drain_delay = std::chrono::minutes(10);
+  Duration pod_eviction_timeout = std::chrono::minutes(2);
+  Duration max_graceful_termination = std::chrono::minutes(2);
+  bool delete_non_replicated_pods = false;
+  Handling empty_dir = Handling::kMove;
+  Handling host_path = Handling::kBlock;
+  Handling kube_system_without_pdb = Handling::kBlock;
+  GateScope unschedulable_pods_gate = GateScope::kAny;
+  bool dry_run = false;
+  bool suspend = false;
+  sched::ProfileConfig profile = sched::default_profile();
+
+  bool operator==(const PolicySpec&) const = default;
+};
+
+// The spec's defaults, as the CRD declares them.
+PolicySpec default_policy_spec();
+// Decodes and validates a spec object. Errors name the field ("spec.nodeDrainDelay: ...").
+// Unknown fields are errors too: the API server prunes them, but a policy file given to
+// `spotshift plan` is not pruned, and a misspelt field silently ignored is a surprise.
+Result<PolicySpec> decode_policy_spec(const model::JsonValue& spec);
+
+// What the operator reads back from its own status: the gate and the drain in progress.
+struct DrainInProgress {
+  std::string node;
+  Time started_at{};
+  bool operator==(const DrainInProgress&) const = default;
+};
+struct PolicyStatusView {
+  int64_t observed_generation = 0;
+  std::optional<Time> next_drain_after;
+  std::optional<DrainInProgress> current_drain;
+  int64_t nodes_drained_total = 0;
+  int64_t pods_evicted_total = 0;
+  bool operator==(const PolicyStatusView&) const = default;
+};
+
+struct ReschedulePolicy {
+  model::ObjectMeta meta;
+  std::optional<PolicySpec> spec;  // absent when the spec is invalid
+  std::optional<Error> spec_error;
+  PolicyStatusView status;
+
+  const std::string& name() const { return meta.name; }
+  // Equal in what a reconcile reads, status included (the status holds the drain gate).
+  bool same_content(const ReschedulePolicy& other) const;
+};
+
+// Decodes a whole ReschedulePolicy object; fails only when the metadata is unusable.
+Result<ReschedulePolicy> decode_policy(const model::JsonValue& v);
+
+}  // namespace spotshift::drain

@@ -1,0 +1,197 @@
+// The drainability chain, rule by rule, and the PodDisruptionBudget charge.
+
+#include "drain/budget.hpp"
+#include "drain/drainability.hpp"
+#include "helpers.hpp"
+#include "support/catch.hpp"
+
+using namespace spotshift;
+using namespace spotshift::drain;
+using namespace spotshift::drain::testing;
+
+namespace {
+
+struct Case {
+  std::string name;
+  PodPtr pod;
+  std::string spec_json;  // "{}" for the defaults
+  Verdict verdict;
+  std::string rule;
+  std::string reason_part;
+};
+
+void run(const std::vector<Case>& cases) {
+  // One spot node with a dedicated taint nobody tolerates but "gpu" pods, labelled pool=spot.
+  SpotReach reach({spot("spot-1").label("pool", "spot").taint("dedicated", "gpu", "NoSchedule").build(),
+                   spot("spot-2").label("pool", "spot")});
+  auto pdbs = std::vector<PdbPtr>{make_pdb("dns-pdb", "kube-system", "dns", 1)};
+  BudgetIndex budgets(pdbs);
+  model::Labels team_a;
+  team_a.set("team", "a");
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      PolicySpec spec = spec_from(c.spec_json).value();
+      DrainContext ctx{spec,
+                       [&](std::string_view ns) -> const model::Labels* { return ns == "team-a" ? &team_a : nullptr; },
+                       [&](const model::Pod& p) { return budgets.covers(p); }, &reach};
+      PodVerdict v = classify(*c.pod, ctx);
+      INFO("reason: " << v.reason);
+      CHECK(v.verdict == c.verdict);
+      CHECK(v.rule == c.rule);
+      CHECK(v.reason.find(c.reason_part) != std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("pods that stay where they are are skipped", "[drainability]") {
+  run({
+      {"a terminating pod is skipped", replica("w").terminating(), "{}", Verdict::kSkip, "terminal", "terminating"},
+      {"a Succeeded pod is skipped", replica("w").phase("Succeeded"), "{}", Verdict::kSkip, "terminal", "Succeeded"},
+      {"a Failed pod is skipped", replica("w").phase("Failed"), "{}", Verdict::kSkip, "terminal", "Failed"},
+      {"a DaemonSet pod is skipped", make_pod("agent").owner("DaemonSet", "node-agent"), "{}", Verdict::kSkip, "daemonset",
+       "DaemonSet node-agent"},
+      {"a mirror pod is skipped", make_pod("etcd").annotation("kubernetes.io/config.mirror", "abc").owner("Node", "n1"), "{}",
+       Verdict::kSkip, "mirror", "static"},
+      {"a terminating DaemonSet pod is skipped as terminating (the first rule wins)",
+       make_pod("agent").owner("DaemonSet", "node-agent").terminating(), "{}", Verdict::kSkip, "terminal", "terminating"},
+  });
+}
+
+TEST_CASE("annotations block a pod", "[drainability]") {
+  run({
+      {"spotshift.io/do-not-move blocks", replica("w").annotation("spotshift.io/do-not-move", "true"), "{}", Verdict::kBlock,
+       "annotation", "spotshift.io/do-not-move"},
+      {"karpenter.sh/do-not-disrupt blocks", replica("w").annotation("karpenter.sh/do-not-disrupt", "true"), "{}",
+       Verdict::kBlock, "annotation", "karpenter.sh/do-not-disrupt"},
+      {"safe-to-evict=false blocks", replica("w").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"), "{}",
+       Verdict::kBlock, "annotation", "safe-to-evict=false"},
+      {"do-not-move=false does not block", replica("w").annotation("spotshift.io/do-not-move", "false"), "{}", Verdict::kMove,
+       "default", ""},
+      {"safe-to-evict=true does not lift do-not-move",
+       replica("w").annotation("spotshift.io/do-not-move", "true").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
+       "{}", Verdict::kBlock, "annotation", "do-not-move"},
+  });
+}
+
+TEST_CASE("the policy's pod and namespace selectors protect the pods they leave out", "[drainability]") {
+  run({
+      {"a pod outside podSelector blocks", replica("w", "db"), R"({"podSelector":{"matchLabels":{"app":"web"}}})",
+       Verdict::kBlock, "selection", "podSelector"},
+      {"a pod inside podSelector moves", replica("w", "web"), R"({"podSelector":{"matchLabels":{"app":"web"}}})",
+       Verdict::kMove, "default", ""},
+      {"a namespace outside namespaceSelector blocks", replica("w").ns("team-a"),
+       R"({"namespaceSelector":{"matchLabels":{"team":"b"}}})", Verdict::kBlock, "selection", "namespaceSelector"},
+      {"a namespace inside namespaceSelector moves", replica("w").ns("team-a"),
+       R"({"namespaceSelector":{"matchLabels":{"team":"a"}}})", Verdict::kMove, "default", ""},
+      {"an unknown namespace blocks under a namespaceSelector", replica("w").ns("elsewhere"),
+       R"({"namespaceSelector":{"matchLabels":{"team":"a"}}})", Verdict::kBlock, "selection", "not known"},
+      {"safe-to-evict=true does not lift the podSelector",
+       replica("w", "db").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
+       R"({"podSelector":{"matchLabels":{"app":"web"}}})", Verdict::kBlock, "selection", "podSelector"},
+  });
+}
+
+TEST_CASE("bare pods block unless the policy deletes non-replicated pods", "[drainability]") {
+  run({
+      {"a pod without a controller blocks by default", make_pod("bare"), "{}", Verdict::kBlock, "controller",
+       "has no controller"},
+      {"deleteNonReplicatedPods moves it with a warning", make_pod("bare"), R"({"deleteNonReplicatedPods":true})",
+       Verdict::kMove, "controller", "deleteNonReplicatedPods is true"},
+      {"a bare pod the policy lets go still obeys later rules", make_pod("bare").host_path(),
+       R"({"deleteNonReplicatedPods":true})", Verdict::kBlock, "local-storage", "hostPath"},
+      {"safe-to-evict=true lifts the bare-pod rule", make_pod("bare").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
+       "{}", Verdict::kMove, "default", ""},
+  });
+}
+
+TEST_CASE("local storage: emptyDir moves and hostPath blocks by default, both configurable", "[drainability]") {
+  run({
+      {"an emptyDir pod moves by default", replica("w").empty_dir(), "{}", Verdict::kMove, "default", ""},
+      {"an emptyDir pod blocks when the policy says so", replica("w").empty_dir(), R"({"localStorage":{"emptyDir":"Block"}})",
+       Verdict::kBlock, "local-storage", "emptyDir"},
+      {"a hostPath pod blocks by default", replica("w").host_path(), "{}", Verdict::kBlock, "local-storage", "hostPath"},
+      {"a hostPath pod moves when the policy says so", replica("w").host_path(), R"({"localStorage":{"hostPath":"Move"}})",
+       Verdict::kMove, "default", ""},
+      {"safe-to-evict=true lifts the hostPath rule",
+       replica("w").host_path().annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"), "{}", Verdict::kMove,
+       "default", ""},
+  });
+}
+
+TEST_CASE("kube-system pods need a PodDisruptionBudget", "[drainability]") {
+  run({
+      {"a kube-system pod without a budget blocks", replica("metrics", "metrics").ns("kube-system"), "{}", Verdict::kBlock,
+       "kube-system", "no PodDisruptionBudget"},
+      {"a kube-system pod under a budget moves", replica("dns", "dns").ns("kube-system"), "{}", Verdict::kMove, "default", ""},
+      {"kubeSystemPodsWithoutPDB: Move moves it", replica("metrics", "metrics").ns("kube-system"),
+       R"({"kubeSystemPodsWithoutPDB":"Move"})", Verdict::kMove, "default", ""},
+      {"safe-to-evict=true lifts the kube-system rule",
+       replica("metrics", "metrics").ns("kube-system").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"), "{}",
+       Verdict::kMove, "default", ""},
+  });
+}
+
+TEST_CASE("pods pinned to on-demand nodes block", "[drainability]") {
+  run({
+      {"a nodeSelector no spot node has blocks", replica("billing").selector("karpenter.sh/capacity-type", "on-demand"), "{}",
+       Verdict::kBlock, "pinned", "pinned to on-demand"},
+      {"a nodeSelector a spot node has moves", replica("w").selector("pool", "spot"), "{}", Verdict::kMove, "default", ""},
+      {"required node affinity ruling out every spot node blocks",
+       replica("w").affinity(R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["spot"]}]}]}}})"),
+       "{}", Verdict::kBlock, "pinned", "pinned to on-demand"},
+      {"a pod that needs the tainted spot node but lacks its toleration, with the other ruled out, blocks",
+       replica("w").selector("kubernetes.io/hostname", "spot-1"), "{}", Verdict::kBlock, "pinned", "tolerations"},
+      {"the matching toleration makes the tainted spot node reachable",
+       replica("w").selector("kubernetes.io/hostname", "spot-1").toleration(R"({"key":"dedicated","value":"gpu","effect":"NoSchedule"})"),
+       "{}", Verdict::kMove, "default", ""},
+      {"safe-to-evict=true does not lift the pinned rule",
+       replica("billing").selector("karpenter.sh/capacity-type", "on-demand").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
+       "{}", Verdict::kBlock, "pinned", "pinned"},
+  });
+}
+
+TEST_CASE("budgets are charged for all of a node's pods together", "[budget]") {
+  auto pdbs = std::vector<PdbPtr>{make_pdb("web-pdb", "default", "web", 1), make_pdb("api-pdb", "default", "api", 2),
+                                  make_pdb("api-extra", "default", "api2", 5)};
+  BudgetIndex index(pdbs);
+  auto w1 = replica("w1", "web").build(), w2 = replica("w2", "web").build(), a1 = replica("a1", "api").build(),
+       free = replica("f", "other").build();
+
+  SECTION("one pod within the budget passes") {
+    auto c = check_budgets({w1.get(), a1.get(), free.get()}, index);
+    CHECK(c.ok);
+    CHECK(c.budgets_of.at("default/w1") == std::vector<std::string>{"default/web-pdb"});
+    CHECK_FALSE(c.budgets_of.count("default/f"));
+  }
+  SECTION("two pods against a budget allowing one fail, naming the budget") {
+    auto c = check_budgets({w1.get(), w2.get()}, index);
+    CHECK_FALSE(c.ok);
+    REQUIRE(c.reasons.size() == 1);
+    CHECK(c.reasons[0] == "PodDisruptionBudget default/web-pdb allows 1 disruption now, and draining this node needs 2 (w1, w2)");
+  }
+  SECTION("an unready pod is free when the budget is healthy enough") {
+    auto unready = replica("w3", "web").unready().build();
+    CHECK(check_budgets({w1.get(), unready.get()}, index).ok);
+  }
+  SECTION("a budget the disruption controller has not processed refuses") {
+    auto stale = std::vector<PdbPtr>{make_pdb("web-pdb", "default", "web", 3, /*generation=*/2, /*observed=*/1)};
+    BudgetIndex stale_index(stale);
+    auto c = check_budgets({w1.get()}, stale_index);
+    CHECK_FALSE(c.ok);
+    CHECK(c.reasons.at(0).find("still being processed") != std::string::npos);
+  }
+  SECTION("a pod under two budgets cannot be evicted at all") {
+    auto both = replica("x", "web").label("app", "web").build();
+    auto two = std::vector<PdbPtr>{make_pdb("a", "default", "web", 5), make_pdb("b", "default", "web", 5)};
+    BudgetIndex two_index(two);
+    auto c = check_budgets({both.get()}, two_index);
+    CHECK_FALSE(c.ok);
+    CHECK(c.reasons.at(0) == "pod default/x is covered by more than one PodDisruptionBudget (default/a, default/b), which the Eviction API refuses");
+  }
+  SECTION("budgets in other namespaces do not apply") {
+    auto other = replica("w9", "web").ns("other").build();
+    CHECK(check_budgets({other.get()}, index).budgets_of.empty());
+  }
+}

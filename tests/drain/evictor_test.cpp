@@ -1,0 +1,463 @@
+// The evictor against kubesim over HTTP: the real client, the real Eviction API with budgets,
+// and injected faults. Whatever happens, no draining taint is left behind.
+
+#include "drain/evictor.hpp"
+#include "drain/planner.hpp"
+#include "kube/client.hpp"
+#include "simulator.hpp"
+#include "support/asio_run.hpp"
+#include "support/catch.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <fmt/format.h>
+
+#include <thread>
+
+using namespace spotshift;
+using namespace spotshift::drain;
+using namespace std::chrono_literals;
+using spotshift::testing::run_sync;
+
+namespace {
+
+// od-1 (on-demand, PreferNoSchedule) runs web-a, web-b (ReplicaSet web, under web-pdb)
+// and api-a (ReplicaSet api); od-2 is another on-demand node; spot-1 and spot-2 are empty.
+std::string scenario(int web_min_available = 0, const std::string& web_a_annotations = "{}") {
+  std::string s;
+  auto node = [&](const std::string& name, const std::string& role, bool on_demand) {
+    s += fmt::format(R"(---
+apiVersion: v1
+kind: Node
+metadata: {{name: {0}, labels: {{kubernetes.io/hostname: {0}, {1}: ""}}}}
+spec: {{taints: [{2}]}}
+status: {{allocatable: {{cpu: "4", memory: 16Gi, pods: "110"}}}}
+)",
+                     name, role, on_demand ? "{key: spotshift.io/on-demand, value: \"true\", effect: PreferNoSchedule}" : "");
+  };
+  node("od-1", "node-role.kubernetes.io/worker", true);
+  node("od-2", "node-role.kubernetes.io/worker", true);
+  node("spot-1", "node-role.kubernetes.io/spot-worker", false);
+  node("spot-2", "node-role.kubernetes.io/spot-worker", false);
+  auto rs = [&](const std::string& app, int replicas) {
+    s += fmt::format(R"(---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {{name: {0}, namespace: default, uid: rs-{0}, labels: {{app: {0}}}}}
+spec:
+  replicas: {1}
+  selector: {{matchLabels: {{app: {0}}}}}
+  template:
+    metadata: {{labels: {{app: {0}}}}}
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers: [{{name: c, image: x, resources: {{requests: {{cpu: 500m, memory: 256Mi}}}}}}]
+)",
+                     app, replicas);
+  };
+  auto pod = [&](const std::string& name, const std::string& app, const std::string& annotations) {
+    s += fmt::format(R"(---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {0}
+  namespace: default
+  labels: {{app: {1}}}
+  annotations: {2}
+  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {1}, uid: rs-{1}, controller: true}}]
+spec:
+  nodeName: od-1
+  terminationGracePeriodSeconds: 30
+  containers: [{{name: c, image: x, resources: {{requests: {{cpu: 500m, memory: 256Mi}}}}}}]
+)",
+                     name, app, annotations);
+  };
+  rs("web", 2);
+  rs("api", 1);
+  pod("web-a", "web", web_a_annotations);
+  pod("web-b", "web", "{}");
+  pod("api-a", "api", "{}");
+  s += fmt::format(R"(---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: web-pdb, namespace: default}}
+spec: {{minAvailable: {}, selector: {{matchLabels: {{app: web}}}}}}
+)",
+                   web_min_available);
+  return s;
+}
+
+struct Env {
+  explicit Env(std::string scenario_text) {
+    kubesim::SimulatorOptions o;
+    o.scenario_text = std::move(scenario_text);
+    o.time_scale = 10;  // kubelet start 0.1 s, graceful deletion 0.2 s of real time
+    sim = std::make_unique<kubesim::Simulator>(o);
+    REQUIRE(sim->start());
+    kube::ClientConfig c;
+    c.server = sim->url();
+    REQUIRE(kube::parse_server(c));
+    kube::ClientOptions co;
+    co.qps = 0;
+    co.user_agent = "evictor-test";
+    client = kube::Client::create(ioc.get_executor(), c, co).value();
+    timers = std::make_unique<runtime::Timers>(ioc.get_executor(), SystemClock::instance());
+    options.policy = "pool";
+    options.pod_eviction_timeout = 3s;
+    options.max_graceful_termination = 2s;
+    options.poll_interval = 50ms;
+    options.retry_base = 50ms;
+    options.retry_cap = 200ms;
+    options.replacement_timeout = 5s;
+    wait_running();
+  }
+
+  // Lists the cluster through the client and plans it as the operator would.
+  Plan plan() {
+    PlanInput in;
+    auto nodes = run_sync(ioc, client->list<model::Node>("")).value();
+    auto pods = run_sync(ioc, client->list<model::Pod>("")).value();
+    auto pdbs = run_sync(ioc, client->list<model::PodDisruptionBudget>("")).value();
+    for (auto& n : nodes.items) in.nodes.push_back(std::make_shared<const model::Node>(std::move(n)));
+    for (auto& p : pods.items) in.pods.push_back(std::make_shared<const model::Pod>(std::move(p)));
+    for (auto& p : pdbs.items) in.pdbs.push_back(std::make_shared<const model::PodDisruptionBudget>(std::move(p)));
+    return make_plan(in, default_policy_spec());
+  }
+
+  NodePlan node_plan(const std::string& node = "od-1") {
+    Plan p = plan();
+    const NodePlan* n = p.find(node);
+    if (!n) {
+      std::string why;
+      for (const auto& u : p.undrainable)
+        for (const auto& r : u.reasons) why += u.node + ": " + r + "\n";
+      FAIL("node " << node << " is not drainable:\n" << why);
+    }
+    return *n;
+  }
+
+  // Waits until every pod is Running and Ready and the budgets are up to date.
+  void wait_running() {
+    for (int i = 0; i < 200; ++i) {
+      auto pods = run_sync(ioc, client->list<model::Pod>("")).value();
+      bool all = !pods.items.empty();
+      for (const auto& p : pods.items) all = all && p.ready && !p.node_name.empty();
+      auto pdbs = run_sync(ioc, client->list<model::PodDisruptionBudget>("")).value();
+      for (const auto& b : pdbs.items) all = all && b.status_current() && b.status.current_healthy == b.status.expected_pods;
+      if (all) return;
+      std::this_thread::sleep_for(20ms);
+    }
+    FAIL("pods did not become Running");
+  }
+
+  DrainReport drain(NodePlan plan, DrainObserver* observer = nullptr, Evictor::Recheck recheck = {}) {
+    Evictor evictor(client, *timers, options);
+    if (!recheck) recheck = [plan]() -> Result<NodePlan> { return plan; };
+    return run_sync(ioc, evictor.drain(plan, recheck, [](std::string_view n) { return n.starts_with("spot-"); }, observer));
+  }
+
+  std::vector<model::Taint> taints(const std::string& node) {
+    return run_sync(ioc, client->get<model::Node>("", node)).value().taints;
+  }
+  bool has_our_taint(const std::string& node) {
+    for (const auto& t : taints(node))
+      if (t.key.view() == kDrainingTaint) return true;
+    return false;
+  }
+  // Audit lines "METHOD path" matching a filter, in order.
+  std::vector<std::string> requests(std::string_view part) {
+    std::vector<std::string> out;
+    for (const auto& r : sim->audit())
+      if (r.user_agent == "evictor-test" && (r.method + " " + r.path).find(part) != std::string::npos)
+        out.push_back(fmt::format("{} {} {}", r.method, r.path, r.code));
+    return out;
+  }
+  std::map<std::string, std::string> pods_by_node() {
+    std::map<std::string, std::string> out;
+    for (const auto& p : run_sync(ioc, client->list<model::Pod>("")).value().items) out[p.name()] = std::string(p.node_name.view());
+    return out;
+  }
+
+  boost::asio::io_context ioc;
+  std::unique_ptr<kubesim::Simulator> sim;
+  std::shared_ptr<kube::Client> client;
+  std::unique_ptr<runtime::Timers> timers;
+  EvictorOptions options;
+};
+
+struct Recorder : DrainObserver {
+  std::vector<std::string> evicted, refusals, replacements;
+  std::function<void()> after_first_eviction;
+  void pod_evicted(const NodePlan&, const PodMove& m, int n) override {
+    evicted.push_back(m.pod->name());
+    if (n == 1 && after_first_eviction) after_first_eviction();
+  }
+  void eviction_refused(const PodMove& m, const Error& e) override { refusals.push_back(fmt::format("{} {}", m.pod->name(), e.code)); }
+  void replacement_not_on_spot(const PodMove&, const std::string& msg) override { replacements.push_back(msg); }
+};
+
+}  // namespace
+
+TEST_CASE("a drain evicts one pod at a time, budget-covered first, and leaves the node untainted", "[evictor]") {
+  Env env(scenario());
+  NodePlan plan = env.node_plan();
+  REQUIRE(plan.moves.size() == 3);
+  CHECK(plan.moves[0].pod->name().starts_with("web-"));  // budget-covered pods first
+  CHECK(plan.moves[2].pod->name() == "api-a");
+
+  Recorder rec;
+  DrainReport r = env.drain(plan, &rec);
+  INFO(r.reason);
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  CHECK(r.evicted.size() == 3);
+  CHECK(r.remaining == 0);
+  CHECK(r.replacements_not_on_spot.empty());
+  CHECK(r.taint_removed);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+  // Tainted first, untainted last; evictions in plan order, each after the previous pod was gone.
+  auto node_patches = env.requests("PATCH /api/v1/nodes/od-1");
+  CHECK(node_patches.size() == 2);
+  auto evictions = env.requests("/eviction");
+  REQUIRE(evictions.size() == 3);
+  for (size_t i = 0; i < 3; ++i) CHECK(evictions[i].find(plan.moves[i].pod->name()) != std::string::npos);
+  std::vector<std::string> order;
+  for (const auto& rq : env.requests("/pods/")) order.push_back(rq);
+  // Between two evictions there is a GET of the first pod answering 404.
+  auto pos = [&](const std::string& needle) {
+    return std::find_if(order.begin(), order.end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; }) - order.begin();
+  };
+  auto first = plan.moves[0].pod->name(), second = plan.moves[1].pod->name();
+  CHECK(pos("GET /api/v1/namespaces/default/pods/" + first + " 404") < pos("POST /api/v1/namespaces/default/pods/" + second + "/eviction"));
+  // Everything now runs on spot nodes.
+  for (const auto& [pod, node] : env.pods_by_node()) CHECK(node.starts_with("spot-"));
+}
+
+TEST_CASE("429s with Retry-After are retried after the time asked", "[evictor]") {
+  Env env(scenario());
+  kubesim::FaultRule f;
+  f.verb = "create";
+  f.resource = "pods/eviction";
+  f.status = 429;
+  f.retry_after_seconds = 1;
+  f.count = 2;
+  env.sim->faults().add(f);
+  Recorder rec;
+  auto start = std::chrono::steady_clock::now();
+  DrainReport r = env.drain(env.node_plan(), &rec);
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  CHECK(std::chrono::steady_clock::now() - start >= 2s);
+  CHECK(rec.refusals.size() == 2);
+  CHECK(env.requests("/eviction").size() == 5);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("429s without Retry-After are retried with backoff", "[evictor]") {
+  Env env(scenario());
+  kubesim::FaultRule f;
+  f.verb = "create";
+  f.resource = "pods/eviction";
+  f.name = "api-a";
+  f.status = 429;
+  f.count = 3;
+  env.sim->faults().add(f);
+  Recorder rec;
+  DrainReport r = env.drain(env.node_plan(), &rec);
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  CHECK(std::count(rec.refusals.begin(), rec.refusals.end(), "api-a 429") == 3);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("refusals past podEvictionTimeout abort the drain: nothing more is evicted and the taint goes", "[evictor]") {
+  Env env(scenario());
+  env.options.pod_eviction_timeout = 1s;
+  kubesim::FaultRule f;
+  f.verb = "create";
+  f.resource = "pods/eviction";
+  f.name = "api-a";
+  f.status = 429;
+  env.sim->faults().add(f);
+  DrainReport r = env.drain(env.node_plan());
+  CHECK(r.outcome == DrainOutcome::kAborted);
+  CHECK(r.reason.find("pod default/api-a could not be evicted within podEvictionTimeout (1s)") != std::string::npos);
+  CHECK(r.evicted.size() == 2);  // the two web pods before it
+  CHECK(r.remaining == 1);
+  CHECK(r.taint_removed);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+  CHECK(env.pods_by_node().at("api-a") == "od-1");
+}
+
+TEST_CASE("a budget refusal on the first pod stops the drain before unprotected pods are touched", "[evictor]") {
+  Env env(scenario());
+  env.options.pod_eviction_timeout = 500ms;
+  NodePlan plan = env.node_plan();
+  // The budget tightens after the plan was made: no disruption is allowed any more.
+  run_sync(env.ioc, env.client->patch(kube::Resource::pod_disruption_budgets(), "default", "web-pdb", kube::PatchType::kMerge,
+                                      R"({"spec":{"minAvailable":2}})"))
+      .value();
+  env.wait_running();
+  DrainReport r = env.drain(plan);
+  CHECK(r.outcome == DrainOutcome::kAborted);
+  CHECK(r.evicted.empty());
+  CHECK(r.reason.find("pod default/web-a could not be evicted within podEvictionTimeout") != std::string::npos);
+  CHECK(r.reason.find("disruption budget") != std::string::npos);
+  CHECK(env.requests("api-a/eviction").empty());
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("5xx answers are retried, and a refusal for good aborts at once", "[evictor]") {
+  SECTION("two 500s then success") {
+    Env env(scenario());
+    kubesim::FaultRule f;
+    f.verb = "create";
+    f.resource = "pods/eviction";
+    f.status = 500;
+    f.count = 2;
+    env.sim->faults().add(f);
+    DrainReport r = env.drain(env.node_plan());
+    CHECK(r.outcome == DrainOutcome::kSucceeded);
+    CHECK(r.evicted.size() == 3);
+    CHECK_FALSE(env.has_our_taint("od-1"));
+  }
+  SECTION("a 403 aborts without retrying") {
+    Env env(scenario());
+    kubesim::FaultRule f;
+    f.verb = "create";
+    f.resource = "pods/eviction";
+    f.status = 403;
+    f.count = 1;
+    env.sim->faults().add(f);
+    DrainReport r = env.drain(env.node_plan());
+    CHECK(r.outcome == DrainOutcome::kAborted);
+    CHECK(r.evicted.empty());
+    CHECK(r.reason.find("the Eviction API refused pod") != std::string::npos);
+    CHECK(env.requests("/eviction").size() == 1);
+    CHECK_FALSE(env.has_our_taint("od-1"));
+  }
+}
+
+TEST_CASE("a pod that never terminates aborts the drain and nothing more is evicted", "[evictor]") {
+  Env env(scenario(0, R"({"kubesim.spotshift.io/never-terminate": "true"})"));
+  env.options.max_graceful_termination = 1s;
+  NodePlan plan = env.node_plan();
+  // web-a first.
+  std::stable_partition(plan.moves.begin(), plan.moves.end(), [](const PodMove& m) { return m.pod->name() == "web-a"; });
+  DrainReport r = env.drain(plan);
+  CHECK(r.outcome == DrainOutcome::kAborted);
+  CHECK(r.reason == "pod default/web-a did not terminate within maxGracefulTermination (1s)");
+  CHECK(r.evicted == std::vector<std::string>{"default/web-a"});
+  CHECK(env.requests("/eviction").size() == 1);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("a 409 on the taint patch is retried with a fresh read", "[evictor]") {
+  Env env(scenario());
+  env.sim->faults().conflict_next_update("nodes", "od-1");
+  DrainReport r = env.drain(env.node_plan());
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  auto patches = env.requests("PATCH /api/v1/nodes/od-1");
+  REQUIRE(patches.size() == 3);
+  CHECK(patches[0].ends_with("409"));
+  CHECK(patches[1].ends_with("200"));
+  CHECK(env.requests("GET /api/v1/nodes/od-1").size() >= 3);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("a 409 on removing the taint is retried too", "[evictor]") {
+  Env env(scenario());
+  Recorder rec;
+  rec.after_first_eviction = [&] { env.sim->faults().conflict_next_update("nodes", "od-1"); };
+  DrainReport r = env.drain(env.node_plan(), &rec);
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  CHECK(r.taint_removed);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("the taint keeps other taints and is set with a resourceVersion precondition", "[evictor]") {
+  Env env(scenario());
+  Evictor evictor(env.client, *env.timers, env.options);
+  CHECK(run_sync(env.ioc, evictor.set_taint("od-1", true)).value());
+  CHECK_FALSE(run_sync(env.ioc, evictor.set_taint("od-1", true)).value());  // already there
+  auto t = env.taints("od-1");
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].key.view() == "spotshift.io/on-demand");
+  CHECK(t[1].to_string() == "spotshift.io/draining=pool:NoSchedule");
+  CHECK(run_sync(env.ioc, evictor.set_taint("od-1", false)).value());
+  CHECK(env.taints("od-1").size() == 1);
+  CHECK_FALSE(run_sync(env.ioc, evictor.set_taint("od-1", false)).value());
+  CHECK_FALSE(run_sync(env.ioc, evictor.set_taint("no-such-node", false)).value());
+
+  // Another policy's drain is not ours to take over.
+  Evictor other(env.client, *env.timers, [&] { auto o = env.options; o.policy = "other"; return o; }());
+  CHECK(run_sync(env.ioc, other.set_taint("od-2", true)).value());
+  auto clash = run_sync(env.ioc, evictor.set_taint("od-2", true));
+  REQUIRE_FALSE(clash);
+  CHECK(clash.error().message == "node od-2 is being drained by policy other");
+}
+
+TEST_CASE("a plan that no longer holds touches nothing", "[evictor]") {
+  Env env(scenario());
+  DrainReport r = env.drain(env.node_plan(), nullptr, []() -> Result<NodePlan> { return Error::invalid("pod default/new-pod: has no controller"); });
+  CHECK(r.outcome == DrainOutcome::kStale);
+  CHECK(r.reason == "the plan no longer holds: pod default/new-pod: has no controller");
+  CHECK(env.requests("PATCH").empty());
+  CHECK(env.requests("/eviction").empty());
+}
+
+TEST_CASE("a plan that stops holding once the node is tainted is dropped, untainted", "[evictor]") {
+  Env env(scenario());
+  int calls = 0;
+  NodePlan plan = env.node_plan();
+  DrainReport r = env.drain(plan, nullptr, [&]() -> Result<NodePlan> {
+    if (++calls == 1) return plan;
+    return Error::invalid("a pod landed meanwhile");
+  });
+  CHECK(r.outcome == DrainOutcome::kStale);
+  CHECK(env.requests("PATCH /api/v1/nodes/od-1").size() == 2);
+  CHECK(env.requests("/eviction").empty());
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("stopping a drain part-way evicts nothing more and removes the taint", "[evictor]") {
+  Env env(scenario());
+  Evictor evictor(env.client, *env.timers, env.options);
+  Recorder rec;
+  rec.after_first_eviction = [&] { evictor.stop(); };
+  NodePlan plan = env.node_plan();
+  DrainReport r = run_sync(env.ioc, evictor.drain(plan, [plan]() -> Result<NodePlan> { return plan; },
+                                                  [](std::string_view) { return true; }, &rec));
+  CHECK(r.outcome == DrainOutcome::kAborted);
+  CHECK(r.evicted.size() == 1);
+  CHECK(r.remaining == 2);
+  CHECK(r.reason.find("stopped") != std::string::npos);
+  CHECK_FALSE(evictor.draining());
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("replacements that do not land on a spot node are reported", "[evictor]") {
+  Env env(scenario());
+  NodePlan plan = env.node_plan();
+  // Spot capacity disappears after planning: the replacements go to the other on-demand node.
+  for (const auto* n : {"spot-1", "spot-2"})
+    run_sync(env.ioc, env.client->patch(kube::Resource::nodes(), "", n, kube::PatchType::kMerge, R"({"spec":{"unschedulable":true}})"))
+        .value();
+  Recorder rec;
+  DrainReport r = env.drain(plan, &rec);
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  REQUIRE(r.replacements_not_on_spot.size() == 3);
+  CHECK(rec.replacements.size() == 3);
+  CHECK(r.replacements_not_on_spot[0].find("was scheduled on od-2, which is not a spot node") != std::string::npos);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("stale taints of the policy are removed at start-up, other policies' are left", "[evictor]") {
+  Env env(scenario());
+  Evictor ours(env.client, *env.timers, env.options);
+  auto other_options = env.options;
+  other_options.policy = "other";
+  Evictor theirs(env.client, *env.timers, other_options);
+  REQUIRE(run_sync(env.ioc, ours.set_taint("od-1", true)).value());
+  REQUIRE(run_sync(env.ioc, theirs.set_taint("od-2", true)).value());
+  auto cleaned = run_sync(env.ioc, remove_stale_taints(ours, {"od-1", "od-2"})).value();
+  CHECK(cleaned == std::vector<std::string>{"od-1"});
+  CHECK_FALSE(env.has_our_taint("od-1"));
+  CHECK(env.has_our_taint("od-2"));
+}

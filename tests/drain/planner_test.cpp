@@ -1,0 +1,296 @@
+// The whole-node planner, including the cases from k8s-spot-rescheduler's test suite.
+
+#include "drain/plan_format.hpp"
+#include "drain/planner.hpp"
+#include "helpers.hpp"
+#include "support/catch.hpp"
+
+using namespace spotshift;
+using namespace spotshift::drain;
+using namespace spotshift::drain::testing;
+
+namespace {
+
+// Spot nodes of 1 CPU with 700m, 300m and 100m free.
+void add_spot_700_300_100(PlanInput& in) {
+  in.nodes.push_back(spot("spot-a").cpu("1"));
+  in.nodes.push_back(spot("spot-b").cpu("1"));
+  in.nodes.push_back(spot("spot-c").cpu("1"));
+  in.pods.push_back(replica("fill-a", "fill").cpu("300m").on("spot-a"));
+  in.pods.push_back(replica("fill-b", "fill").cpu("700m").on("spot-b"));
+  in.pods.push_back(replica("fill-c", "fill").cpu("900m").on("spot-c"));
+}
+
+std::map<std::string, std::string> targets(const NodePlan& n) {
+  std::map<std::string, std::string> out;
+  for (const auto& m : n.moves) out[m.pod->name()] = m.target;
+  return out;
+}
+
+std::string all_reasons(const Plan& plan, const std::string& node) {
+  for (const auto& u : plan.undrainable)
+    if (u.node == node) {
+      std::string s;
+      for (const auto& r : u.reasons) s += r + "\n";
+      return s;
+    }
+  return "(drainable)";
+}
+
+PolicySpec flipped_spec() {
+  return spec_from(R"({"profile":{"scores":[{"name":"FreeCPU","weight":1,"args":{"order":"emptiest"}}]}})").value();
+}
+
+}  // namespace
+
+TEST_CASE("moving 500, 300, 100, 100, 100 m onto 700, 300, 100 m free succeeds", "[planner]") {
+  PlanInput in;
+  add_spot_700_300_100(in);
+  in.nodes.push_back(on_demand("od-1").cpu("2"));
+  for (auto [name, cpu] : std::vector<std::pair<std::string, std::string>>{
+           {"p500", "500m"}, {"p300", "300m"}, {"p100a", "100m"}, {"p100b", "100m"}, {"p100c", "100m"}})
+    in.pods.push_back(replica(name, name).cpu(cpu).on("od-1"));
+  Plan plan = make_plan(in, default_policy_spec());
+  INFO(plan_to_table(plan));
+  REQUIRE(plan.drainable.size() == 1);
+  CHECK(plan.drainable[0].node == "od-1");
+  auto t = targets(plan.drainable[0]);
+  CHECK(t["p500"] == "spot-a");
+  CHECK(t["p300"] == "spot-b");
+  // The fullest spot node that fits takes each 100m pod: spot-c first, then what is left of spot-a.
+  CHECK(t["p100a"] == "spot-c");
+  CHECK(t["p100b"] == "spot-a");
+  CHECK(t["p100c"] == "spot-a");
+  // Largest request first.
+  CHECK(plan.drainable[0].moves[0].pod->name() == "p500");
+}
+
+TEST_CASE("moving 500, 400, 100, 100, 100 m onto 700, 300, 100 m free fails and moves nothing", "[planner]") {
+  PlanInput in;
+  add_spot_700_300_100(in);
+  in.nodes.push_back(on_demand("od-1").cpu("2"));
+  for (auto [name, cpu] : std::vector<std::pair<std::string, std::string>>{
+           {"p500", "500m"}, {"p400", "400m"}, {"p100a", "100m"}, {"p100b", "100m"}, {"p100c", "100m"}})
+    in.pods.push_back(replica(name, name).cpu(cpu).on("od-1"));
+  Plan plan = make_plan(in, default_policy_spec());
+  CHECK(plan.drainable.empty());
+  CHECK(plan.summary.pods_to_move == 0);
+  std::string reasons = all_reasons(plan, "od-1");
+  CHECK(reasons.find("fits on no spot node: 0/3 nodes are available: 3 Insufficient cpu.") != std::string::npos);
+}
+
+TEST_CASE("on-demand nodes are tried by requested CPU, least first, whatever their names", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("8"));
+  in.nodes.push_back(on_demand("od-a").cpu("4"));
+  in.nodes.push_back(on_demand("od-b").cpu("4"));
+  in.pods.push_back(replica("big", "big").cpu("1200m").on("od-a"));
+  in.pods.push_back(replica("small", "small").cpu("400m").on("od-b"));
+  Plan plan = make_plan(in, default_policy_spec());
+  REQUIRE(plan.drainable.size() == 2);
+  CHECK(plan.drainable[0].node == "od-b");
+  CHECK(plan.drainable[0].requested_cpu_milli == 400);
+  CHECK(plan.drainable[1].node == "od-a");
+}
+
+TEST_CASE("a pod goes to the fullest spot node that fits by default, to the emptiest with FreeCPU flipped", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-x").cpu("4"));  // 3000m free
+  in.nodes.push_back(spot("spot-y").cpu("2"));  // 1000m free
+  in.nodes.push_back(spot("spot-z").cpu("1"));  // 300m free: too little
+  in.pods.push_back(replica("fx", "fill").cpu("1").on("spot-x"));
+  in.pods.push_back(replica("fy", "fill").cpu("1").on("spot-y"));
+  in.pods.push_back(replica("fz", "fill").cpu("700m").on("spot-z"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.pods.push_back(replica("p", "p").cpu("500m").on("od-1"));
+
+  Plan fullest = make_plan(in, default_policy_spec());
+  REQUIRE(fullest.drainable.size() == 1);
+  CHECK(targets(fullest.drainable[0])["p"] == "spot-y");
+  CHECK(fullest.spot_nodes == std::vector<std::string>{"spot-z", "spot-y", "spot-x"});
+
+  Plan emptiest = make_plan(in, flipped_spec());
+  REQUIRE(emptiest.drainable.size() == 1);
+  CHECK(targets(emptiest.drainable[0])["p"] == "spot-x");
+  CHECK(emptiest.spot_nodes == std::vector<std::string>{"spot-x", "spot-y", "spot-z"});
+}
+
+TEST_CASE("two pods under a budget allowing one disruption make the node undrainable, and the next node is tried", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("8"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.nodes.push_back(on_demand("od-2"));
+  in.pods.push_back(replica("web-1", "web").cpu("200m").on("od-1"));
+  in.pods.push_back(replica("web-2", "web").cpu("200m").on("od-1"));
+  in.pods.push_back(replica("api-1", "api").cpu("1").on("od-2"));
+  in.pdbs.push_back(make_pdb("web-pdb", "default", "web", 1));
+  Plan plan = make_plan(in, default_policy_spec());
+  REQUIRE(plan.drainable.size() == 1);
+  CHECK(plan.drainable[0].node == "od-2");
+  CHECK(all_reasons(plan, "od-1") ==
+        "PodDisruptionBudget default/web-pdb allows 1 disruption now, and draining this node needs 2 (web-1, web-2)\n");
+}
+
+TEST_CASE("budget-covered pods are evicted first", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("8"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.pods.push_back(replica("a-big", "free").cpu("1").on("od-1"));
+  in.pods.push_back(replica("web-1", "web").cpu("100m").on("od-1"));
+  in.pdbs.push_back(make_pdb("web-pdb", "default", "web", 1));
+  Plan plan = make_plan(in, default_policy_spec());
+  REQUIRE(plan.drainable.size() == 1);
+  REQUIRE(plan.drainable[0].moves.size() == 2);
+  CHECK(plan.drainable[0].moves[0].pod->name() == "web-1");
+  CHECK(plan.drainable[0].moves[0].budgets == std::vector<std::string>{"default/web-pdb"});
+  CHECK(plan.drainable[0].moves[1].pod->name() == "a-big");
+}
+
+TEST_CASE("later nodes see the placements of earlier ones", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("1"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.nodes.push_back(on_demand("od-2"));
+  in.pods.push_back(replica("a", "a").cpu("600m").on("od-1"));
+  in.pods.push_back(replica("b", "b").cpu("700m").on("od-2"));
+  Plan plan = make_plan(in, default_policy_spec());
+  REQUIRE(plan.drainable.size() == 1);
+  CHECK(plan.drainable[0].node == "od-1");
+  CHECK(all_reasons(plan, "od-2").find("pod default/b fits on no spot node: 0/1 nodes are available: 1 Insufficient cpu.") !=
+        std::string::npos);
+}
+
+TEST_CASE("every blocking reason of a node is reported", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("1"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.pods.push_back(make_pod("bare").on("od-1"));
+  in.pods.push_back(replica("pinned", "billing").selector("karpenter.sh/capacity-type", "on-demand").on("od-1"));
+  in.pods.push_back(replica("huge", "huge").cpu("3").on("od-1"));
+  in.pods.push_back(make_pod("agent").owner("DaemonSet", "agent").on("od-1"));
+  Plan plan = make_plan(in, default_policy_spec());
+  CHECK(plan.drainable.empty());
+  std::string reasons = all_reasons(plan, "od-1");
+  CHECK(reasons.find("pod default/bare: has no controller") != std::string::npos);
+  CHECK(reasons.find("pod default/pinned: pinned to on-demand") != std::string::npos);
+  CHECK(reasons.find("pod default/huge fits on no spot node") != std::string::npos);
+  CHECK(reasons.find("agent") == std::string::npos);  // DaemonSet pods stay and block nothing
+}
+
+TEST_CASE("nodes are classified by the policy's selectors, Ready and schedulable", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("8"));
+  in.nodes.push_back(spot("spot-cordoned").cpu("8").unschedulable());
+  in.nodes.push_back(spot("spot-notready").cpu("8").condition("Ready", "False"));
+  in.nodes.push_back(on_demand("both").label("node-role.kubernetes.io/spot-worker", ""));
+  in.nodes.push_back(on_demand("od-cordoned").unschedulable());
+  in.nodes.push_back(on_demand("od-ok"));
+  in.nodes.push_back(make_node("unrelated"));
+  for (auto n : {"both", "od-cordoned", "od-ok", "unrelated"}) in.pods.push_back(replica(std::string("p-") + n).on(n));
+  in.pods.push_back(make_pod("agent").owner("DaemonSet", "agent").on("od-ok"));
+
+  Plan plan = make_plan(in, default_policy_spec());
+  CHECK(plan.spot_nodes == std::vector<std::string>{"spot-1"});
+  CHECK(plan.summary.on_demand_nodes == 1);
+  REQUIRE(plan.drainable.size() == 1);
+  CHECK(plan.drainable[0].node == "od-ok");
+  CHECK(plan.drainable[0].skipped == std::vector<std::string>{"default/agent: owned by DaemonSet agent"});
+  CHECK(all_reasons(plan, "both").find("matches both") != std::string::npos);
+  CHECK(all_reasons(plan, "od-cordoned").find("cordoned") != std::string::npos);
+  CHECK(all_reasons(plan, "unrelated") == "(drainable)");  // not listed at all
+  for (const auto& t : targets(plan.drainable[0])) CHECK(t.second == "spot-1");
+}
+
+TEST_CASE("custom selectors, excluded nodes, empty nodes and the single-node re-check", "[planner]") {
+  PolicySpec spec = spec_from(R"({"onDemandNodeSelector":{"matchLabels":{"karpenter.sh/capacity-type":"on-demand"}},
+                                  "spotNodeSelector":{"matchLabels":{"karpenter.sh/capacity-type":"spot"}}})")
+                        .value();
+  PlanInput in;
+  in.nodes.push_back(make_node("s1").label("karpenter.sh/capacity-type", "spot"));
+  in.nodes.push_back(make_node("o1").label("karpenter.sh/capacity-type", "on-demand"));
+  in.nodes.push_back(make_node("o2").label("karpenter.sh/capacity-type", "on-demand"));
+  in.nodes.push_back(make_node("o3").label("karpenter.sh/capacity-type", "on-demand"));
+  in.pods.push_back(replica("a", "a").on("o1"));
+  in.pods.push_back(replica("b", "b").cpu("200m").on("o2"));
+  in.pods.push_back(make_pod("agent").owner("DaemonSet", "agent").on("o3"));
+  in.excluded["o1"] = "also selected as on-demand by policy other";
+
+  Plan plan = make_plan(in, spec);
+  REQUIRE(plan.drainable.size() == 1);
+  CHECK(plan.drainable[0].node == "o2");
+  CHECK(all_reasons(plan, "o1") == "also selected as on-demand by policy other\n");
+  CHECK(all_reasons(plan, "o3").find("nothing to move") != std::string::npos);
+
+  in.excluded.clear();
+  in.only_node = "o2";
+  Plan one = make_plan(in, spec);
+  REQUIRE(one.drainable.size() == 1);
+  CHECK(one.drainable[0].node == "o2");
+  CHECK(one.undrainable.empty());
+}
+
+TEST_CASE("a moved pod's own old copy and its siblings count for anti-affinity correctly", "[planner]") {
+  const std::string anti =
+      R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"kubernetes.io/hostname"}]}})";
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("8"));
+  in.nodes.push_back(spot("spot-2").cpu("8"));
+  in.nodes.push_back(spot("spot-3").cpu("8"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.pods.push_back(replica("web-0", "web").affinity(anti).on("spot-1"));
+  in.pods.push_back(replica("web-1", "web").affinity(anti).on("od-1"));
+  in.pods.push_back(replica("web-2", "web").affinity(anti).on("od-1"));
+  Plan plan = make_plan(in, default_policy_spec());
+  INFO(plan_to_table(plan));
+  REQUIRE(plan.drainable.size() == 1);
+  auto t = targets(plan.drainable[0]);
+  CHECK(t["web-1"] != "spot-1");
+  CHECK(t["web-2"] != "spot-1");
+  CHECK(t["web-1"] != t["web-2"]);
+}
+
+TEST_CASE("the plan prints as a table and as JSON", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("8"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.nodes.push_back(on_demand("od-2"));
+  in.pods.push_back(replica("web-1", "web").cpu("250m").on("od-1"));
+  in.pods.push_back(make_pod("bare").on("od-2"));
+  in.pdbs.push_back(make_pdb("web-pdb", "default", "web", 1));
+  Plan plan = make_plan(in, default_policy_spec());
+
+  std::string table = plan_to_table(plan);
+  CHECK(table.find("2 on-demand nodes, 1 spot node: 1 drainable, 1 not drainable, 1 pod to move") == 0);
+  CHECK(table.find("1            od-1  250m           1") != std::string::npos);
+  CHECK(table.find("default/web-1 -> spot-1  (PodDisruptionBudget default/web-pdb)") != std::string::npos);
+  CHECK(table.find("NOT DRAINABLE\nod-2\n    - pod default/bare: has no controller") != std::string::npos);
+
+  model::JsonDocument d;
+  REQUIRE(model::parse_json(plan_to_json(plan), d));
+  const auto& drainable = d["drainableNodes"];
+  REQUIRE(drainable.Size() == 1);
+  CHECK(std::string(drainable[0]["node"].GetString()) == "od-1");
+  CHECK(std::string(drainable[0]["moves"][0]["namespace"].GetString()) == "default");
+  CHECK(std::string(drainable[0]["moves"][0]["pod"].GetString()) == "web-1");
+  CHECK(std::string(drainable[0]["moves"][0]["targetNode"].GetString()) == "spot-1");
+  CHECK(std::string(d["undrainableNodes"][0]["node"].GetString()) == "od-2");
+  CHECK(d["undrainableNodes"][0]["reasons"].Size() == 1);
+  CHECK(d["summary"]["drainableNodes"].GetInt() == 1);
+  CHECK(d["summary"]["onDemandNodes"].GetInt() == 2);
+  CHECK(d["summary"]["planMillis"].IsNumber());
+}
+
+TEST_CASE("the planner is deterministic", "[planner]") {
+  PlanInput in;
+  for (int i = 0; i < 6; ++i) in.nodes.push_back(spot(fmt::format("spot-{}", i)).cpu("2"));
+  for (int i = 0; i < 6; ++i) {
+    in.nodes.push_back(on_demand(fmt::format("od-{}", i)));
+    for (int k = 0; k < 3; ++k) in.pods.push_back(replica(fmt::format("p-{}-{}", i, k), "x").cpu("300m").on(fmt::format("od-{}", i)));
+  }
+  std::string first = plan_to_json(make_plan(in, default_policy_spec()));
+  std::reverse(in.nodes.begin(), in.nodes.end());
+  std::reverse(in.pods.begin(), in.pods.end());
+  std::string second = plan_to_json(make_plan(in, default_policy_spec()));
+  auto strip = [](std::string s) { return s.substr(0, s.find("\"planMillis\"")); };
+  CHECK(strip(first) == strip(second));
+}

@@ -1,0 +1,173 @@
+// ReschedulePolicy decoding and validation; the drain gates and the node backoff on a fake clock.
+
+#include "core/clock.hpp"
+#include "drain/gate.hpp"
+#include "drain/policy.hpp"
+#include "helpers.hpp"
+#include "support/catch.hpp"
+
+using namespace spotshift;
+using namespace spotshift::drain;
+using namespace spotshift::drain::testing;
+using namespace std::chrono_literals;
+
+TEST_CASE("an empty spec takes k8s-spot-rescheduler's defaults", "[policy]") {
+  PolicySpec s = spec_from("{}").value();
+  CHECK(s == default_policy_spec());
+  CHECK(s.on_demand_selector.to_string() == "node-role.kubernetes.io/worker");
+  CHECK(s.spot_selector.to_string() == "node-role.kubernetes.io/spot-worker");
+  CHECK(s.housekeeping_interval == 10s);
+  CHECK(s.node_drain_delay == 10min);
+  CHECK(s.pod_eviction_timeout == 2min);
+  CHECK(s.max_graceful_termination == 2min);
+  CHECK_FALSE(s.delete_non_replicated_pods);
+  CHECK(s.empty_dir == Handling::kMove);
+  CHECK(s.host_path == Handling::kBlock);
+  CHECK(s.kube_system_without_pdb == Handling::kBlock);
+  CHECK(s.unschedulable_pods_gate == GateScope::kAny);
+  CHECK_FALSE(s.dry_run);
+  CHECK_FALSE(s.suspend);
+  CHECK(s.profile == sched::default_profile());
+}
+
+TEST_CASE("every spec field decodes", "[policy]") {
+  PolicySpec s = spec_from(R"({
+    "onDemandNodeSelector": {"matchLabels": {"karpenter.sh/capacity-type": "on-demand"}},
+    "spotNodeSelector": {"matchExpressions": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]}]},
+    "podSelector": {"matchLabels": {"movable": "yes"}},
+    "namespaceSelector": {"matchLabels": {"team": "a"}},
+    "housekeepingInterval": "30s", "nodeDrainDelay": "1m30s", "podEvictionTimeout": "45s", "maxGracefulTermination": "20s",
+    "deleteNonReplicatedPods": true, "localStorage": {"emptyDir": "Block", "hostPath": "Move"},
+    "kubeSystemPodsWithoutPDB": "Move", "unschedulablePodsGate": "SpotOnly", "dryRun": true, "suspend": true,
+    "profile": {"filters": ["NodeResourcesFit"], "scores": [{"name": "FreeCPU", "weight": 5, "args": {"order": "emptiest"}}]}
+  })").value();
+  CHECK(s.on_demand_selector.to_string() == "karpenter.sh/capacity-type=on-demand");
+  CHECK(s.spot_selector.to_string() == "karpenter.sh/capacity-type in (spot)");
+  CHECK(s.pod_selector->to_string() == "movable=yes");
+  CHECK(s.namespace_selector->to_string() == "team=a");
+  CHECK(s.housekeeping_interval == 30s);
+  CHECK(s.node_drain_delay == 90s);
+  CHECK(s.pod_eviction_timeout == 45s);
+  CHECK(s.max_graceful_termination == 20s);
+  CHECK(s.delete_non_replicated_pods);
+  CHECK(s.empty_dir == Handling::kBlock);
+  CHECK(s.host_path == Handling::kMove);
+  CHECK(s.kube_system_without_pdb == Handling::kMove);
+  CHECK(s.unschedulable_pods_gate == GateScope::kSpotOnly);
+  CHECK(s.dry_run);
+  CHECK(s.suspend);
+  CHECK(s.profile.filters == std::vector<std::string>{"NodeResourcesFit"});
+  CHECK(s.profile.scores.at(0).weight == 5);
+}
+
+TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
+  auto error = [](const std::string& json) {
+    auto r = spec_from(json);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().terminal);
+    return r.error().message;
+  };
+  CHECK(error(R"({"nodeDrainDelay":"ten minutes"})") ==
+        "decoding ReschedulePolicy: spec.nodeDrainDelay: must be a duration such as 90s, 10m or 1h30m, got \"ten minutes\"");
+  CHECK(error(R"({"housekeepingInterval":"100ms"})") == "decoding ReschedulePolicy: spec.housekeepingInterval: must be at least 1s, got 100ms");
+  CHECK(error(R"({"nodeDrainDelay":5})") == "decoding ReschedulePolicy: spec.nodeDrainDelay: expected a string, got a number");
+  CHECK(error(R"({"localStorage":{"emptyDir":"Keep"}})") ==
+        "decoding ReschedulePolicy: spec.localStorage.emptyDir: must be one of Move, Block, got \"Keep\"");
+  CHECK(error(R"({"unschedulablePodsGate":"Some"})") ==
+        "decoding ReschedulePolicy: spec.unschedulablePodsGate: must be one of Any, SpotOnly, Disabled, got \"Some\"");
+  CHECK(error(R"({"nodeDrainDelai":"1m"})").find("spec: unknown field \"nodeDrainDelai\" (valid: onDemandNodeSelector,") !=
+        std::string::npos);
+  CHECK(error(R"({"spotNodeSelector":{"matchExpressions":[{"key":"a","operator":"Near"}]}})").find("spec.spotNodeSelector") !=
+        std::string::npos);
+  CHECK(error(R"({"profile":{"filters":["NodeAfinity"]}})") ==
+        "decoding ReschedulePolicy: spec.profile.filters[0]: unknown filter plugin \"NodeAfinity\" (valid: NodeUnschedulable, "
+        "NodeConditions, NodeName, TaintToleration, NodeAffinity, VolumeZone, NodeResourcesFit, NodePorts, InterPodAffinity, "
+        "PodTopologySpread)");
+  CHECK(error(R"({"profile":{"scores":[{"name":"FreeCPU","weight":101}]}})") ==
+        "decoding ReschedulePolicy: spec.profile.scores[0].weight: must be an integer from 0 to 100");
+  CHECK(error(R"([1,2])") == "decoding ReschedulePolicy: spec: expected an object, got an array");
+}
+
+TEST_CASE("a policy object with a bad spec still decodes, carrying the error", "[policy]") {
+  model::JsonDocument d;
+  REQUIRE(model::parse_json(R"({"apiVersion":"spotshift.io/v1alpha1","kind":"ReschedulePolicy",
+      "metadata":{"name":"pool-a","uid":"u1","generation":3},"spec":{"nodeDrainDelay":"soon"},
+      "status":{"observedGeneration":2,"nextDrainAfter":"2026-11-22T10:00:00Z",
+                "currentDrain":{"node":"od-1","startedAt":"2026-11-22T09:50:00Z"},"nodesDrainedTotal":4}})",
+                            d));
+  auto p = decode_policy(d).value();
+  CHECK(p.name() == "pool-a");
+  CHECK_FALSE(p.spec);
+  REQUIRE(p.spec_error);
+  CHECK(p.spec_error->message ==
+        "decoding ReschedulePolicy \"pool-a\": spec.nodeDrainDelay: must be a duration such as 90s, 10m or 1h30m, got \"soon\"");
+  CHECK(p.status.observed_generation == 2);
+  CHECK(format_time(*p.status.next_drain_after) == "2026-11-22T10:00:00Z");
+  REQUIRE(p.status.current_drain);
+  CHECK(p.status.current_drain->node == "od-1");
+  CHECK(p.status.nodes_drained_total == 4);
+
+  model::JsonDocument bad;
+  REQUIRE(model::parse_json(R"({"metadata":{}})", bad));
+  CHECK_FALSE(decode_policy(bad));
+}
+
+TEST_CASE("the drain delay gate holds until nextDrainAfter, from the persisted status", "[gate]") {
+  ManualClock clock;
+  PolicySpec spec = default_policy_spec();
+  PolicyStatusView status;
+  CHECK(drain_delay_gate(status, clock.now()).open);  // never drained: open
+
+  status.next_drain_after = next_drain_after(clock.now(), spec);
+  CHECK(*status.next_drain_after == clock.now() + 10min);
+  auto closed = drain_delay_gate(status, clock.now());
+  CHECK_FALSE(closed.open);
+  CHECK(closed.reason.find("nodeDrainDelay") != std::string::npos);
+  CHECK(closed.reopens_at == status.next_drain_after);
+
+  clock.advance(9min + 59s);
+  CHECK_FALSE(drain_delay_gate(status, clock.now()).open);
+  clock.advance(1s);
+  CHECK(drain_delay_gate(status, clock.now()).open);
+}
+
+TEST_CASE("the unschedulable-pods gate, for any pod or only for pods that could run on spot", "[gate]") {
+  SpotReach reach({spot("spot-1").build()});
+  std::vector<PodPtr> pods = {replica("running").on("spot-1"), replica("pending-bound").phase("Pending").on("spot-1")};
+  CHECK(unschedulable_pods_gate(pods, GateScope::kAny, reach).open);
+
+  pods.push_back(replica("stuck").unschedulable().selector("karpenter.sh/capacity-type", "on-demand"));
+  auto any = unschedulable_pods_gate(pods, GateScope::kAny, reach);
+  CHECK_FALSE(any.open);
+  CHECK(any.reason == "1 pod is Pending and unschedulable (first: default/stuck); moving pods now would compete with it");
+  // It could never run on a spot node, so the spot-only scope ignores it.
+  CHECK(unschedulable_pods_gate(pods, GateScope::kSpotOnly, reach).open);
+  CHECK(unschedulable_pods_gate(pods, GateScope::kDisabled, reach).open);
+
+  pods.push_back(replica("wants-spot").unschedulable());
+  auto spot_only = unschedulable_pods_gate(pods, GateScope::kSpotOnly, reach);
+  CHECK_FALSE(spot_only.open);
+  CHECK(spot_only.reason.find("on spot nodes (first: default/wants-spot)") != std::string::npos);
+
+  // A terminating pending pod does not count.
+  std::vector<PodPtr> leaving = {replica("gone").unschedulable().terminating()};
+  CHECK(unschedulable_pods_gate(leaving, GateScope::kAny, reach).open);
+}
+
+TEST_CASE("a node backs off exponentially after aborted drains, up to a cap", "[gate]") {
+  ManualClock clock;
+  NodeBackoff backoff(5min, 30min);
+  CHECK(backoff.active(clock.now()).empty());
+  CHECK(backoff.failed("od-1", clock.now()) == clock.now() + 5min);
+  CHECK(backoff.active(clock.now()).count("od-1"));
+  CHECK(backoff.active(clock.now()).at("od-1").find("after 1 aborted drain") != std::string::npos);
+  clock.advance(5min);
+  CHECK(backoff.active(clock.now()).empty());
+  CHECK(backoff.failed("od-1", clock.now()) == clock.now() + 10min);
+  CHECK(backoff.failed("od-1", clock.now()) == clock.now() + 20min);
+  CHECK(backoff.failed("od-1", clock.now()) == clock.now() + 30min);  // capped
+  CHECK(backoff.failed("od-1", clock.now()) == clock.now() + 30min);
+  backoff.succeeded("od-1");
+  CHECK_FALSE(backoff.until("od-1"));
+  CHECK(backoff.failed("od-1", clock.now()) == clock.now() + 5min);
+}
