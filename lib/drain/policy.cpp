@@ -162,6 +162,17 @@ Result<ReschedulePolicy> decode_policy(const model::JsonValue& v) {
       auto node = st.string(*cd, "node");
       if (!node.empty()) p.status.current_drain = DrainInProgress{std::string(node), st.time(*cd, "startedAt").value_or(Time{})};
     }
+    if (const model::JsonValue* ld = st.object(*status, "lastDrain")) {
+      auto node = st.string(*ld, "node");
+      if (!node.empty())
+        p.status.last_drain = LastDrain{std::string(node), std::string(st.string(*ld, "result")), std::string(st.string(*ld, "reason")),
+                                        st.time(*ld, "finishedAt").value_or(Time{})};
+    }
+    st.each(*status, "conditions", [&](const model::JsonValue& c) {
+      p.status.conditions.push_back(StatusCondition{std::string(st.string(c, "type")), std::string(st.string(c, "status")),
+                                                    std::string(st.string(c, "reason")), std::string(st.string(c, "message")),
+                                                    st.time(c, "lastTransitionTime").value_or(Time{})});
+    });
     p.status.nodes_drained_total = st.integer(*status, "nodesDrainedTotal");
     p.status.pods_evicted_total = st.integer(*status, "podsEvictedTotal");
     if (!st.ok()) p.status = PolicyStatusView{};

@@ -69,8 +69,25 @@ struct DrainInProgress {
   Time started_at{};
   bool operator==(const DrainInProgress&) const = default;
 };
+struct LastDrain {
+  std::string node;
+  std::string result;  // Succeeded or Aborted
+  std::string reason;
+  Time finished_at{};
+  bool operator==(const LastDrain&) const = default;
+};
+struct StatusCondition {
+  std::string type;
+  std::string status;  // True, False or Unknown
+  std::string reason;
+  std::string message;
+  Time last_transition{};
+  bool operator==(const StatusCondition&) const = default;
+};
 struct PolicyStatusView {
   int64_t observed_generation = 0;
+  std::vector<StatusCondition> conditions;
+  std::optional<LastDrain> last_drain;
   std::optional<Time> next_drain_after;
   std::optional<DrainInProgress> current_drain;
   int64_t nodes_drained_total = 0;

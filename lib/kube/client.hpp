@@ -15,6 +15,7 @@
 #include "model/node.hpp"
 #include "model/pdb.hpp"
 #include "model/pod.hpp"
+#include "model/volume.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -104,6 +105,17 @@ template <>
 struct ResourceTraits<model::Lease> {
   static const Resource& resource() { return Resource::leases(); }
   static Result<model::Lease> decode(const model::JsonValue& v) { return model::decode_lease(v); }
+};
+
+template <>
+struct ResourceTraits<model::PersistentVolumeClaim> {
+  static const Resource& resource() { return Resource::persistent_volume_claims(); }
+  static Result<model::PersistentVolumeClaim> decode(const model::JsonValue& v) { return model::decode_pvc(v); }
+};
+template <>
+struct ResourceTraits<model::PersistentVolume> {
+  static const Resource& resource() { return Resource::persistent_volumes(); }
+  static Result<model::PersistentVolume> decode(const model::JsonValue& v) { return model::decode_pv(v); }
 };
 
 template <class T>

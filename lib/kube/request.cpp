@@ -59,6 +59,14 @@ const Resource& Resource::nodes() {
   static const Resource r{"", "v1", "nodes", "Node", false};
   return r;
 }
+const Resource& Resource::persistent_volume_claims() {
+  static const Resource r{"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true};
+  return r;
+}
+const Resource& Resource::persistent_volumes() {
+  static const Resource r{"", "v1", "persistentvolumes", "PersistentVolume", false};
+  return r;
+}
 const Resource& Resource::namespaces() {
   static const Resource r{"", "v1", "namespaces", "Namespace", false};
   return r;

@@ -25,6 +25,8 @@ struct Resource {
   static const Resource& namespaces();
   static const Resource& pod_disruption_budgets();
   static const Resource& leases();
+  static const Resource& persistent_volume_claims();
+  static const Resource& persistent_volumes();
   static const Resource& events();       // events.k8s.io/v1
   static const Resource& core_events();  // v1
 };

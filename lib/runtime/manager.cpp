@@ -49,6 +49,7 @@ Result<void> Manager::start_servers() {
     auto port = metrics_server_->listen(*metrics_addr);
     if (!port) return port.error().wrap("metrics server");
     metrics_port_ = *port;
+    logger.info("serving metrics", {{"address", fmt::format("{}:{}", metrics_addr->host, metrics_port_)}});
     spawn(executor_, metrics_server_->run(), "metrics server");
   }
   if (!probe_addr->disabled) {
@@ -63,6 +64,7 @@ Result<void> Manager::start_servers() {
     auto port = probe_server_->listen(*probe_addr);
     if (!port) return port.error().wrap("health probe server");
     probe_port_ = *port;
+    logger.info("serving health probes", {{"address", fmt::format("{}:{}", probe_addr->host, probe_port_)}});
     spawn(executor_, probe_server_->run(), "probe server");
   }
   return {};
@@ -140,6 +142,7 @@ asio::awaitable<int> Manager::run() {
     }
   }
   while (!shutdown_requested_ && !lost_lease_) co_await wake_.wait();
+  for (auto& hook : stopping_hooks_) hook();
 
   if (lost_lease_) {
     // Another instance may take over soon: stop acting now, mid-reconcile or not.

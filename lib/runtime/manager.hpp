@@ -48,6 +48,9 @@ class Manager {
   void add_runnable(std::string name, std::function<asio::awaitable<void>()> run, std::function<void()> stop);
   // Runs once leadership is won, before the controllers start (crash recovery).
   void on_leading(std::function<asio::awaitable<void>()> hook) { leading_hooks_.push_back(std::move(hook)); }
+  // Runs as soon as the manager starts stopping (shutdown or lost lease), before it waits for
+  // in-flight reconciles: long-running work is asked to wrap up here.
+  void on_stopping(std::function<void()> hook) { stopping_hooks_.push_back(std::move(hook)); }
 
   // Returns the exit code: 0 after a requested shutdown, 1 after a failure or a lost lease.
   asio::awaitable<int> run();
@@ -82,6 +85,7 @@ class Manager {
   std::vector<Runnable> runnables_;
   std::vector<Controller*> controllers_;
   std::vector<std::function<asio::awaitable<void>()>> leading_hooks_;
+  std::vector<std::function<void()>> stopping_hooks_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<HttpServer> metrics_server_;
   std::unique_ptr<HttpServer> probe_server_;

@@ -215,6 +215,37 @@ spec:
   CHECK(t.cluster().store().objects(*t.cluster().registry().replicasets()).empty());
 }
 
+TEST_CASE("a DaemonSet pod keeps running under a NoSchedule taint added later, and goes under NoExecute", "[workloads]") {
+  TestCluster t({}, node_yaml("a", "4") + R"(
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec: {containers: [{name: c}]}
+)");
+  t.advance(2s);
+  auto agents = [&] {
+    std::vector<std::string> out;
+    for (const auto& [k, p] : t.cluster().store().objects(*t.cluster().registry().pods()))
+      if (k.starts_with("default/agent-") && !get_path(p->doc, {"metadata", "deletionTimestamp"})) out.push_back(k);
+    return out;
+  };
+  auto before = agents();
+  REQUIRE(before.size() == 1);
+  t.request("PATCH", "/api/v1/nodes/a", R"({"spec":{"taints":[{"key":"spotshift.io/draining","value":"p","effect":"NoSchedule"}]}})",
+            "application/merge-patch+json");
+  t.advance(2s);
+  CHECK(agents() == before);  // kept, as the real DaemonSet controller keeps it
+  t.request("PATCH", "/api/v1/nodes/a", R"({"spec":{"taints":[{"key":"dedicated","value":"x","effect":"NoExecute"}]}})",
+            "application/merge-patch+json");
+  t.advance(5s);
+  CHECK(agents().empty());
+}
+
 TEST_CASE("node lifecycle mirrors cordons and conditions into taints", "[lifecycle]") {
   TestCluster t({}, node_yaml("n", "4"));
   t.request("PATCH", "/api/v1/nodes/n", R"({"spec":{"unschedulable":true}})", "application/strategic-merge-patch+json");

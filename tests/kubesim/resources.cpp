@@ -75,6 +75,20 @@ Registry::Registry() {
     pdbs_ = add(std::move(r));
   }
   leases_ = add(t("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
+  {
+    auto r = t("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true);
+    r.short_names = {"pvc"};
+    r.subresources = {"status"};
+    r.status_subresource = true;
+    add(std::move(r));
+  }
+  {
+    auto r = t("", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", false);
+    r.short_names = {"pv"};
+    r.subresources = {"status"};
+    r.status_subresource = true;
+    add(std::move(r));
+  }
   auto workload = [&](std::string plural, std::string singular, std::string kind, std::vector<std::string> shorts) {
     auto r = t("apps", "v1", std::move(plural), std::move(singular), std::move(kind), true);
     r.short_names = std::move(shorts);

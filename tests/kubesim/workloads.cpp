@@ -297,12 +297,18 @@ bool SimWorkloads::sync_daemonset(const std::string& key) {
   for (const auto& [name, obj] : cluster_.store().objects(*reg.nodes())) {
     auto node = model::decode_node(obj->doc);
     if (!node) continue;
-    bool eligible = !model::first_untolerated(pod->tolerations, node->taints, true, false, true);
+    // As the DaemonSet controller decides: a new pod needs every NoSchedule and NoExecute taint
+    // tolerated; a running pod stays unless a NoExecute taint is not (a NoSchedule taint added
+    // later, such as a drain's, leaves it running).
+    bool selected = true;
     for (const auto& [k, v] : pod->node_selector)
-      if (node->meta.labels.get(k) != v) eligible = false;
-    if (eligible && pod->affinity && pod->affinity->node_required)
-      eligible = pod->affinity->node_required->matches(node->meta.labels, name);
+      if (node->meta.labels.get(k) != v) selected = false;
+    if (selected && pod->affinity && pod->affinity->node_required)
+      selected = pod->affinity->node_required->matches(node->meta.labels, name);
+    bool should_run = selected && !model::first_untolerated(pod->tolerations, node->taints, true, false, true);
+    bool keep_running = selected && !model::first_untolerated(pod->tolerations, node->taints, false, false, true);
     auto& pods = by_node[name];
+    bool eligible = should_run || (keep_running && !pods.empty());
     if (eligible) {
       ++desired;
       if (pods.empty()) {

@@ -1,16 +1,12 @@
 #pragma once
-// YAML to JSON with the YAML 1.2 core schema: quoted scalars are strings; plain scalars become
-// null, booleans (true/false), integers or floats when they look like one, strings otherwise.
+// kubesim reads YAML with the model's converter (lib/model/yaml.hpp), as the operator does.
 
 #include "json_util.hpp"
-
-#include <vector>
+#include "model/yaml.hpp"
 
 namespace spotshift::kubesim {
 
-// Every document in a multi-document YAML stream (empty documents skipped).
-Result<std::vector<Doc>> parse_yaml_documents(std::string_view text);
-// One document; JSON is valid YAML, so this also reads JSON.
-Result<Doc> parse_yaml(std::string_view text);
+using model::parse_yaml;
+using model::parse_yaml_documents;
 
 }  // namespace spotshift::kubesim

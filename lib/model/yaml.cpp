@@ -1,4 +1,4 @@
-#include "yaml_json.hpp"
+#include "model/yaml.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -7,11 +7,22 @@
 #include <cstdlib>
 #include <regex>
 
-namespace spotshift::kubesim {
+namespace spotshift::model {
 
 namespace {
 
-void scalar(const YAML::Node& n, Value& out, Alloc& a) {
+using Alloc = JsonDocument::AllocatorType;
+
+JsonValue str(const std::string& s, Alloc& a) { return JsonValue(s.c_str(), static_cast<rapidjson::SizeType>(s.size()), a); }
+
+// A later duplicate key replaces the earlier one, as YAML decoders in Go do.
+void set(JsonValue& obj, const std::string& key, JsonValue&& v, Alloc& a) {
+  auto it = obj.FindMember(json_key(key));
+  if (it != obj.MemberEnd()) it->value = std::move(v);
+  else obj.AddMember(str(key, a), std::move(v), a);
+}
+
+void scalar(const YAML::Node& n, JsonValue& out, Alloc& a) {
   const std::string& s = n.Scalar();
   if (n.Tag() == "!" || n.Tag() == "tag:yaml.org,2002:str") {  // quoted, or explicitly a string
     out = str(s, a);
@@ -46,7 +57,7 @@ void scalar(const YAML::Node& n, Value& out, Alloc& a) {
   out = str(s, a);
 }
 
-Result<void> convert(const YAML::Node& n, Value& out, Alloc& a) {
+Result<void> convert(const YAML::Node& n, JsonValue& out, Alloc& a) {
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -58,7 +69,7 @@ Result<void> convert(const YAML::Node& n, Value& out, Alloc& a) {
     case YAML::NodeType::Sequence:
       out.SetArray();
       for (const auto& item : n) {
-        Value v;
+        JsonValue v;
         if (auto r = convert(item, v, a); !r) return r;
         out.PushBack(v, a);
       }
@@ -67,7 +78,7 @@ Result<void> convert(const YAML::Node& n, Value& out, Alloc& a) {
       out.SetObject();
       for (const auto& kv : n) {
         if (!kv.first.IsScalar()) return Error::invalid("YAML map keys must be scalars");
-        Value v;
+        JsonValue v;
         if (auto r = convert(kv.second, v, a); !r) return r;
         set(out, kv.first.Scalar(), std::move(v), a);
       }
@@ -78,12 +89,12 @@ Result<void> convert(const YAML::Node& n, Value& out, Alloc& a) {
 
 }  // namespace
 
-Result<std::vector<Doc>> parse_yaml_documents(std::string_view text) {
-  std::vector<Doc> docs;
+Result<std::vector<JsonDocument>> parse_yaml_documents(std::string_view text) {
+  std::vector<JsonDocument> docs;
   try {
     for (const auto& node : YAML::LoadAll(std::string(text))) {
       if (node.IsNull()) continue;
-      Doc d;
+      JsonDocument d;
       if (auto r = convert(node, d, d.GetAllocator()); !r) return r.error();
       docs.push_back(std::move(d));
     }
@@ -93,11 +104,11 @@ Result<std::vector<Doc>> parse_yaml_documents(std::string_view text) {
   return docs;
 }
 
-Result<Doc> parse_yaml(std::string_view text) {
+Result<JsonDocument> parse_yaml(std::string_view text) {
   auto docs = parse_yaml_documents(text);
   if (!docs) return docs.error();
   if (docs->size() != 1) return Error::invalid(fmt::format("expected one YAML document, found {}", docs->size()));
   return std::move(docs->front());
 }
 
-}  // namespace spotshift::kubesim
+}  // namespace spotshift::model

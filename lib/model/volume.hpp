@@ -1,0 +1,34 @@
+#pragma once
+// PersistentVolumeClaims and PersistentVolumes, reduced to what VolumeZone needs: which volume a
+// claim is bound to, and which node labels a volume requires (its zone and region labels, and
+// the single-valued terms of its required node affinity).
+
+#include "model/meta.hpp"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace spotshift::model {
+
+struct PersistentVolumeClaim {
+  ObjectMeta meta;
+  std::string volume_name;  // spec.volumeName; empty while unbound
+  bool same_content(const PersistentVolumeClaim& o) const { return volume_name == o.volume_name && meta.uid == o.meta.uid; }
+};
+
+struct PersistentVolume {
+  ObjectMeta meta;
+  std::vector<std::pair<std::string, std::string>> node_labels;  // labels a node must carry
+  bool same_content(const PersistentVolume& o) const { return node_labels == o.node_labels && meta.uid == o.meta.uid; }
+};
+
+Result<PersistentVolumeClaim> decode_pvc(const JsonValue& v);
+Result<PersistentVolume> decode_pv(const JsonValue& v);
+
+// "namespace/claim" -> the node labels its bound volume requires (claims without one are left out).
+std::map<std::string, std::vector<std::pair<std::string, std::string>>> volume_node_requirements(
+    const std::vector<const PersistentVolumeClaim*>& claims, const std::vector<const PersistentVolume*>& volumes);
+
+}  // namespace spotshift::model

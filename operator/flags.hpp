@@ -1,0 +1,50 @@
+#pragma once
+// Command-line flags in the style of kubectl and controller-runtime operators: --name=value,
+// --name value, -x value, booleans as --name or --name=false. Errors name the flag and say
+// where to get help.
+
+#include "core/error.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace spotshift::op {
+
+class FlagSet {
+ public:
+  // `command` as shown in messages ("spotshift run").
+  FlagSet(std::string command, std::string summary) : command_(std::move(command)), summary_(std::move(summary)) {}
+
+  void add_string(std::string name, std::string* target, std::string help, std::string short_name = {});
+  void add_bool(std::string name, bool* target, std::string help);
+  void add_int(std::string name, int* target, std::string help, std::string short_name = {});
+  // A value checked when parsed (an enum, a duration): check returns an error message or "".
+  void add_checked(std::string name, std::string* target, std::string help, std::function<std::string(const std::string&)> check,
+                   std::string short_name = {});
+
+  // Parses args (without the program and command names). Positional arguments are errors.
+  // Sets *help when -h or --help is given.
+  Result<void> parse(const std::vector<std::string>& args, bool* help);
+  // Whether a flag was given explicitly.
+  bool given(const std::string& name) const;
+  std::string usage() const;
+
+ private:
+  struct Flag {
+    std::string name, short_name, help, default_text;
+    enum class Kind { kString, kBool, kInt } kind;
+    std::string* s = nullptr;
+    bool* b = nullptr;
+    int* i = nullptr;
+    std::function<std::string(const std::string&)> check;
+    bool given = false;
+  };
+  Flag* find(std::string_view name);
+  Result<void> set(Flag& f, const std::string& value, std::string_view spelled);
+
+  std::string command_, summary_;
+  std::vector<Flag> flags_;
+};
+
+}  // namespace spotshift::op

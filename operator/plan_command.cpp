@@ -1,0 +1,175 @@
+#include "plan_command.hpp"
+
+#include "core/strings.hpp"
+#include "drain/plan_format.hpp"
+#include "flags.hpp"
+#include "model/node.hpp"
+#include "model/pdb.hpp"
+#include "model/pod.hpp"
+#include "model/volume.hpp"
+#include "model/yaml.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+namespace spotshift::op {
+
+namespace {
+
+std::string_view str_member(const model::JsonValue& v, std::string_view key) {
+  if (!v.IsObject()) return {};
+  auto it = v.FindMember(model::json_key(key));
+  if (it == v.MemberEnd() || !it->value.IsString()) return {};
+  return {it->value.GetString(), it->value.GetStringLength()};
+}
+
+struct Collector {
+  Snapshot snap;
+  std::vector<model::PersistentVolumeClaim> claims;
+  std::vector<model::PersistentVolume> volumes;
+
+  template <class T, class Decode>
+  void take(const model::JsonValue& item, Decode decode, std::vector<std::shared_ptr<const T>>& into) {
+    auto r = decode(item);
+    if (!r) {
+      snap.warnings.push_back(fmt::format("skipped: {}", r.error().message));
+      return;
+    }
+    into.push_back(std::make_shared<const T>(std::move(*r)));
+  }
+
+  void item(const model::JsonValue& v) {
+    std::string_view kind = str_member(v, "kind");
+    if (kind == "List" || kind.ends_with("List")) {
+      if (auto it = v.FindMember(model::json_key("items")); it != v.MemberEnd() && it->value.IsArray())
+        for (const auto& i : it->value.GetArray()) item(i);
+      return;
+    }
+    if (kind == "Node") return take<model::Node>(v, model::decode_node, snap.input.nodes);
+    if (kind == "Pod") return take<model::Pod>(v, model::decode_pod, snap.input.pods);
+    if (kind == "PodDisruptionBudget") return take<model::PodDisruptionBudget>(v, model::decode_pdb, snap.input.pdbs);
+    if (kind == "Namespace") {
+      model::JsonDecoder d("namespace");
+      model::ObjectMeta meta;
+      model::decode_meta(d, v, meta, [](std::string_view, std::string_view) {});
+      if (d.ok()) snap.input.namespaces[meta.name] = meta.labels;
+      return;
+    }
+    if (kind == "PersistentVolumeClaim") {
+      if (auto c = model::decode_pvc(v)) claims.push_back(std::move(*c));
+      else snap.warnings.push_back(fmt::format("skipped: {}", c.error().message));
+      return;
+    }
+    if (kind == "PersistentVolume") {
+      if (auto pv = model::decode_pv(v)) volumes.push_back(std::move(*pv));
+      else snap.warnings.push_back(fmt::format("skipped: {}", pv.error().message));
+    }
+  }
+};
+
+std::string one_of(const std::string& v, std::initializer_list<std::string_view> allowed) {
+  for (auto a : allowed)
+    if (v == a) return "";
+  std::vector<std::string> names(allowed.begin(), allowed.end());
+  return fmt::format("must be one of {}", join(names, ", "));
+}
+
+}  // namespace
+
+Result<Snapshot> read_snapshot(std::string_view text) {
+  auto docs = model::parse_yaml_documents(text);  // JSON is YAML too
+  if (!docs) return docs.error();
+  Collector c;
+  for (const auto& d : *docs) {
+    if (!d.IsObject()) return Error::invalid("the snapshot must hold Kubernetes objects or a List of them");
+    c.item(d);
+  }
+  std::vector<const model::PersistentVolumeClaim*> claims;
+  std::vector<const model::PersistentVolume*> volumes;
+  for (const auto& x : c.claims) claims.push_back(&x);
+  for (const auto& x : c.volumes) volumes.push_back(&x);
+  c.snap.input.volumes = model::volume_node_requirements(claims, volumes);
+  if (c.snap.input.nodes.empty()) return Error::invalid("the snapshot holds no Node objects (make it with kubectl get nodes,pods,pdb -A -o json)");
+  return std::move(c.snap);
+}
+
+Result<std::pair<std::string, drain::PolicySpec>> read_policy(std::string_view text) {
+  auto docs = model::parse_yaml_documents(text);
+  if (!docs) return docs.error();
+  const model::JsonValue* found = nullptr;
+  std::function<void(const model::JsonValue&)> visit = [&](const model::JsonValue& v) {
+    std::string_view kind = str_member(v, "kind");
+    if (kind == "ReschedulePolicy" && !found) found = &v;
+    if (kind == "List")
+      if (auto it = v.FindMember(model::json_key("items")); it != v.MemberEnd() && it->value.IsArray())
+        for (const auto& i : it->value.GetArray()) visit(i);
+  };
+  for (const auto& d : *docs) visit(d);
+  if (!found) return Error::invalid("the policy file holds no ReschedulePolicy (kind: ReschedulePolicy)");
+  auto policy = drain::decode_policy(*found);
+  if (!policy) return policy.error();
+  if (!policy->spec) return *policy->spec_error;
+  return std::make_pair(policy->meta.name, std::move(*policy->spec));
+}
+
+int plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string snapshot_path, policy_path, output = "table";
+  FlagSet flags("spotshift plan",
+                "Runs the planner offline on a cluster snapshot and prints which on-demand nodes would be drained, in\n"
+                "what order, where each pod would go, and why every other on-demand node is not drainable.\n\n"
+                "Make a snapshot with:\n  kubectl get nodes,pods,pdb,namespaces -A -o json > snapshot.json");
+  flags.add_string("snapshot", &snapshot_path, "The cluster snapshot: a v1 List in JSON or YAML (required).");
+  flags.add_string("policy", &policy_path, "A ReschedulePolicy file; without it the policy's defaults apply.");
+  flags.add_checked("output", &output, "Output format: table or json.", [](const std::string& v) { return one_of(v, {"table", "json"}); },
+                    "o");
+  bool help = false;
+  if (auto r = flags.parse(args, &help); !r) {
+    err << "error: " << r.error().message << "\n";
+    return 2;
+  }
+  if (help) {
+    out << flags.usage();
+    return 0;
+  }
+  if (snapshot_path.empty()) {
+    err << "error: --snapshot is required (see spotshift plan --help)\n";
+    return 2;
+  }
+  auto text = read_file(snapshot_path);
+  if (!text) {
+    err << "error: " << text.error().message << "\n";
+    return 1;
+  }
+  auto snap = read_snapshot(*text);
+  if (!snap) {
+    err << "error: reading the snapshot " << snapshot_path << ": " << snap.error().message << "\n";
+    return 1;
+  }
+  std::string policy_name = "(defaults)";
+  drain::PolicySpec spec = drain::default_policy_spec();
+  if (!policy_path.empty()) {
+    auto ptext = read_file(policy_path);
+    if (!ptext) {
+      err << "error: " << ptext.error().message << "\n";
+      return 1;
+    }
+    auto p = read_policy(*ptext);
+    if (!p) {
+      err << "error: reading the policy " << policy_path << ": " << p.error().message << "\n";
+      return 1;
+    }
+    policy_name = p->first;
+    spec = std::move(p->second);
+  }
+  for (const auto& w : snap->warnings) err << "warning: " << w << "\n";
+  drain::Plan plan = drain::make_plan(snap->input, spec);
+  if (output == "json") {
+    out << drain::plan_to_json(plan);
+  } else {
+    out << "Policy " << policy_name << ": " << drain::plan_to_table(plan);
+  }
+  return 0;
+}
+
+}  // namespace spotshift::op

@@ -1,0 +1,488 @@
+#include "rebalancer.hpp"
+
+#include "core/log.hpp"
+#include "runtime/spawn.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace spotshift::op {
+
+namespace {
+
+const log::Logger logger("spot-rebalancer");
+
+// Status times are whole seconds: round a gate's time up so it never reopens early.
+Time ceil_seconds(Time t) {
+  auto s = std::chrono::time_point_cast<std::chrono::seconds>(t);
+  return s < t ? s + std::chrono::seconds(1) : Time(s);
+}
+
+std::optional<Time> later(std::optional<Time> a, std::optional<Time> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::max(*a, *b);
+}
+
+std::string pods_text(size_t n) { return fmt::format("{} pod{}", n, n == 1 ? "" : "s"); }
+
+}  // namespace
+
+struct SpotRebalancer::PolicyState {
+  drain::NodeBackoff backoff;
+  std::shared_ptr<drain::Evictor> active;
+  std::optional<DrainProgress> current;
+  std::optional<drain::LastDrain> last_drain;  // newer than the cached status
+  std::optional<Time> next_drain_after;        // newer than the cached status
+  int64_t drained_total = 0;                   // added since start, on top of the cached totals
+  int64_t evicted_total = 0;
+  int64_t cached_drained_base = -1, cached_evicted_base = -1;
+  std::string last_written;
+  Time last_write{};
+  int64_t invalid_reported_generation = -1;
+  std::map<std::string, std::string> reported_reasons;
+  std::string announced;  // the node last announced by DrainPlanned or WouldDrain
+  std::shared_ptr<const drain::Plan> last_plan;
+};
+
+class SpotRebalancer::Observer final : public drain::DrainObserver {
+ public:
+  Observer(SpotRebalancer& r, std::shared_ptr<const drain::ReschedulePolicy> policy, PolicyState& st)
+      : r_(r), policy_(std::move(policy)), st_(st) {}
+
+  void pod_evicted(const drain::NodePlan& plan, const drain::PodMove& move, int evicted) override {
+    const model::Pod& pod = *move.pod;
+    r_.events_.record({"v1", "Pod", std::string(pod.meta.namespace_.view()), pod.name(), pod.meta.uid, ""}, "Normal", "PodEvicted",
+                      "Evict",
+                      fmt::format("Evicted by policy {} to empty on-demand node {}; its replacement should run on spot node {}",
+                                  policy_->name(), plan.node, move.target),
+                      r_.policy_ref(*policy_));
+    r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
+        .with({policy_->name(), "evicted"})
+        .inc();
+    if (st_.current) {
+      st_.current->evicted = evicted;
+      st_.current->remaining = static_cast<int>(plan.moves.size()) - evicted;
+    }
+    // Progress in the status, without holding up the drain.
+    runtime::spawn(r_.timers_.executor(), r_.write_progress(policy_->name()), "status progress");
+  }
+  void eviction_refused(const drain::PodMove& move, const Error& e) override {
+    r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
+        .with({policy_->name(), e.code == 429 ? "refused" : "error"})
+        .inc();
+    logger.info("eviction not accepted yet", {{"policy", policy_->name()}, {"pod", move.pod->key()}, {"error", e}});
+  }
+  void replacement_not_on_spot(const drain::PodMove&, const std::string& message) override {
+    r_.metrics_.counter("spotshift_replacements_not_on_spot_total", "Replacement pods that did not land on a spot node.", {"policy"})
+        .with({policy_->name()})
+        .inc();
+    if (st_.current) r_.events_.record(r_.node_ref(st_.current->node), "Warning", "ReplacementNotOnSpot", "Verify", message,
+                                       r_.policy_ref(*policy_));
+  }
+
+ private:
+  SpotRebalancer& r_;
+  std::shared_ptr<const drain::ReschedulePolicy> policy_;
+  PolicyState& st_;
+};
+
+SpotRebalancer::SpotRebalancer(std::shared_ptr<kube::Client> client, runtime::Timers& timers, RebalancerStores stores,
+                               runtime::EventRecorder& events, runtime::Metrics& metrics, RebalancerOptions options)
+    : client_(std::move(client)), timers_(timers), stores_(stores), events_(events), metrics_(metrics), options_(options) {}
+
+SpotRebalancer::~SpotRebalancer() = default;
+
+SpotRebalancer::PolicyState& SpotRebalancer::state(const std::string& policy) {
+  auto& p = states_[policy];
+  if (!p) p = std::make_unique<PolicyState>();
+  return *p;
+}
+
+void SpotRebalancer::stop_all() {
+  for (auto& [name, st] : states_)
+    if (st->active) st->active->stop();
+}
+
+runtime::ObjectReference SpotRebalancer::policy_ref(const drain::ReschedulePolicy& p) const {
+  return {fmt::format("{}/{}", drain::kGroup, drain::kVersion), std::string(drain::kKind), "", p.name(), p.meta.uid, ""};
+}
+
+runtime::ObjectReference SpotRebalancer::node_ref(const std::string& node) const {
+  auto n = stores_.nodes.get(node);
+  return {"v1", "Node", "", node, n ? n->meta.uid : "", ""};
+}
+
+std::map<std::string, std::string> SpotRebalancer::conflicts(const drain::PolicySpec& spec, const std::string& policy) const {
+  std::map<std::string, std::string> out;
+  std::vector<std::shared_ptr<const drain::ReschedulePolicy>> others;
+  stores_.policies.for_each([&](const auto& p) {
+    if (p->name() != policy && p->spec) others.push_back(p);
+  });
+  if (others.empty()) return out;
+  std::sort(others.begin(), others.end(), [](const auto& a, const auto& b) { return a->name() < b->name(); });
+  stores_.nodes.for_each([&](const auto& n) {
+    if (drain::classify_node(*n, spec) != drain::NodeClass::kOnDemand) return;
+    std::vector<std::string> also;
+    for (const auto& o : others)
+      if (drain::classify_node(*n, *o->spec) == drain::NodeClass::kOnDemand) also.push_back(o->name());
+    if (!also.empty())
+      out[n->name()] = fmt::format("also selected as on-demand by policy {}: a node two policies select is never drained",
+                                   fmt::join(also, ", "));
+  });
+  return out;
+}
+
+drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const std::string& policy) const {
+  drain::PlanInput in;
+  in.nodes.reserve(stores_.nodes.size());
+  in.pods.reserve(stores_.pods.size());
+  stores_.nodes.for_each([&](const auto& p) { in.nodes.push_back(p); });
+  stores_.pods.for_each([&](const auto& p) { in.pods.push_back(p); });
+  stores_.pdbs.for_each([&](const auto& p) { in.pdbs.push_back(p); });
+  if (spec.namespace_selector)
+    stores_.namespaces.for_each([&](const auto& n) { in.namespaces.emplace(n->meta.name, n->meta.labels); });
+  if (options_.volumes) in.volumes = options_.volumes();
+  in.excluded = conflicts(spec, policy);
+  if (auto it = states_.find(policy); it != states_.end())
+    for (auto& [node, reason] : it->second->backoff.active(timers_.now())) in.excluded.emplace(node, reason);
+  return in;
+}
+
+asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::ReschedulePolicy& policy, PolicyState& st, StatusInput in) {
+  in.name = policy.name();
+  in.generation = policy.meta.generation;
+  in.previous = policy.status;
+  if (st.cached_drained_base < 0) {
+    st.cached_drained_base = policy.status.nodes_drained_total;
+    st.cached_evicted_base = policy.status.pods_evicted_total;
+  }
+  // What the state says now: rebuilt for every attempt, since a drain may move on meanwhile.
+  auto refresh = [&] {
+    in.now = timers_.now();
+    in.nodes_drained_total = st.cached_drained_base + st.drained_total;
+    in.pods_evicted_total = st.cached_evicted_base + st.evicted_total;
+    in.current = st.current;
+    in.last_drain = st.last_drain ? st.last_drain : policy.status.last_drain;
+    in.next_drain_after = later(st.next_drain_after, policy.status.next_drain_after);
+  };
+  refresh();
+  std::string compare = status_body(in, false);
+  if (compare == st.last_written && in.now - st.last_write < options_.status_refresh) co_return ok();
+  in.resource_version = policy.meta.resource_version;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    auto r = co_await client_->update_status(policy_resource(), "", policy.name(), status_body(in, true));
+    if (r) {
+      st.last_written = status_body([&] { auto c = in; c.resource_version.clear(); return c; }(), false);
+      st.last_write = in.now;
+      co_return ok();
+    }
+    if (r.error().is_not_found()) co_return ok();  // deleted meanwhile
+    if (!r.error().is_conflict()) co_return r.error().wrap(fmt::format("updating the status of ReschedulePolicy {}", policy.name()));
+    // Our own earlier write (or a spec change) moved the resourceVersion on: read it again.
+    auto fresh = co_await client_->get<drain::ReschedulePolicy>("", policy.name());
+    if (!fresh) co_return fresh.error().wrap(fmt::format("reading ReschedulePolicy {}", policy.name()));
+    in.resource_version = fresh->meta.resource_version;
+    in.generation = fresh->meta.generation;
+    refresh();
+  }
+  co_return Error::api(409, "Conflict", fmt::format("the status of ReschedulePolicy {} kept changing", policy.name()));
+}
+
+asio::awaitable<void> SpotRebalancer::write_progress(std::string name) {
+  auto policy = stores_.policies.get(name);
+  auto it = states_.find(name);
+  if (!policy || it == states_.end() || !it->second->last_plan || !it->second->current) co_return;
+  StatusInput in;
+  in.plan = it->second->last_plan.get();
+  in.blocked = std::nullopt;
+  auto r = co_await write_status(*policy, *it->second, std::move(in));
+  if (!r) logger.warn("could not record drain progress", {{"policy", name}, {"error", r.error()}});
+}
+
+void SpotRebalancer::update_metrics(const std::string& policy, const drain::Plan& plan) {
+  auto& nodes = metrics_.gauge("spotshift_nodes", "Nodes per policy and class (on_demand, spot, drainable, undrainable).",
+                               {"policy", "class"});
+  nodes.with({policy, "on_demand"}).set(plan.summary.on_demand_nodes);
+  nodes.with({policy, "spot"}).set(plan.summary.spot_nodes);
+  nodes.with({policy, "drainable"}).set(plan.summary.drainable_nodes);
+  nodes.with({policy, "undrainable"}).set(plan.summary.undrainable_nodes);
+  metrics_.histogram("spotshift_plan_duration_seconds", "Time to build one plan.", {"policy"},
+                     {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})
+      .with({policy})
+      .observe(plan.summary.plan_millis / 1000.0);
+}
+
+void SpotRebalancer::report_undrainable(const drain::ReschedulePolicy& policy, PolicyState& st, const drain::Plan& plan) {
+  std::set<std::string> current;
+  size_t sent = 0;
+  for (const auto& u : plan.undrainable) {
+    current.insert(u.node);
+    std::string text = fmt::format("{}", fmt::join(u.reasons, "; "));
+    auto& seen = st.reported_reasons[u.node];
+    if (seen == text || sent >= options_.node_events_per_reconcile) continue;
+    seen = text;
+    ++sent;
+    std::string more = u.reasons.size() > 1 ? fmt::format(" (and {} more reasons: see spotshift plan)", u.reasons.size() - 1) : "";
+    events_.record(node_ref(u.node), "Normal", "NodeNotDrainable", "Plan",
+                   fmt::format("Not drainable by policy {}: {}{}", policy.name(), u.reasons.empty() ? "" : u.reasons[0], more),
+                   policy_ref(policy));
+  }
+  std::erase_if(st.reported_reasons, [&](const auto& kv) { return !current.count(kv.first); });
+}
+
+asio::awaitable<void> SpotRebalancer::clean_stale_taints(const std::string& policy, PolicyState& st) {
+  if (st.active) co_return;
+  std::vector<std::string> tainted;
+  stores_.nodes.for_each([&](const auto& n) {
+    if (drain::has_draining_taint(*n, policy)) tainted.push_back(n->name());
+  });
+  if (tainted.empty()) co_return;
+  drain::EvictorOptions o;
+  o.policy = policy;
+  drain::Evictor cleaner(client_, timers_, o);
+  for (const auto& node : tainted) {
+    auto r = co_await cleaner.set_taint(node, false);
+    if (!r) {
+      logger.error("could not remove a leftover draining taint", {{"policy", policy}, {"node", node}, {"error", r.error()}});
+      continue;
+    }
+    if (*r) {
+      logger.info("removed a leftover draining taint", {{"policy", policy}, {"node", node}});
+      events_.record(node_ref(node), "Normal", "TaintRemoved", "Untaint",
+                     fmt::format("Removed the {} taint of policy {}, which no drain in progress holds", drain::kDrainingTaint, policy));
+    }
+  }
+}
+
+asio::awaitable<void> SpotRebalancer::recover() {
+  std::map<std::string, std::vector<std::string>> by_policy;
+  stores_.nodes.for_each([&](const auto& n) {
+    for (const auto& t : n->taints)
+      if (t.key.view() == drain::kDrainingTaint) by_policy[std::string(t.value.view())].push_back(n->name());
+  });
+  Time now = timers_.now();
+  auto record = [&](const std::string& policy, const std::string& node) {
+    auto p = stores_.policies.get(policy);
+    if (!p) return;
+    auto& st = state(policy);
+    st.last_drain = drain::LastDrain{node, "Aborted",
+                                     "interrupted: the operator stopped during the drain; the taint was removed when it started again", now};
+    Duration delay = p->spec ? p->spec->node_drain_delay : drain::default_policy_spec().node_drain_delay;
+    st.next_drain_after = later(p->status.next_drain_after, ceil_seconds(now + std::chrono::duration_cast<Time::duration>(delay)));
+    st.backoff.failed(node, now);
+    metrics_.counter("spotshift_drains_total", "Drain attempts by result.", {"policy", "result"}).with({policy, "aborted"}).inc();
+    events_.record(node_ref(node), "Warning", "DrainAborted", "Drain",
+                   fmt::format("The drain of {} by policy {} was interrupted when the operator stopped; its taint was removed and "
+                               "no new drain starts before {}",
+                               node, policy, format_time(*st.next_drain_after)),
+                   policy_ref(*p));
+  };
+  for (const auto& [policy, nodes] : by_policy) {
+    drain::EvictorOptions o;
+    o.policy = policy;
+    drain::Evictor cleaner(client_, timers_, o);
+    for (const auto& node : nodes) {
+      auto r = co_await cleaner.set_taint(node, false);
+      if (!r) logger.error("could not remove a draining taint at start-up; retried at the next reconcile",
+                           {{"policy", policy}, {"node", node}, {"error", r.error()}});
+      else logger.info("removed the taint of an interrupted drain", {{"policy", policy}, {"node", node}});
+      record(policy, node);
+    }
+  }
+  // A drain the status says was running, whose taint is already gone.
+  stores_.policies.for_each([&](const auto& p) {
+    if (p->status.current_drain && !by_policy.count(p->name())) record(p->name(), p->status.current_drain->node);
+  });
+}
+
+asio::awaitable<runtime::Action> SpotRebalancer::reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& st) {
+  metrics_.gauge("spotshift_policy_valid", "1 when the policy's spec is valid.", {"policy"}).with({policy.name()}).set(0);
+  if (st.invalid_reported_generation != policy.meta.generation) {
+    st.invalid_reported_generation = policy.meta.generation;
+    events_.record(policy_ref(policy), "Warning", "PolicyInvalid", "Validate",
+                   fmt::format("The policy is not applied until its spec is fixed: {}", policy.spec_error->message));
+    logger.error("invalid policy", {{"policy", policy.name()}, {"error", *policy.spec_error}});
+  }
+  StatusInput in;
+  in.invalid = policy.spec_error->message;
+  auto r = co_await write_status(policy, st, std::move(in));
+  if (!r) logger.warn("could not update the status", {{"policy", policy.name()}, {"error", r.error()}});
+  co_return runtime::Action::done();  // a fix is a spec change, which enqueues the policy again
+}
+
+asio::awaitable<void> SpotRebalancer::run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
+                                                const drain::NodePlan& node_plan) {
+  const std::string name = policy.name();
+  const Time started = timers_.now();
+  const auto delay = std::chrono::duration_cast<Time::duration>(spec.node_drain_delay);
+  const std::optional<Time> gate_before = st.next_drain_after;
+  st.current = DrainProgress{node_plan.node, started, 0, static_cast<int>(node_plan.moves.size())};
+  // The gate is persisted before anything is touched, so a crash mid-drain keeps it closed.
+  st.next_drain_after = later(st.next_drain_after, ceil_seconds(started + delay));
+  std::set<std::string> targets;
+  for (const auto& m : node_plan.moves) targets.insert(m.target);
+  std::string message = fmt::format("Draining {} for policy {}: moving {} to spot node{} {}", node_plan.node, name,
+                                    pods_text(node_plan.moves.size()), targets.size() == 1 ? "" : "s", fmt::join(targets, ", "));
+  events_.record(node_ref(node_plan.node), "Normal", "DrainStarted", "Drain", message, policy_ref(policy));
+  events_.record(policy_ref(policy), "Normal", "DrainStarted", "Drain", message, node_ref(node_plan.node));
+  {
+    StatusInput in;
+    in.plan = st.last_plan.get();
+    if (auto r = co_await write_status(policy, st, std::move(in)); !r)
+      logger.warn("could not record the drain's start", {{"policy", name}, {"error", r.error()}});
+  }
+
+  auto options = drain::evictor_options(name, spec);
+  options.poll_interval = options_.poll_interval;
+  options.replacement_timeout = options_.replacement_timeout;
+  st.active = std::make_shared<drain::Evictor>(client_, timers_, options);
+  auto evictor = st.active;  // keeps it alive across the await even if the state is dropped
+  const std::string node = node_plan.node;
+  auto recheck = [this, spec, name, node]() -> Result<drain::NodePlan> {
+    drain::PlanInput in = plan_input(spec, name);
+    in.only_node = node;
+    drain::Plan p = drain::make_plan(in, spec);
+    if (const drain::NodePlan* n = p.find(node)) return *n;
+    std::vector<std::string> reasons;
+    for (const auto& u : p.undrainable) reasons.insert(reasons.end(), u.reasons.begin(), u.reasons.end());
+    if (reasons.empty()) reasons.push_back(fmt::format("{} is no longer a Ready, schedulable on-demand node of this policy", node));
+    return Error::invalid(fmt::format("{}", fmt::join(reasons, "; ")));
+  };
+  auto is_spot = [this, spec](std::string_view n) {
+    auto obj = stores_.nodes.get(n);
+    return obj && drain::classify_node(*obj, spec) == drain::NodeClass::kSpot;
+  };
+  Observer observer(*this, stores_.policies.get(name), st);
+  drain::DrainReport report = co_await evictor->drain(node_plan, recheck, is_spot, &observer);
+  st.active.reset();
+  st.current.reset();
+
+  st.evicted_total += static_cast<int64_t>(report.evicted.size());
+  auto& drains = metrics_.counter("spotshift_drains_total", "Drain attempts by result.", {"policy", "result"});
+  switch (report.outcome) {
+    case drain::DrainOutcome::kSucceeded: {
+      st.backoff.succeeded(node);
+      ++st.drained_total;
+      st.last_drain = drain::LastDrain{node, "Succeeded", "", report.finished};
+      st.next_drain_after = ceil_seconds(report.finished + delay);
+      drains.with({name, "succeeded"}).inc();
+      std::string note = fmt::format("Drained {} for policy {}: {} moved to spot nodes; the node can now be scaled away", node, name,
+                                     pods_text(report.evicted.size()));
+      if (!report.replacements_not_on_spot.empty())
+        note += fmt::format(" ({} replacement{} did not land on a spot node)", report.replacements_not_on_spot.size(),
+                            report.replacements_not_on_spot.size() == 1 ? "" : "s");
+      events_.record(node_ref(node), "Normal", "DrainSucceeded", "Drain", note, policy_ref(policy));
+      events_.record(policy_ref(policy), "Normal", "DrainSucceeded", "Drain", note, node_ref(node));
+      break;
+    }
+    case drain::DrainOutcome::kAborted: {
+      Time retry = st.backoff.failed(node, timers_.now());
+      st.last_drain = drain::LastDrain{node, "Aborted", report.reason, report.finished};
+      st.next_drain_after = ceil_seconds(report.finished + delay);
+      drains.with({name, "aborted"}).inc();
+      std::string note = fmt::format("Stopped draining {} after {} of {}: {}. The taint was {}; the node is tried again after {}", node,
+                                     report.evicted.size(), pods_text(report.evicted.size() + static_cast<size_t>(report.remaining)),
+                                     report.reason, report.taint_removed ? "removed" : "not removed yet (retried shortly)",
+                                     format_time(retry));
+      events_.record(node_ref(node), "Warning", "DrainAborted", "Drain", note, policy_ref(policy));
+      events_.record(policy_ref(policy), "Warning", "DrainAborted", "Drain", note, node_ref(node));
+      break;
+    }
+    case drain::DrainOutcome::kStale: {
+      st.next_drain_after = gate_before;  // nothing was touched: not an attempt
+      drains.with({name, "stale"}).inc();
+      events_.record(node_ref(node), "Normal", "DrainSkipped", "Drain",
+                     fmt::format("Did not drain {} for policy {}: {}", node, name, report.reason), policy_ref(policy));
+      break;
+    }
+  }
+}
+
+asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::string& key) {
+  auto policy = stores_.policies.get(key);
+  if (!policy) {
+    if (auto it = states_.find(key); it != states_.end()) {
+      if (it->second->active) {
+        it->second->active->stop();  // the running reconcile removes the taint; the state goes next time
+        co_return runtime::Action::requeue_after(std::chrono::seconds(1));
+      }
+      states_.erase(it);
+    }
+    co_return runtime::Action::done();
+  }
+  PolicyState& st = state(key);
+  if (!policy->spec) co_return co_await reconcile_invalid(*policy, st);
+  const drain::PolicySpec& spec = *policy->spec;
+  metrics_.gauge("spotshift_policy_valid", "1 when the policy's spec is valid.", {"policy"}).with({key}).set(1);
+  if (st.invalid_reported_generation >= 0) st.invalid_reported_generation = -1;
+
+  co_await clean_stale_taints(key, st);
+  auto plan = std::make_shared<const drain::Plan>(drain::make_plan(plan_input(spec, key), spec));
+  st.last_plan = plan;
+  update_metrics(key, *plan);
+  report_undrainable(*policy, st, *plan);
+
+  const Time now = timers_.now();
+  Duration requeue = spec.housekeeping_interval;
+  std::optional<Gate> blocked;
+  if (!plan->drainable.empty()) {
+    const drain::NodePlan& head = plan->drainable.front();
+    drain::PolicyStatusView view = policy->status;
+    view.next_drain_after = later(st.next_drain_after, view.next_drain_after);
+    auto delay_gate = drain::drain_delay_gate(view, now);
+    std::vector<std::shared_ptr<const model::Node>> spot_nodes;
+    for (const auto& n : plan->spot_nodes)
+      if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
+    drain::SpotReach reach(std::move(spot_nodes));
+    std::vector<std::shared_ptr<const model::Pod>> pods;
+    stores_.pods.for_each([&](const auto& p) {
+      if (p->node_name.empty()) pods.push_back(p);
+    });
+    auto pending_gate = drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
+    if (spec.suspend) {
+      blocked = Gate{"Suspended", "spec.suspend is true: no new drain starts"};
+    } else if (!delay_gate.open) {
+      blocked = Gate{"DrainDelay", delay_gate.reason};
+      if (delay_gate.reopens_at)
+        requeue = std::min<Duration>(requeue, std::chrono::duration_cast<Duration>(*delay_gate.reopens_at - now) + std::chrono::milliseconds(10));
+    } else if (!pending_gate.open) {
+      blocked = Gate{"UnschedulablePods", pending_gate.reason};
+    } else if (spec.dry_run) {
+      blocked = Gate{"DryRun", fmt::format("dryRun is true: {} would be drained now", head.node)};
+    }
+    if (head.node != st.announced) {
+      st.announced = head.node;
+      std::string moves = fmt::format("{} fit on spot nodes", pods_text(head.moves.size()));
+      if (spec.dry_run)
+        events_.record(node_ref(head.node), "Normal", "WouldDrain", "Plan",
+                       fmt::format("Policy {} would drain {} now ({}); dryRun is true, so nothing is touched", key, head.node, moves),
+                       policy_ref(*policy));
+      else if (blocked)
+        events_.record(node_ref(head.node), "Normal", "DrainPlanned", "Plan",
+                       fmt::format("Policy {} plans to drain {} next ({}); waiting: {}", key, head.node, moves, blocked->message),
+                       policy_ref(*policy));
+    }
+    if (!blocked) {
+      co_await run_drain(*policy, spec, st, head);
+      // Plan again at once: the cluster changed, and the status should say so.
+      StatusInput in;
+      in.plan = plan.get();
+      auto latest = stores_.policies.get(key);
+      if (!latest) latest = policy;
+      if (auto r = co_await write_status(*latest, st, std::move(in)); !r)
+        logger.warn("could not update the status", {{"policy", key}, {"error", r.error()}});
+      co_return runtime::Action::requeue_after(std::chrono::milliseconds(1));
+    }
+  } else {
+    st.announced.clear();
+  }
+  StatusInput in;
+  in.plan = plan.get();
+  in.blocked = blocked;
+  if (auto r = co_await write_status(*policy, st, std::move(in)); !r) co_return r.error();
+  co_return runtime::Action::requeue_after(requeue);
+}
+
+}  // namespace spotshift::op

@@ -1,0 +1,94 @@
+#pragma once
+// SpotRebalancer: the reconciler behind every ReschedulePolicy. One key per policy (its name).
+//
+// A reconcile reads the caches, validates the policy (an invalid one gets Valid=False and a
+// Warning event; other policies keep running), builds the plan, and when a node is drainable
+// and every gate is open runs the evictor on it, then writes the status with a
+// resourceVersion-guarded update. dryRun plans and reports (WouldDrain) without touching
+// anything; suspend starts no new drains. Changes to nodes, pods, PodDisruptionBudgets and
+// namespaces enqueue every policy at once; housekeepingInterval is only the periodic resync.
+//
+// Crash safety: recover(), run once leadership is won, removes every spotshift.io/draining
+// taint (no drain is in progress in a process that just started leading), records the
+// interrupted drains as aborted and keeps the drain-delay gate closed.
+
+#include "drain/evictor.hpp"
+#include "drain/gate.hpp"
+#include "drain/planner.hpp"
+#include "resources.hpp"
+#include "runtime/controller.hpp"
+#include "runtime/events.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/store.hpp"
+#include "status.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace spotshift::op {
+
+namespace asio = boost::asio;
+
+struct RebalancerStores {
+  runtime::Store<model::Node>& nodes;
+  runtime::Store<model::Pod>& pods;
+  runtime::Store<model::PodDisruptionBudget>& pdbs;
+  runtime::Store<drain::ReschedulePolicy>& policies;
+  runtime::Store<NamespaceInfo>& namespaces;
+};
+
+struct RebalancerOptions {
+  Duration poll_interval = std::chrono::seconds(1);          // checking that evicted pods are gone
+  Duration replacement_timeout = std::chrono::seconds(30);   // waiting for replacements to schedule
+  Duration status_refresh = std::chrono::seconds(60);        // rewrite an unchanged status this often
+  size_t node_events_per_reconcile = 20;                     // NodeNotDrainable events per plan, at most
+  // The node labels zonal volumes require (VolumeZone); unset when volumes are not watched.
+  std::function<sched::VolumeRequirements()> volumes;
+};
+
+class SpotRebalancer final : public runtime::Reconciler {
+ public:
+  SpotRebalancer(std::shared_ptr<kube::Client> client, runtime::Timers& timers, RebalancerStores stores,
+                 runtime::EventRecorder& events, runtime::Metrics& metrics, RebalancerOptions options = {});
+  ~SpotRebalancer() override;
+
+  asio::awaitable<Result<runtime::Action>> reconcile(const std::string& key) override;
+
+  // Crash safety, once leadership is won (see above).
+  asio::awaitable<void> recover();
+  // Asks every drain in progress to stop at its next step and remove its taint (shutdown).
+  void stop_all();
+  // Every policy's key, for enqueueing after a cluster change.
+  std::vector<std::string> policy_keys() const { return stores_.policies.keys(); }
+
+ private:
+  struct PolicyState;
+  class Observer;
+
+  drain::PlanInput plan_input(const drain::PolicySpec& spec, const std::string& policy) const;
+  std::map<std::string, std::string> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;
+  asio::awaitable<Result<void>> write_status(const drain::ReschedulePolicy& policy, PolicyState& state, StatusInput in);
+  asio::awaitable<void> write_progress(std::string policy);
+  asio::awaitable<runtime::Action> reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& state);
+  asio::awaitable<void> run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& state,
+                                  const drain::NodePlan& node_plan);
+  asio::awaitable<void> clean_stale_taints(const std::string& policy, PolicyState& state);
+  void report_undrainable(const drain::ReschedulePolicy& policy, PolicyState& state, const drain::Plan& plan);
+  void update_metrics(const std::string& policy, const drain::Plan& plan);
+  runtime::ObjectReference policy_ref(const drain::ReschedulePolicy& p) const;
+  runtime::ObjectReference node_ref(const std::string& node) const;
+  PolicyState& state(const std::string& policy);
+
+  std::shared_ptr<kube::Client> client_;
+  runtime::Timers& timers_;
+  RebalancerStores stores_;
+  runtime::EventRecorder& events_;
+  runtime::Metrics& metrics_;
+  RebalancerOptions options_;
+  std::map<std::string, std::unique_ptr<PolicyState>> states_;
+};
+
+}  // namespace spotshift::op

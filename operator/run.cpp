@@ -1,0 +1,236 @@
+#include "run.hpp"
+
+#include "core/log.hpp"
+#include "core/strings.hpp"
+#include "flags.hpp"
+#include "kube/config.hpp"
+#include "rebalancer.hpp"
+#include "runtime/events.hpp"
+#include "runtime/informer.hpp"
+#include "runtime/leader.hpp"
+#include "runtime/manager.hpp"
+#include "version.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <ostream>
+
+namespace spotshift::op {
+
+namespace asio = boost::asio;
+
+namespace {
+
+const log::Logger logger("spotshift");
+
+struct RunFlags {
+  std::string kubeconfig;
+  std::string context;
+  bool leader_elect = false;
+  std::string leader_namespace;
+  std::string lease_name = "spotshift";
+  std::string metrics_address = ":8080";
+  std::string probe_address = ":8081";
+  std::string log_format = "text";
+  int verbosity = 0;
+  int workers = 4;
+  int qps = 20;
+  int burst = 40;
+  bool watch_volumes = true;
+  std::string lease_duration = "15s";
+  std::string renew_deadline = "10s";
+  std::string retry_period = "2s";
+};
+
+std::string check_duration(const std::string& v) {
+  auto d = parse_go_duration(v);
+  if (!d) return "must be a duration such as 15s";
+  if (*d <= Duration::zero()) return "must be positive";
+  return "";
+}
+
+std::string check_bind(const std::string& v) {
+  auto r = runtime::parse_bind_address(v);
+  return r ? "" : r.error().message;
+}
+
+std::string in_cluster_namespace() {
+  auto ns = read_file(kube::InClusterPaths{}.ns);
+  return ns ? std::string(trim(*ns)) : "";
+}
+
+// Enqueues every policy when an object changes in a way a plan could notice.
+template <class T>
+void trigger_all(runtime::Informer<T>& informer, runtime::WorkQueue& queue, SpotRebalancer& rebalancer) {
+  informer.on_event([&queue, &rebalancer](const runtime::ObjectEvent<T>& e) {
+    if (e.resync || !runtime::content_changed(e)) return;
+    for (const auto& key : rebalancer.policy_keys()) queue.add(key);
+  });
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  RunFlags f;
+  f.leader_elect = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  FlagSet flags("spotshift run",
+                "Runs the operator: watches ReschedulePolicies, nodes, pods and PodDisruptionBudgets, and moves the pods of\n"
+                "on-demand nodes onto spot nodes when every one of them fits.");
+  flags.add_string("kubeconfig", &f.kubeconfig,
+                   "Path to a kubeconfig. Default: $KUBECONFIG, then the in-cluster service account, then ~/.kube/config.");
+  flags.add_string("context", &f.context, "The kubeconfig context to use (default: its current-context).");
+  flags.add_bool("leader-elect", &f.leader_elect,
+                 "Elect a leader among replicas with a coordination.k8s.io Lease (default true in a cluster, false outside).");
+  flags.add_string("leader-election-namespace", &f.leader_namespace,
+                   "Namespace of the Lease (default: the pod's own namespace in a cluster, else default).");
+  flags.add_string("lease-name", &f.lease_name, "Name of the Lease.");
+  flags.add_checked("leader-elect-lease-duration", &f.lease_duration,
+                    "How long followers wait after the last renewal before taking over.", check_duration);
+  flags.add_checked("leader-elect-renew-deadline", &f.renew_deadline, "How long the leader keeps trying to renew before it gives up.",
+                    check_duration);
+  flags.add_checked("leader-elect-retry-period", &f.retry_period, "How often candidates try to acquire or renew the Lease.",
+                    check_duration);
+  flags.add_checked("metrics-bind-address", &f.metrics_address, "Where to serve /metrics; 0 turns it off.", check_bind);
+  flags.add_checked("health-probe-bind-address", &f.probe_address, "Where to serve /healthz and /readyz; 0 turns it off.",
+                    check_bind);
+  flags.add_checked("log-format", &f.log_format, "Log format: text or json.", [](const std::string& v) {
+    return log::parse_format(v) ? "" : std::string("must be text or json");
+  });
+  flags.add_int("v", &f.verbosity, "Log verbosity: 0 (info) to 5 (every request).");
+  flags.add_int("workers", &f.workers, "Policies reconciled at the same time.");
+  flags.add_int("kube-api-qps", &f.qps, "Requests per second to the API server (client-side limit).");
+  flags.add_int("kube-api-burst", &f.burst, "Burst above the QPS limit.");
+  flags.add_bool("watch-volumes", &f.watch_volumes,
+                 "Watch PersistentVolumeClaims and PersistentVolumes so VolumeZone keeps pods with zonal volumes in their zone.");
+  bool help = false;
+  if (auto r = flags.parse(args, &help); !r) {
+    err << "error: " << r.error().message << "\n";
+    return 2;
+  }
+  if (help) {
+    out << flags.usage();
+    return 0;
+  }
+  if (f.verbosity < 0 || f.workers < 1 || f.qps < 0 || f.burst < 1) {
+    err << "error: -v, --kube-api-qps must be at least 0 and --workers, --kube-api-burst at least 1\n";
+    return 2;
+  }
+  log::configure(*log::parse_format(f.log_format), f.verbosity);
+
+  auto config = kube::load_config(f.kubeconfig, f.context);
+  if (!config) {
+    logger.error("cannot find the API server", {{"error", config.error()}});
+    return 1;
+  }
+  boost::asio::io_context ioc(1);
+  kube::ClientOptions co;
+  co.qps = f.qps;
+  co.burst = f.burst;
+  const std::string identity = runtime::default_identity();
+  co.user_agent = fmt::format("spotshift/{} ({})", kVersion, identity);
+  auto client = kube::Client::create(ioc.get_executor(), *config, co);
+  if (!client) {
+    logger.error("cannot create the API client", {{"error", client.error()}});
+    return 1;
+  }
+  logger.info("starting", {{"version", kVersion}, {"server", config->server}, {"config", config->source},
+                           {"leaderElect", f.leader_elect}});
+
+  runtime::Timers timers(ioc.get_executor(), SystemClock::instance());
+  runtime::Metrics metrics;
+  metrics.set_build_info(std::string(kVersion), std::string(kRevision));
+
+  runtime::Informer<model::Node> nodes("nodes", *client, timers, {});
+  runtime::Informer<model::Pod> pods("pods", *client, timers, {});
+  runtime::Informer<model::PodDisruptionBudget> pdbs("poddisruptionbudgets", *client, timers, {});
+  runtime::Informer<drain::ReschedulePolicy> policies("reschedulepolicies", *client, timers, {});
+  runtime::Informer<NamespaceInfo> namespaces("namespaces", *client, timers, {});
+  runtime::Informer<model::PersistentVolumeClaim> claims("persistentvolumeclaims", *client, timers, {});
+  runtime::Informer<model::PersistentVolume> volumes("persistentvolumes", *client, timers, {});
+
+  runtime::EventRecorderOptions eo;
+  eo.reporting_instance = identity;
+  runtime::EventRecorder events(*client, timers, eo);
+
+  RebalancerOptions ro;
+  if (f.watch_volumes) {
+    ro.volumes = [&claims, &volumes] {
+      std::vector<const model::PersistentVolumeClaim*> c;
+      std::vector<const model::PersistentVolume*> v;
+      claims.store().for_each([&](const auto& p) { c.push_back(p.get()); });
+      volumes.store().for_each([&](const auto& p) { v.push_back(p.get()); });
+      return model::volume_node_requirements(c, v);
+    };
+  }
+  SpotRebalancer rebalancer(*client, timers,
+                            RebalancerStores{nodes.store(), pods.store(), pdbs.store(), policies.store(), namespaces.store()}, events,
+                            metrics, ro);
+  runtime::WorkQueue queue(timers);
+  runtime::Controller controller("spotrebalancer", rebalancer, queue, timers, {f.workers, Duration::zero()});
+  auto& reconciles = metrics.counter("spotshift_reconcile_total", "Reconciles by result.", {"result"});
+  auto& depth = metrics.gauge("spotshift_workqueue_depth", "Policies waiting to be reconciled.");
+  controller.observer = [&](Duration, std::string_view result) {
+    reconciles.with({std::string(result)}).inc();
+    depth.get().set(static_cast<double>(queue.len()));
+  };
+  policies.on_event([&queue](const runtime::ObjectEvent<drain::ReschedulePolicy>& e) {
+    if (runtime::content_changed(e)) queue.add(e.object->meta.key());
+  });
+  trigger_all(nodes, queue, rebalancer);
+  trigger_all(pods, queue, rebalancer);
+  trigger_all(pdbs, queue, rebalancer);
+  trigger_all(namespaces, queue, rebalancer);
+  if (f.watch_volumes) {
+    trigger_all(claims, queue, rebalancer);
+    trigger_all(volumes, queue, rebalancer);
+  }
+
+  runtime::ManagerOptions mo;
+  mo.leader_elect = f.leader_elect;
+  mo.leader.name = f.lease_name;
+  mo.leader.namespace_ = !f.leader_namespace.empty() ? f.leader_namespace
+                                                     : (config->source == "in-cluster" ? in_cluster_namespace() : "default");
+  if (mo.leader.namespace_.empty()) mo.leader.namespace_ = "default";
+  mo.leader.identity = identity;
+  mo.leader.lease_duration = *parse_go_duration(f.lease_duration);
+  mo.leader.renew_deadline = *parse_go_duration(f.renew_deadline);
+  mo.leader.retry_period = *parse_go_duration(f.retry_period);
+  if (auto v = mo.leader.validate(); f.leader_elect && !v) {
+    err << "error: " << v.error().message << "\n";
+    return 2;
+  }
+  mo.metrics_address = f.metrics_address;
+  mo.probe_address = f.probe_address;
+  runtime::Manager manager(ioc.get_executor(), *client, timers, metrics, mo);
+  manager.add_informer(nodes);
+  manager.add_informer(pods);
+  manager.add_informer(pdbs);
+  manager.add_informer(policies);
+  manager.add_informer(namespaces);
+  if (f.watch_volumes) {
+    manager.add_informer(claims);
+    manager.add_informer(volumes);
+  }
+  manager.add_runnable("event recorder", [&events] { return events.run(); }, [&events] { events.stop(); });
+  manager.on_leading([&rebalancer, &queue]() -> asio::awaitable<void> {
+    co_await rebalancer.recover();
+    for (const auto& key : rebalancer.policy_keys()) queue.add(key);
+  });
+  manager.on_stopping([&rebalancer] { rebalancer.stop_all(); });
+  manager.add_controller(controller);
+
+  int code = 1;
+  boost::asio::co_spawn(ioc, [&]() -> asio::awaitable<void> { code = co_await manager.run(); },
+                        [&](std::exception_ptr e) {
+                          runtime::log_exception("manager", e);
+                          ioc.stop();
+                        });
+  ioc.run();
+  logger.info("stopped", {{"exitCode", code}});
+  return code;
+}
+
+}  // namespace spotshift::op
