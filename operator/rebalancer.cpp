@@ -461,7 +461,7 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
                        policy_ref(*policy));
       else if (blocked)
         events_.record(node_ref(head.node), "Normal", "DrainPlanned", "Plan",
-                       fmt::format("Policy {} plans to drain {} next ({}); waiting: {}", key, head.node, moves, blocked->message),
+                       fmt::format("Policy {} plans to drain {} next ({}), held back for now: {}", key, head.node, moves, blocked->message),
                        policy_ref(*policy));
     }
     if (!blocked) {

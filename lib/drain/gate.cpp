@@ -7,7 +7,7 @@ namespace spotshift::drain {
 GateDecision drain_delay_gate(const PolicyStatusView& status, Time now) {
   if (!status.next_drain_after || now >= *status.next_drain_after) return {};
   return GateDecision{false,
-                      fmt::format("waiting for nodeDrainDelay after the last drain: the next drain may start at {}",
+                      fmt::format("nodeDrainDelay has not passed since the last drain; the next drain may start at {}",
                                   format_time(*status.next_drain_after)),
                       status.next_drain_after};
 }

@@ -1,0 +1,140 @@
+// The reference documents against what they describe: the policy reference against the CRD, the
+// events and metrics reference against the code.
+
+#include "core/strings.hpp"
+#include "model/yaml.hpp"
+#include "support/catch.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+using namespace spotshift;
+
+namespace {
+
+const std::string kRoot = SOURCE_ROOT;
+
+std::string text(const std::string& rel) { return read_file(kRoot + "/" + rel).value(); }
+
+const model::JsonValue* member(const model::JsonValue& v, std::string_view key) {
+  if (!v.IsObject()) return nullptr;
+  auto it = v.FindMember(model::json_key(key));
+  return it == v.MemberEnd() ? nullptr : &it->value;
+}
+
+std::string scalar(const model::JsonValue& v) {
+  if (v.IsString()) return v.GetString();
+  if (v.IsBool()) return v.GetBool() ? "true" : "false";
+  if (v.IsInt64()) return std::to_string(v.GetInt64());
+  if (v.IsObject() && v.MemberCount() == 0) return "{}";
+  return "";
+}
+
+bool is_selector(const model::JsonValue& schema) {
+  const auto* props = member(schema, "properties");
+  return props && member(*props, "matchLabels");
+}
+
+// Every documented path in the schema below `path`: objects with properties are walked (label
+// selectors are one field), list items as path[].
+void walk(const model::JsonValue& schema, const std::string& path, std::map<std::string, std::string>& out) {
+  const auto* def = member(schema, "default");
+  out[path] = def ? scalar(*def) : "";
+  if (is_selector(schema)) return;
+  if (const auto* props = member(schema, "properties"))
+    for (auto it = props->MemberBegin(); it != props->MemberEnd(); ++it)
+      walk(it->value, path + "." + it->name.GetString(), out);
+  if (const auto* items = member(schema, "items"); items && member(*items, "properties"))
+    for (auto it = member(*items, "properties")->MemberBegin(); it != member(*items, "properties")->MemberEnd(); ++it)
+      walk(it->value, path + "[]." + it->name.GetString(), out);
+}
+
+// Rows of a markdown table whose first cell is `prefix...`: first cell -> the row's cells.
+std::map<std::string, std::vector<std::string>> table_rows(const std::string& doc, const std::string& prefix) {
+  std::map<std::string, std::vector<std::string>> rows;
+  for (auto line : split(doc, '\n')) {
+    if (!line.starts_with("| `" + prefix)) continue;
+    std::vector<std::string> cells;
+    for (auto c : split(line, '|')) cells.push_back(std::string(trim(c)));
+    // cells[0] is empty (before the first bar)
+    std::string key = cells.at(1);
+    key = key.substr(1, key.find('`', 1) - 1);
+    rows[key] = cells;
+  }
+  return rows;
+}
+
+std::set<std::string> matches(const std::string& source, const std::regex& re, int group = 1) {
+  std::set<std::string> out;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), re); it != std::sregex_iterator(); ++it)
+    out.insert((*it)[group].str());
+  return out;
+}
+
+std::string operator_sources() {
+  std::string all;
+  for (const auto& e : std::filesystem::directory_iterator(kRoot + "/operator"))
+    if (e.path().extension() == ".cpp") all += text("operator/" + e.path().filename().string());
+  for (const auto& f : {"lib/runtime/metrics.cpp", "lib/runtime/manager.cpp"}) all += text(f);
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("the policy reference documents every CRD field with its default, and nothing else", "[docs]") {
+  auto crd = model::parse_yaml(text("crds/reschedulepolicies.spotshift.io.yaml")).value();
+  const auto& schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"];
+  std::map<std::string, std::string> spec_fields, status_fields;
+  walk(schema["spec"], "spec", spec_fields);
+  spec_fields.erase("spec");
+  for (auto it = schema["status"]["properties"].MemberBegin(); it != schema["status"]["properties"].MemberEnd(); ++it)
+    status_fields[fmt::format("status.{}", it->name.GetString())] = "";
+
+  std::string doc = text("docs/policy-reference.md");
+  auto spec_rows = table_rows(doc, "spec.");
+  auto status_rows = table_rows(doc, "status.");
+  for (const auto& [path, def] : spec_fields) {
+    INFO(path);
+    REQUIRE(spec_rows.count(path));
+    // A scalar default in the CRD appears, in backquotes, in the Default column.
+    if (!def.empty()) CHECK(spec_rows[path].at(3).find("`" + def + "`") != std::string::npos);
+  }
+  for (const auto& [path, row] : spec_rows) {
+    INFO(path);
+    CHECK(spec_fields.count(path));
+  }
+  for (const auto& [path, _] : status_fields) {
+    INFO(path);
+    CHECK(status_rows.count(path));
+  }
+  for (const auto& [path, _] : status_rows) {
+    INFO(path);
+    CHECK(status_fields.count(path));
+  }
+}
+
+TEST_CASE("the events reference lists exactly the reasons the operator records, with their types", "[docs]") {
+  std::string code = operator_sources();
+  std::map<std::string, std::string> recorded;  // reason -> type
+  std::regex re(R"re("(Normal|Warning)",\s*"([A-Z][A-Za-z]+)")re");
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), re); it != std::sregex_iterator(); ++it)
+    recorded[(*it)[2].str()] = (*it)[1].str();
+  REQUIRE(recorded.size() >= 10);
+  auto rows = table_rows(text("docs/events-and-metrics.md"), "");
+  std::map<std::string, std::string> documented;
+  for (const auto& [key, cells] : rows)
+    if (!key.starts_with("spotshift_") && !key.starts_with("process_")) documented[key] = cells.at(2);
+  CHECK(documented == recorded);
+}
+
+TEST_CASE("the metrics reference lists exactly the metrics the operator serves", "[docs]") {
+  auto served = matches(operator_sources(), std::regex(R"re("(spotshift_[a-z_]+)")re"));
+  served.erase("spotshift_");  // a prefix in a comment or format, not a metric
+  std::set<std::string> documented;
+  for (const auto& [key, cells] : table_rows(text("docs/events-and-metrics.md"), "spotshift_")) documented.insert(key);
+  CHECK(documented == served);
+}
