@@ -17,8 +17,7 @@ JsonValue str(const std::string& s, Alloc& a) { return JsonValue(s.c_str(), stat
 
 // A later duplicate key replaces the earlier one, as YAML decoders in Go do.
 void set(JsonValue& obj, const std::string& key, JsonValue&& v, Alloc& a) {
-  auto it = obj.FindMember(json_key(key));
-  if (it != obj.MemberEnd()) it->value = std::move(v);
+  if (obj.HasMember(json_key(key))) obj[json_key(key)] = std::move(v);
   else obj.AddMember(str(key, a), std::move(v), a);
 }
 

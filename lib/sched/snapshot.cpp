@@ -8,10 +8,10 @@ void Usage::add(const model::ResourceList& r, int sign) {
   cpu_milli += sign * r.cpu_milli;
   memory += sign * r.memory;
   ephemeral_storage += sign * r.ephemeral_storage;
-  for (const auto& [name, value] : r.scalars()) {
-    auto it = std::find_if(scalars.begin(), scalars.end(), [&](const auto& s) { return s.first == name; });
-    if (it == scalars.end()) scalars.emplace_back(name, sign * value);
-    else it->second += sign * value;
+  for (const auto& entry : r.scalars()) {
+    auto it = std::find_if(scalars.begin(), scalars.end(), [&](const auto& s) { return s.first == entry.first; });
+    if (it == scalars.end()) scalars.emplace_back(entry.first, sign * entry.second);
+    else it->second += sign * entry.second;
   }
 }
 
