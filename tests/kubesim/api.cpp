@@ -90,12 +90,16 @@ std::string status_body(const Error& e, const ResourceType* rt, std::string_view
   // Invalid errors name their object only when they carry field causes (a failed JSON-patch test
   // does not, and kubectl then prints "The request is invalid: ...").
   bool named = rt && (code == 404 || code == 409 || (code == 422 && !e.causes.empty()));
-  if (named || !e.causes.empty() || e.retry_after_seconds) {
+  // Forbidden always names the resource, and the object when there is one.
+  bool forbidden = rt && code == 403;
+  if (named || forbidden || !e.causes.empty() || e.retry_after_seconds) {
     w.Key("details");
     w.StartObject();
-    if (named) {
-      w.Key("name");
-      w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+    if (named || forbidden) {
+      if (named || !name.empty()) {
+        w.Key("name");
+        w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+      }
       if (!rt->group.empty()) {
         w.Key("group");
         w.String(rt->group);
@@ -243,6 +247,17 @@ HttpResponse Api::resource(const HttpRequest& req, const Target& t) {
   std::string res = t.subresource.empty() ? t.rt->plural : t.rt->plural + "/" + t.subresource;
 
   HttpResponse resp;
+  // Service accounts get exactly what the cluster's RBAC objects grant them.
+  if (req.user && req.user->is_service_account() && !verb.empty()) {
+    RequestAttributes attrs{verb, t.rt->group, t.rt->plural, t.subresource, t.ns, t.name};
+    if (!rbac_allows(cluster_.store(), cluster_.registry(), *req.user, attrs)) {
+      Error e = Error::api(403, "Forbidden", forbidden_message(*req.user, attrs));
+      resp = error(e, t);
+      resp.verb = verb;
+      resp.resource = res;
+      return resp;
+    }
+  }
   auto fault = cluster_.faults().match(verb, res, t.name, req.user_agent);
   if (fault && fault->status) {
     Error e = Error::api(fault->status,

@@ -3,6 +3,7 @@
 // lists, Tables, Status errors, discovery and OpenAPI documents). No I/O: the HTTP server hands
 // it a parsed request and writes what it returns, streaming watches from a WatchStream.
 
+#include "rbac.hpp"
 #include "cluster.hpp"
 #include "watch.hpp"
 
@@ -15,6 +16,7 @@
 namespace spotshift::kubesim {
 
 struct HttpRequest {
+  std::optional<UserInfo> user;  // the authenticated user; empty over plain HTTP and in-process
   std::string method;
   std::string path;  // percent-decoded, without the query
   std::map<std::string, std::string> query;  // decoded; '+' is a space

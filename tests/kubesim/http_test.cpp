@@ -355,3 +355,110 @@ TEST_CASE("the kubesim binary: help, bad flags, port file, kubeconfig and a clea
   CHECK(log.find("kubesim listening on http://127.0.0.1:") != std::string::npos);
   CHECK(log.find("stopping") != std::string::npos);
 }
+
+TEST_CASE("service-account tokens get exactly what Roles and ClusterRoles grant them", "[http][rbac]") {
+  SimulatorOptions o = demo();
+  o.tls = true;
+  o.tokens = {{"admin-token", "admin"}, {"sa-token", "system:serviceaccount:spotshift:spotshift"}};
+  Harness h(o);
+  REQUIRE(h.sim->write_kubeconfig(h.dir.file("sa"), "sa-token"));
+  const std::string sa = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s ", h.dir.file("sa"),
+                                     h.dir.file("c2"));
+  const std::string user = "system:serviceaccount:spotshift:spotshift";
+
+  // Nothing is granted yet: the exact Status a real apiserver sends.
+  auto body = h.curl("-H 'Authorization: Bearer sa-token' " + h.sim->url() + "/api/v1/nodes");
+  CHECK(body.output == fmt::format(R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"nodes is forbidden: User \"{}\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{{"kind":"nodes"}},"code":403}})", user));
+  auto denied = run(sa + "get pods -A");
+  CHECK(denied.status != 0);
+  CHECK_THAT(denied.output, Catch::Contains(fmt::format(
+      "Error from server (Forbidden): pods is forbidden: User \"{}\" cannot list resource \"pods\" in API group \"\" at the cluster scope", user)));
+  // Other users are not restricted.
+  CHECK(h.k("get pods -A").status == 0);
+
+  h.dir.write("rbac.yaml", R"(apiVersion: v1
+kind: Namespace
+metadata: {name: spotshift}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: reader}
+rules:
+- apiGroups: [""]
+  resources: [nodes, pods]
+  verbs: [get, list, watch]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [list]
+  resourceNames: [only-this-one]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: reader}
+subjects:
+- {kind: ServiceAccount, name: spotshift, namespace: spotshift}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: leases, namespace: spotshift}
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, create, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: leases, namespace: spotshift}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: leases}
+subjects:
+- {kind: Group, name: "system:serviceaccounts:spotshift"}
+)");
+  auto applied = h.k("apply -f " + h.dir.file("rbac.yaml"));
+  REQUIRE(applied.status == 0);
+  INFO(applied.output);
+
+  CHECK(run(sa + "get nodes").status == 0);
+  CHECK(run(sa + "get pods -A").status == 0);
+  // Granted verbs only: deleting a pod is not among them.
+  auto pods = h.k("get pods -n shop -o name");
+  REQUIRE(pods.status == 0);
+  auto pod = std::string(trim(split(pods.output, '\n').at(0)));
+  REQUIRE(pod.starts_with("pod/"));
+  std::string name = pod.substr(4);
+  auto del = run(sa + "delete pod -n shop " + name);
+  CHECK(del.status != 0);
+  CHECK_THAT(del.output, Catch::Contains(fmt::format(
+      "pods \"{}\" is forbidden: User \"{}\" cannot delete resource \"pods\" in API group \"\" in the namespace \"shop\"", name, user)));
+  // A subresource needs its own rule; resourceNames never match a list.
+  auto eviction = h.curl(fmt::format(
+      "-o /dev/null -w '%{{http_code}}' -H 'Authorization: Bearer sa-token' -H 'Content-Type: application/json' -X POST "
+      "-d '{{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{{\"name\":\"{0}\",\"namespace\":\"shop\"}}}}' "
+      "{1}/api/v1/namespaces/shop/pods/{0}/eviction", name, h.sim->url()));
+  CHECK(eviction.output != "403");
+  auto binding = h.curl(fmt::format(
+      "-o /dev/null -w '%{{http_code}}' -H 'Authorization: Bearer sa-token' -H 'Content-Type: application/json' -X POST "
+      "-d '{{}}' {}/api/v1/namespaces/shop/pods/{}/binding", h.sim->url(), name));
+  CHECK(binding.output == "403");
+  auto pdbs = run(sa + "get pdb -A");
+  CHECK(pdbs.status != 0);
+  CHECK_THAT(pdbs.output, Catch::Contains("cannot list resource \"poddisruptionbudgets\" in API group \"policy\" at the cluster scope"));
+  // The Role binds through the namespace's service-account group, and only in its namespace.
+  h.dir.write("lease.yaml", R"(apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: spotshift}
+spec: {holderIdentity: a, leaseDurationSeconds: 15}
+)");
+  CHECK(run(sa + "create -n spotshift -f " + h.dir.file("lease.yaml")).status == 0);
+  CHECK(run(sa + "get lease -n spotshift spotshift").status == 0);
+  auto other_ns = run(sa + "create -n default -f " + h.dir.file("lease.yaml"));
+  CHECK(other_ns.status != 0);
+  CHECK_THAT(other_ns.output, Catch::Contains(fmt::format(
+      "leases.coordination.k8s.io is forbidden: User \"{}\" cannot create resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"default\"", user)));
+  // Removing the binding takes the grant away at once.
+  REQUIRE(h.k("delete clusterrolebinding reader").status == 0);
+  CHECK(run(sa + "get nodes").status != 0);
+}

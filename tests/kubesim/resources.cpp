@@ -1,6 +1,7 @@
 #include "resources.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace spotshift::kubesim {
 
@@ -75,6 +76,26 @@ Registry::Registry() {
     pdbs_ = add(std::move(r));
   }
   leases_ = add(t("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
+  {
+    auto r = t("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true);
+    r.short_names = {"sa"};
+    add(std::move(r));
+  }
+  {
+    auto r = t("", "v1", "services", "service", "Service", true);
+    r.short_names = {"svc"};
+    r.categories = {"all"};
+    r.subresources = {"status"};
+    r.status_subresource = true;
+    add(std::move(r));
+  }
+  for (auto [plural, singular, kind, namespaced] :
+       std::vector<std::tuple<std::string, std::string, std::string, bool>>{{"roles", "role", "Role", true},
+                                                                            {"rolebindings", "rolebinding", "RoleBinding", true},
+                                                                            {"clusterroles", "clusterrole", "ClusterRole", false},
+                                                                            {"clusterrolebindings", "clusterrolebinding",
+                                                                             "ClusterRoleBinding", false}})
+    add(t("rbac.authorization.k8s.io", "v1", plural, singular, kind, namespaced));
   {
     auto r = t("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true);
     r.short_names = {"pvc"};

@@ -79,7 +79,7 @@ struct Simulator::Impl {
   bool started = false;
   std::optional<CertificateAuthority> ca;
   std::string ca_pem;
-  std::map<std::string, std::string> tokens;  // token -> user
+  std::map<std::string, UserInfo> tokens;  // token -> user
   std::string admin_token;
   std::set<net::steady_timer*> waiters;       // woken on every change
   mutable std::mutex audit_mutex;
@@ -134,22 +134,29 @@ struct Simulator::Impl {
       for (auto line : split(*text, '\n')) {
         line = trim(line);
         if (line.empty() || line.starts_with("#")) continue;
+        // token[,user[,uid[,"group1,group2"]]], as kube-apiserver's --token-auth-file.
         auto parts = split(line, ',');
         std::string token(trim(parts[0]));
-        std::string user = parts.size() > 1 ? std::string(trim(parts[1])) : "admin";
-        tokens[token] = user;
-        if (admin_token.empty()) admin_token = token;
+        UserInfo user{parts.size() > 1 ? std::string(trim(parts[1])) : "admin", {}};
+        for (size_t i = 3; i < parts.size(); ++i) {
+          std::string g(trim(parts[i]));
+          std::erase(g, '"');
+          if (!g.empty()) user.groups.push_back(g);
+        }
+        add_token(token, std::move(user));
       }
     }
-    for (const auto& [token, user] : options.tokens) {
-      tokens[token] = user;
-      if (admin_token.empty()) admin_token = token;
-    }
-    if (options.tls && tokens.empty()) {
-      admin_token = "kubesim-" + cluster.new_uid();
-      tokens[admin_token] = "admin";
-    }
+    for (const auto& [token, user] : options.tokens) add_token(token, UserInfo{user, {}});
+    if (options.tls && tokens.empty()) add_token("kubesim-" + cluster.new_uid(), UserInfo{"admin", {}});
     return {};
+  }
+
+  void add_token(const std::string& token, UserInfo user) {
+    if (user.is_service_account())
+      for (auto& g : service_account_groups(user.name))
+        if (std::find(user.groups.begin(), user.groups.end(), g) == user.groups.end()) user.groups.push_back(std::move(g));
+    if (admin_token.empty() && !user.is_service_account()) admin_token = token;
+    tokens[token] = std::move(user);
   }
 
   void record(const HttpRequest& req, const HttpResponse& resp, const std::string& user, int code) {
@@ -193,13 +200,16 @@ struct Simulator::Impl {
   }
 
   template <class Stream>
-  std::string authenticate(Stream& stream, const http::request<http::string_body>& req, bool& ok) {
+  std::string authenticate(Stream& stream, const http::request<http::string_body>& req, bool& ok, std::optional<UserInfo>& info) {
     ok = true;
     if (!options.tls) return "";
     std::string_view auth = req[http::field::authorization];
     if (auth.starts_with("Bearer ")) {
       auto it = tokens.find(std::string(trim(auth.substr(7))));
-      if (it != tokens.end()) return it->second;
+      if (it != tokens.end()) {
+        info = it->second;
+        return it->second.name;
+      }
       ok = false;
       return "";
     }
@@ -304,7 +314,7 @@ struct Simulator::Impl {
       auto& req = parser.get();
       HttpRequest hreq = convert(req);
       bool authorized = true;
-      std::string user = authenticate(stream, req, authorized);
+      std::string user = authenticate(stream, req, authorized, hreq.user);
       HttpResponse resp;
       if (!authorized) {
         resp.status = 401;

@@ -1,0 +1,113 @@
+#include "rbac.hpp"
+
+#include "json_util.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace spotshift::kubesim {
+
+namespace {
+
+bool contains(const Value* list, std::string_view want, bool star = true) {
+  if (!list || !list->IsArray()) return false;
+  for (const auto& v : list->GetArray()) {
+    if (!v.IsString()) continue;
+    std::string_view s(v.GetString(), v.GetStringLength());
+    if (s == want || (star && s == "*")) return true;
+  }
+  return false;
+}
+
+bool resource_matches(const Value* resources, const RequestAttributes& a) {
+  if (!resources || !resources->IsArray()) return false;
+  std::string combined = a.subresource.empty() ? a.resource : a.resource + "/" + a.subresource;
+  for (const auto& v : resources->GetArray()) {
+    if (!v.IsString()) continue;
+    std::string_view s(v.GetString(), v.GetStringLength());
+    if (s == "*" || s == combined) return true;
+    if (!a.subresource.empty() && s == "*/" + a.subresource) return true;
+  }
+  return false;
+}
+
+bool rule_allows(const Value& rule, const RequestAttributes& a) {
+  if (!contains(field(rule, "verbs"), a.verb)) return false;
+  if (!contains(field(rule, "apiGroups"), a.api_group)) return false;
+  if (!resource_matches(field(rule, "resources"), a)) return false;
+  const Value* names = field(rule, "resourceNames");
+  if (names && names->IsArray() && !names->Empty()) return !a.name.empty() && contains(names, a.name, false);
+  return true;
+}
+
+bool subject_matches(const Value& binding, const UserInfo& user) {
+  const Value* subjects = field(binding, "subjects");
+  if (!subjects || !subjects->IsArray()) return false;
+  for (const auto& s : subjects->GetArray()) {
+    std::string_view kind = get_str(s, {"kind"}), name = get_str(s, {"name"});
+    if (kind == "User" && name == user.name) return true;
+    if (kind == "Group" && std::find(user.groups.begin(), user.groups.end(), name) != user.groups.end()) return true;
+    if (kind == "ServiceAccount" &&
+        user.name == fmt::format("system:serviceaccount:{}:{}", get_str(s, {"namespace"}), name))
+      return true;
+  }
+  return false;
+}
+
+const ResourceType* rbac_type(const Registry& r, std::string_view plural) {
+  return r.find("rbac.authorization.k8s.io", "v1", plural);
+}
+
+bool role_allows(const Store& store, const ResourceType* rt, const std::string& key, const RequestAttributes& a) {
+  if (!rt) return false;
+  auto role = store.get(*rt, key);
+  const Value* rules = role ? field(role->doc, "rules") : nullptr;
+  if (!rules || !rules->IsArray()) return false;
+  for (const auto& rule : rules->GetArray())
+    if (rule_allows(rule, a)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> service_account_groups(std::string_view user) {
+  std::vector<std::string> groups = {"system:serviceaccounts", "system:authenticated"};
+  constexpr std::string_view prefix = "system:serviceaccount:";
+  if (user.starts_with(prefix)) {
+    auto rest = user.substr(prefix.size());
+    groups.push_back(fmt::format("system:serviceaccounts:{}", rest.substr(0, rest.find(':'))));
+  }
+  return groups;
+}
+
+bool rbac_allows(const Store& store, const Registry& registry, const UserInfo& user, const RequestAttributes& a) {
+  const ResourceType* cluster_roles = rbac_type(registry, "clusterroles");
+  const ResourceType* roles = rbac_type(registry, "roles");
+  if (const ResourceType* crb = rbac_type(registry, "clusterrolebindings"))
+    for (const auto& [key, b] : store.objects(*crb)) {
+      if (!subject_matches(b->doc, user)) continue;
+      if (get_str(b->doc, {"roleRef", "kind"}) != "ClusterRole") continue;
+      if (role_allows(store, cluster_roles, std::string(get_str(b->doc, {"roleRef", "name"})), a)) return true;
+    }
+  if (a.ns.empty()) return false;
+  if (const ResourceType* rb = rbac_type(registry, "rolebindings"))
+    for (const auto& [key, b] : store.objects(*rb)) {
+      if (namespace_of(b->doc) != a.ns || !subject_matches(b->doc, user)) continue;
+      std::string_view kind = get_str(b->doc, {"roleRef", "kind"}), name = get_str(b->doc, {"roleRef", "name"});
+      if (kind == "ClusterRole" && role_allows(store, cluster_roles, std::string(name), a)) return true;
+      if (kind == "Role" && role_allows(store, roles, fmt::format("{}/{}", a.ns, name), a)) return true;
+    }
+  return false;
+}
+
+std::string forbidden_message(const UserInfo& user, const RequestAttributes& a) {
+  std::string qualified = a.api_group.empty() ? a.resource : a.resource + "." + a.api_group;
+  std::string subject = a.name.empty() ? qualified : fmt::format("{} \"{}\"", qualified, a.name);
+  std::string resource = a.subresource.empty() ? a.resource : a.resource + "/" + a.subresource;
+  std::string scope = a.ns.empty() ? "at the cluster scope" : fmt::format("in the namespace \"{}\"", a.ns);
+  return fmt::format("{} is forbidden: User \"{}\" cannot {} resource \"{}\" in API group \"{}\" {}", subject, user.name, a.verb,
+                     resource, a.api_group, scope);
+}
+
+}  // namespace spotshift::kubesim
