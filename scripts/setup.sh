@@ -8,6 +8,7 @@ packages=(
   libboost1.81-dev rapidjson-dev libyaml-cpp-dev libfmt-dev catch2 libssl-dev
   clang libclang-rt-14-dev   # the libFuzzer build
   openssl curl procps        # certificates and probes in end-to-end tests
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev  # the chart renderer (Helm's engine)
 )
 # kubectl: any kubectl on PATH will do (the tests drive it); Debian's package otherwise.
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)

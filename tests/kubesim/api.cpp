@@ -1,6 +1,7 @@
 #include "api.hpp"
 
 #include "core/strings.hpp"
+#include "delete_options.hpp"
 #include "events.hpp"
 #include "table.hpp"
 #include "yaml_json.hpp"
@@ -483,7 +484,20 @@ HttpResponse Api::get(const HttpRequest& req, const Target& t) {
 }
 
 HttpResponse Api::create(const HttpRequest& req, const Target& t) {
-  auto body = parse_body(req);
+  Result<Doc> body = parse_body(req);
+  if (req.content_type.starts_with("application/vnd.kubernetes.protobuf")) {
+    // kubectl sends built-in objects as protobuf; of those kubesim decodes the Namespace (kubectl
+    // create namespace). Anything else is refused clearly instead of read as broken JSON.
+    auto json = t.rt->plural == "namespaces" && t.rt->group.empty()
+                    ? decode_namespace_protobuf(req.body)
+                    : Result<std::string>(Error::api(415, "UnsupportedMediaType",
+                                                     fmt::format("kubesim reads protobuf bodies only for namespaces and "
+                                                                 "DeleteOptions, not {}: send JSON", t.rt->plural)));
+    if (!json) return error(json.error(), t);
+    Doc d;
+    if (auto p = parse_into(*json, d); !p) return error(p.error(), t);
+    body = std::move(d);
+  }
   if (!body) return error(body.error(), t);
   Doc obj = std::move(*body);
   Target named = t;  // errors name the object in their details

@@ -63,22 +63,107 @@ class ProtoReader {
 
 Error malformed() { return Error::invalid("malformed protobuf DeleteOptions body"); }
 
-}  // namespace
-
-Result<DeleteOptions> decode_delete_options_protobuf(std::string_view body) {
+// The raw object inside the "k8s\0" + runtime.Unknown envelope (field 2).
+bool unwrap(std::string_view body, std::string_view& raw) {
   static constexpr std::string_view kMagic("k8s\0", 4);
-  if (!body.starts_with(kMagic)) return malformed();
+  if (!body.starts_with(kMagic)) return false;
   ProtoReader unknown(body.substr(4));
-  std::string_view raw;
   uint32_t field, wire;
   while (!unknown.done()) {
-    if (!unknown.next(field, wire)) return malformed();
+    if (!unknown.next(field, wire)) return false;
     if (field == 2 && wire == 2) {
-      if (!unknown.bytes(raw)) return malformed();
+      if (!unknown.bytes(raw)) return false;
     } else if (!unknown.skip(wire)) {
-      return malformed();
+      return false;
     }
   }
+  return true;
+}
+
+// A map<string,string> entry: key = 1, value = 2.
+bool map_entry(std::string_view entry, std::string& key, std::string& value) {
+  ProtoReader r(entry);
+  uint32_t field, wire;
+  while (!r.done()) {
+    std::string_view s;
+    if (!r.next(field, wire)) return false;
+    if (wire == 2 && (field == 1 || field == 2)) {
+      if (!r.bytes(s)) return false;
+      (field == 1 ? key : value) = std::string(s);
+    } else if (!r.skip(wire)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> decode_namespace_protobuf(std::string_view body) {
+  auto bad = [] { return Error::api(400, "BadRequest", "the request body is not a valid protobuf Namespace"); };
+  std::string_view raw;
+  if (!unwrap(body, raw)) return bad();
+  Doc d(rapidjson::kObjectType);
+  auto& a = d.GetAllocator();
+  set_str(d, "apiVersion", "v1", a);
+  set_str(d, "kind", "Namespace", a);
+  Value meta(rapidjson::kObjectType), labels(rapidjson::kObjectType), annotations(rapidjson::kObjectType),
+      finalizers(rapidjson::kArrayType);
+  ProtoReader r(raw);
+  uint32_t field, wire;
+  while (!r.done()) {
+    std::string_view s;
+    if (!r.next(field, wire)) return bad();
+    if (wire != 2) {
+      if (!r.skip(wire)) return bad();
+      continue;
+    }
+    if (!r.bytes(s)) return bad();
+    if (field == 1) {  // ObjectMeta
+      ProtoReader m(s);
+      while (!m.done()) {
+        std::string_view v;
+        if (!m.next(field, wire)) return bad();
+        if (wire != 2) {
+          if (!m.skip(wire)) return bad();
+          continue;
+        }
+        if (!m.bytes(v)) return bad();
+        std::string key, value;
+        if (field == 1) set_str(meta, "name", std::string(v), a);
+        else if (field == 2) set_str(meta, "generateName", std::string(v), a);
+        else if ((field == 11 || field == 12) && map_entry(v, key, value))
+          set_str(field == 11 ? labels : annotations, key, value, a);
+      }
+    } else if (field == 2) {  // NamespaceSpec: finalizers = 1
+      ProtoReader spec(s);
+      while (!spec.done()) {
+        std::string_view v;
+        if (!spec.next(field, wire)) return bad();
+        if (field == 1 && wire == 2) {
+          if (!spec.bytes(v)) return bad();
+          finalizers.PushBack(Value(std::string(v).c_str(), a), a);
+        } else if (!spec.skip(wire)) {
+          return bad();
+        }
+      }
+    }
+  }
+  if (labels.MemberCount()) meta.AddMember("labels", labels, a);
+  if (annotations.MemberCount()) meta.AddMember("annotations", annotations, a);
+  d.AddMember("metadata", meta, a);
+  if (!finalizers.Empty()) {
+    Value spec(rapidjson::kObjectType);
+    spec.AddMember("finalizers", finalizers, a);
+    d.AddMember("spec", spec, a);
+  }
+  return to_json(d);
+}
+
+Result<DeleteOptions> decode_delete_options_protobuf(std::string_view body) {
+  std::string_view raw;
+  if (!unwrap(body, raw)) return malformed();
+  uint32_t field, wire;
   DeleteOptions out;
   ProtoReader r(raw);
   while (!r.done()) {

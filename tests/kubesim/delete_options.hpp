@@ -21,6 +21,10 @@ struct DeleteOptions {
 Result<DeleteOptions> decode_delete_options(std::string_view content_type, std::string_view body,
                                             const std::map<std::string, std::string>& query);
 
+// A Namespace sent as protobuf, as `kubectl create namespace` does, decoded to its JSON form
+// (name, generateName, labels, annotations, spec.finalizers; other fields are not read).
+Result<std::string> decode_namespace_protobuf(std::string_view body);
+
 // Exposed for tests: decodes the protobuf envelope.
 Result<DeleteOptions> decode_delete_options_protobuf(std::string_view body);
 

@@ -96,6 +96,14 @@ TEST_CASE("kubectl gets nodes, applies a CRD and a custom resource, and shows it
   CHECK(nodes.output.find("NAME         STATUS   ROLES         AGE") == 0);
   CHECK(nodes.output.find("spot-1       Ready    spot-worker") != std::string::npos);
 
+  // kubectl create sends built-in objects as protobuf.
+  auto ns = h.k("create namespace team-a");
+  INFO(ns.output);
+  CHECK(ns.status == 0);
+  CHECK(h.k("get namespace team-a -o jsonpath={.metadata.name}/{.status.phase}").output == "team-a/Active");
+  auto cm = h.k("create configmap settings -n team-a --from-literal=a=b");
+  CHECK(cm.status != 0);  // not served by kubesim, and never misread
+
   h.dir.write("crd.yaml", kCrd);
   auto crd = h.k("apply -f " + h.dir.file("crd.yaml"));
   INFO(crd.output);

@@ -1,0 +1,257 @@
+#pragma once
+// The end-to-end harness: kubesim in process (plain HTTP, or HTTPS with bearer tokens), the
+// spotshift binary as a child process, and views of the cluster from the simulator's side.
+
+#include "core/strings.hpp"
+#include "simulator.hpp"
+#include "support/catch.hpp"
+#include "support/process.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace spotshift::e2e {
+
+using namespace std::chrono_literals;
+using spotshift::testing::eventually;
+using spotshift::testing::run;
+using spotshift::testing::shell_quote;
+using spotshift::testing::TempDir;
+
+
+inline const std::string kSource = SOURCE_ROOT;
+
+inline std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::string policy_yaml(const std::string& name, const std::string& extra_spec, const std::string& delay = "3s") {
+  return fmt::format(R"(apiVersion: spotshift.io/v1alpha1
+kind: ReschedulePolicy
+metadata:
+  name: {}
+spec:
+  nodeDrainDelay: {}
+  podEvictionTimeout: 20s
+{})",
+                     name, delay, extra_spec.find("maxGracefulTermination") == std::string::npos ? "  maxGracefulTermination: 20s\n" + extra_spec : extra_spec);
+}
+
+class Operator {
+ public:
+  // `spotshift run` with local bind addresses and `extra` flags.
+  Operator(const std::string& kubeconfig, const std::string& log, const std::string& extra)
+      : Operator(fmt::format("run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 {}",
+                             shell_quote(kubeconfig), extra),
+                 log) {}
+  // spotshift with exactly these (already quoted) arguments.
+  Operator(const std::string& args, const std::string& log) : log_(log) {
+    auto r = run(fmt::format("{} {} >{} 2>&1 & echo $!", SPOTSHIFT_BIN, args, shell_quote(log)));
+    pid_ = std::string(trim(r.output));
+  }
+  ~Operator() { stop(SIGKILL); }
+  void stop(int sig) {
+    if (pid_.empty()) return;
+    run(fmt::format("kill -{} {} 2>/dev/null", sig, pid_));
+    eventually([&] { return run("kill -0 " + pid_ + " 2>/dev/null").status != 0; }, 20s);
+    pid_.clear();
+  }
+  bool alive() const { return !pid_.empty() && run("kill -0 " + pid_ + " 2>/dev/null").status == 0; }
+  std::string log() const { return read_all(log_); }
+  // The /metrics text (the port is in the log).
+  std::string metrics() const {
+    std::smatch m;
+    std::string l = log();
+    if (!std::regex_search(l, m, std::regex(R"(serving metrics address=127\.0\.0\.1:([0-9]+))"))) return "";
+    return run(fmt::format("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{}; printf \"GET /metrics HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'", m[1].str()))
+        .output;
+  }
+
+ private:
+  std::string pid_, log_;
+};
+
+struct EnvOptions {
+  bool tls = false;
+  std::vector<std::pair<std::string, std::string>> tokens;  // token -> user; the first one is kubectl's
+  bool apply_crd = true;
+};
+
+class Env {
+ public:
+  explicit Env(std::string extra_scenario = {}, EnvOptions options = {}) {
+    spotshift::testing::require_tool("kubectl");
+    kubesim::SimulatorOptions o;
+    o.scenario_text = read_all(kSource + "/tests/kubesim/scenarios/demo.yaml") + extra_scenario;
+    o.cluster.kubelet_start_delay = 200ms;
+    o.cluster.termination_cap = 500ms;
+    o.tls = options.tls;
+    o.tokens = options.tokens;
+    sim = std::make_unique<kubesim::Simulator>(o);
+    REQUIRE(sim->start());
+    REQUIRE(sim->write_kubeconfig(dir.file("kubeconfig")));
+    if (options.apply_crd) kubectl("apply -f " + kSource + "/crds/reschedulepolicies.spotshift.io.yaml");
+    REQUIRE(eventually([&] { return all_running(); }, 20s));
+  }
+  // A kubeconfig that authenticates with this token.
+  std::string kubeconfig_for(const std::string& token) {
+    std::string path = dir.file("kubeconfig-" + token);
+    REQUIRE(sim->write_kubeconfig(path, token));
+    return path;
+  }
+
+  std::string kubectl(const std::string& args, bool must_succeed = true) {
+    auto r = run(fmt::format("kubectl --kubeconfig {} {} 2>&1", dir.file("kubeconfig"), args));
+    if (must_succeed) {
+      INFO("kubectl " << args << "\n" << r.output);
+      REQUIRE(r.status == 0);
+    }
+    return r.output;
+  }
+  void apply(const std::string& name, const std::string& yaml) {
+    dir.write(name + ".yaml", yaml);
+    kubectl("apply -f " + dir.file(name + ".yaml"));
+  }
+  std::unique_ptr<Operator> start(const std::string& name, const std::string& extra = "") {
+    return std::make_unique<Operator>(dir.file("kubeconfig"), dir.file(name + ".log"), extra);
+  }
+
+  // Every bound pod is Running.
+  bool all_running() {
+    bool ok = true;
+    sim->run([&](kubesim::Cluster& c) {
+      for (const auto& [k, p] : c.store().objects(*c.registry().pods()))
+        if (!kubesim::get_str(p->doc, {"spec", "nodeName"}).empty())
+          ok = ok && kubesim::get_str(p->doc, {"status", "phase"}) == "Running";
+    });
+    return ok;
+  }
+  std::vector<std::string> taints(const std::string& node) {
+    std::vector<std::string> out;
+    sim->run([&](kubesim::Cluster& c) {
+      auto n = c.store().get(*c.registry().nodes(), node);
+      if (const auto* t = n ? kubesim::get_path(n->doc, {"spec", "taints"}) : nullptr)
+        for (const auto& x : t->GetArray()) out.push_back(std::string(kubesim::get_str(x, {"key"})));
+    });
+    return out;
+  }
+  bool draining(const std::string& node) {
+    auto t = taints(node);
+    return std::find(t.begin(), t.end(), "spotshift.io/draining") != t.end();
+  }
+  bool any_draining() {
+    for (auto n : {"ondemand-1", "ondemand-2", "ondemand-3", "ondemand-4", "spot-1", "spot-2"})
+      if (draining(n)) return true;
+    return false;
+  }
+  // Live (not terminating) pods by node: "ns/name" -> node.
+  std::map<std::string, std::string> pods() {
+    std::map<std::string, std::string> out;
+    sim->run([&](kubesim::Cluster& c) {
+      for (const auto& [k, p] : c.store().objects(*c.registry().pods()))
+        if (!kubesim::get_path(p->doc, {"metadata", "deletionTimestamp"})) out[k] = std::string(kubesim::get_str(p->doc, {"spec", "nodeName"}));
+    });
+    return out;
+  }
+  std::string status(const std::string& policy, std::initializer_list<std::string_view> path) {
+    std::string out;
+    sim->run([&](kubesim::Cluster& c) {
+      const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies");
+      auto p = rt ? c.store().get(*rt, policy) : nullptr;
+      if (!p) return;
+      const auto* v = kubesim::get_path(p->doc, {"status"});
+      for (auto part : path) v = v ? kubesim::field(*v, part) : nullptr;
+      if (v) out = v->IsString() ? std::string(v->GetString()) : kubesim::to_json(*v);
+    });
+    return out;
+  }
+  std::string condition(const std::string& policy, const std::string& type, const char* field = "status") {
+    std::string out;
+    sim->run([&](kubesim::Cluster& c) {
+      const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies");
+      auto p = rt ? c.store().get(*rt, policy) : nullptr;
+      const auto* conds = p ? kubesim::get_path(p->doc, {"status", "conditions"}) : nullptr;
+      if (!conds) return;
+      for (const auto& cond : conds->GetArray())
+        if (kubesim::get_str(cond, {"type"}) == type) out = std::string(kubesim::get_str(cond, {field}));
+    });
+    return out;
+  }
+  // Events with this reason: "Kind/name: message".
+  std::vector<std::string> events(const std::string& reason) {
+    std::vector<std::string> out;
+    sim->run([&](kubesim::Cluster& c) {
+      for (const auto& [k, e] : c.store().objects(*c.registry().events()))
+        if (kubesim::get_str(e->doc, {"reason"}) == reason)
+          out.push_back(fmt::format("{}/{}: {}", kubesim::get_str(e->doc, {"involvedObject", "kind"}),
+                                    kubesim::get_str(e->doc, {"involvedObject", "name"}), kubesim::get_str(e->doc, {"message"})));
+    });
+    return out;
+  }
+  // Requests spotshift made: "METHOD path code".
+  std::vector<std::string> operator_requests(const std::string& part) {
+    std::vector<std::string> out;
+    for (const auto& a : sim->audit())
+      if (a.user_agent.starts_with("spotshift/") && (a.method + " " + a.path).find(part) != std::string::npos)
+        out.push_back(fmt::format("{} {} {}", a.method, a.path, a.code));
+    return out;
+  }
+  std::string lease_holder() {
+    std::string h;
+    sim->run([&](kubesim::Cluster& c) {
+      if (auto l = c.store().get(*c.registry().leases(), "default/spotshift"))
+        h = std::string(kubesim::get_str(l->doc, {"spec", "holderIdentity"}));
+    });
+    return h;
+  }
+
+  TempDir dir;
+  std::unique_ptr<kubesim::Simulator> sim;
+};
+
+// Samples the web workload's ready, live pods while a test runs: the budget says at least 4.
+class BudgetWatch {
+ public:
+  explicit BudgetWatch(Env& env) : env_(env), thread_([this] { loop(); }) {}
+  ~BudgetWatch() {
+    stop_ = true;
+    thread_.join();
+  }
+  int min_ready() const { return min_; }
+
+ private:
+  void loop() {
+    while (!stop_) {
+      int ready = 0;
+      env_.sim->run([&](kubesim::Cluster& c) {
+        for (const auto& [k, p] : c.store().objects(*c.registry().pods())) {
+          if (!k.starts_with("shop/web-") || kubesim::get_path(p->doc, {"metadata", "deletionTimestamp"})) continue;
+          if (const auto* conds = kubesim::get_path(p->doc, {"status", "conditions"}))
+            for (const auto& cond : conds->GetArray())
+              if (kubesim::get_str(cond, {"type"}) == "Ready" && kubesim::get_str(cond, {"status"}) == "True") ++ready;
+        }
+      });
+      min_ = std::min(min_.load(), ready);
+      std::this_thread::sleep_for(5ms);
+    }
+  }
+  Env& env_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> min_{1000};
+  std::thread thread_;
+};
+
+
+}  // namespace spotshift::e2e

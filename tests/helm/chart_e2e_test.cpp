@@ -1,0 +1,187 @@
+// The operator run the way the chart runs it: the rendered Deployment's args, and a service-account
+// token that kubesim authorizes by the rendered ClusterRole, Role and bindings only.
+
+#include "chart.hpp"
+#include "../e2e/env.hpp"
+
+#include <set>
+#include <tuple>
+
+using namespace spotshift;
+using namespace spotshift::chart;
+using namespace spotshift::e2e;
+
+namespace {
+
+const std::string kUser = "system:serviceaccount:spotshift:spotshift";
+
+EnvOptions tls_with_service_account() {
+  return EnvOptions{.tls = true, .tokens = {{"admin-token", "admin"}, {"sa-token", kUser}}, .apply_crd = false};
+}
+
+// The chart as installed in namespace spotshift. The operator pods kubesim runs for the Deployment
+// sit on ondemand-3 (never drainable in the demo), as the install guide suggests: on-demand nodes.
+Rendered render_installed(TempDir& dir) {
+  dir.write("values.yaml", "nodeSelector: {kubernetes.io/hostname: ondemand-3}\n");
+  auto r = render(dir, "--name spotshift --namespace spotshift --include-crds -f " + dir.file("values.yaml"));
+  INFO(r.error);
+  REQUIRE(r.status == 0);
+  return r;
+}
+
+// The rendered container args, with both listeners on a free local port (several replicas share
+// this host), then the service account's kubeconfig: what the pod would run.
+std::string operator_args(const Rendered& r, const std::string& kubeconfig) {
+  std::string out;
+  for (auto a : container_args(r)) {
+    if (a.starts_with("--metrics-bind-address=")) a = "--metrics-bind-address=127.0.0.1:0";
+    if (a.starts_with("--health-probe-bind-address=")) a = "--health-probe-bind-address=127.0.0.1:0";
+    out += shell_quote(a) + " ";
+  }
+  return out + "--kubeconfig " + shell_quote(kubeconfig);
+}
+
+void install(Env& env, TempDir& dir, const std::string& crds, const std::string& rest) {
+  env.kubectl("create namespace spotshift", false);
+  dir.write("crds.yaml", crds);
+  dir.write("rest.yaml", rest);
+  env.kubectl("apply -f " + dir.file("crds.yaml"));
+  env.kubectl("apply -f " + dir.file("rest.yaml"));
+}
+
+std::string crds_of(const Rendered& r) {
+  return r.documents([](const std::string& k) { return k == "CustomResourceDefinition"; });
+}
+
+// One permission: an API group, a resource (with its subresource) and a verb.
+struct Atom {
+  std::string role_kind, group, resource, verb;
+  bool operator<(const Atom& o) const {
+    return std::tie(role_kind, group, resource, verb) < std::tie(o.role_kind, o.group, o.resource, o.verb);
+  }
+  std::string text() const { return fmt::format("{}: {} {} in group \"{}\"", role_kind, verb, resource, group); }
+};
+
+std::vector<Atom> atoms_of(const kubesim::Value& role) {
+  std::vector<Atom> out;
+  std::string kind(kubesim::get_str(role, {"kind"}));
+  for (const auto& rule : kubesim::get_path(role, {"rules"})->GetArray())
+    for (const auto& g : rule["apiGroups"].GetArray())
+      for (const auto& res : rule["resources"].GetArray())
+        for (const auto& v : rule["verbs"].GetArray()) out.push_back(Atom{kind, g.GetString(), res.GetString(), v.GetString()});
+  return out;
+}
+
+// The role with one rule per atom, `without` left out: the same grants minus exactly one.
+std::string role_without(const kubesim::Value& role, const Atom& without) {
+  kubesim::Doc out;
+  out.CopyFrom(role, out.GetAllocator());
+  auto& a = out.GetAllocator();
+  kubesim::Value rules(rapidjson::kArrayType);
+  for (const auto& atom : atoms_of(role)) {
+    if (!(atom < without) && !(without < atom)) continue;
+    kubesim::Value rule(rapidjson::kObjectType);
+    for (auto [key, value] : {std::pair{"apiGroups", &atom.group}, {"resources", &atom.resource}, {"verbs", &atom.verb}}) {
+      kubesim::Value list(rapidjson::kArrayType);
+      list.PushBack(kubesim::Value(value->c_str(), a), a);
+      rule.AddMember(kubesim::Value(key, a), list, a);
+    }
+    rules.PushBack(rule, a);
+  }
+  out["rules"] = rules;
+  return kubesim::to_json(out);
+}
+
+std::vector<std::string> forbidden(Env& env) {
+  std::vector<std::string> out;
+  for (const auto& a : env.sim->audit())
+    if (a.user == kUser && a.code == 403) out.push_back(fmt::format("{} {}", a.verb, a.resource));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the operator with only the chart's RBAC and the Deployment's args drains the demo cluster", "[chart-e2e]") {
+  TempDir dir;
+  auto r = render_installed(dir);
+  Env env({}, tls_with_service_account());
+  install(env, dir, crds_of(r), r.documents([](const std::string& k) { return k != "CustomResourceDefinition"; }));
+  env.apply("policy", policy_yaml("default", ""));
+  BudgetWatch budget(env);
+
+  // Two replicas, as the Deployment runs them: one leads, one waits.
+  std::string args = operator_args(r, env.kubeconfig_for("sa-token"));
+  auto a = std::make_unique<Operator>(args, dir.file("a.log"));
+  auto b = std::make_unique<Operator>(args, dir.file("b.log"));
+  INFO(a->log() << "\n---\n" << b->log());
+  REQUIRE(eventually([&] { return env.status("default", {"nodesDrainedTotal"}) == "2"; }, 60s));
+  CHECK(env.status("default", {"lastDrain", "node"}) == "ondemand-2");
+  CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
+  CHECK(budget.min_ready() >= 4);
+  CHECK_FALSE(env.any_draining());
+  CHECK_FALSE(env.events("DrainSucceeded").empty());
+
+  // Everything went through the service account, and nothing was refused.
+  size_t requests = 0;
+  for (const auto& rec : env.sim->audit()) requests += rec.user == kUser ? 1 : 0;
+  CHECK(requests > 20);
+  CHECK(forbidden(env).empty());
+  // The Lease in the release namespace, named after the release.
+  std::string holder = env.kubectl("get lease -n spotshift spotshift -o jsonpath={.spec.holderIdentity}");
+  CHECK_FALSE(holder.empty());
+
+  a->stop(SIGTERM);
+  b->stop(SIGTERM);
+  // The chart asks for JSON logs.
+  CHECK(a->log().find(R"("msg":"stopped","exitCode":0)") != std::string::npos);
+  CHECK(b->log().find(R"("msg":"stopped","exitCode":0)") != std::string::npos);
+}
+
+TEST_CASE("taking away any one permission the chart grants gets a request of the operator refused", "[chart-e2e]") {
+  TempDir dir;
+  auto r = render_installed(dir);
+  std::vector<Atom> atoms = atoms_of(r.one("ClusterRole"));
+  auto lease_atoms = atoms_of(r.one("Role"));
+  atoms.insert(atoms.end(), lease_atoms.begin(), lease_atoms.end());
+  REQUIRE(atoms.size() == 25);
+
+  std::vector<std::string> unused;
+  for (const auto& atom : atoms) {
+    INFO(atom.text());
+    TempDir run_dir;
+    std::string rest = r.documents([&](const std::string& k) { return k != "CustomResourceDefinition" && k != atom.role_kind; });
+    rest += "---\n" + role_without(r.one(atom.role_kind), atom) + "\n";
+    Env env({}, tls_with_service_account());
+    install(env, run_dir, crds_of(r), rest);
+    env.apply("policy", policy_yaml("default", ""));
+    // The first status write conflicts, as it does when a user edits the policy meanwhile: the
+    // operator then reads the policy again.
+    env.sim->run([](kubesim::Cluster& c) {
+      kubesim::FaultRule f;
+      f.verb = "update";
+      f.resource = "reschedulepolicies/status";
+      f.status = 409;
+      f.count = 1;
+      c.faults().add(f);
+    });
+    Operator op(operator_args(r, env.kubeconfig_for("sa-token")), run_dir.file("operator.log"));
+    if (atom.resource == "events" && atom.verb == "patch") {
+      // A repeated event becomes a series with a patch: have a node's reason reported again by
+      // tightening the budget that keeps ondemand-4 from draining.
+      REQUIRE(eventually([&] {
+        for (const auto& e : env.events("NodeNotDrainable"))
+          if (e.starts_with("Node/ondemand-4")) return true;
+        return false;
+      }, 30s));
+      env.kubectl(R"(patch pdb web-pdb -n shop --type merge -p '{"spec":{"minAvailable":6}}')");
+    }
+    std::string want = fmt::format("{} {}", atom.verb, atom.resource);
+    bool refused = eventually([&] {
+      auto f = forbidden(env);
+      return std::find(f.begin(), f.end(), want) != f.end();
+    }, 30s, 20ms);
+    if (!refused) unused.push_back(atom.text() + "\n" + op.log());
+  }
+  INFO("permissions the operator never needed:\n" << fmt::format("{}", fmt::join(unused, "\n\n")));
+  CHECK(unused.empty());
+}
