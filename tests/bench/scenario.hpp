@@ -1,0 +1,46 @@
+#pragma once
+// Benchmark scenarios, deterministic by seed, written as a v1 List: the shape of
+// `kubectl get nodes,pods,pdb -A -o json`, so `spotshift plan --snapshot` and kubesim read them.
+//
+// - synthetic: up to 5,000 nodes and 150,000 pods; Deployments (ReplicaSet owners, app labels,
+//   tolerations), a share of them with required pod anti-affinity or zone topology spread, and
+//   PodDisruptionBudgets over half of them. On-demand nodes carry
+//   node-role.kubernetes.io/worker and a PreferNoSchedule taint; spot nodes
+//   node-role.kubernetes.io/spot-worker (the policy defaults).
+// - openb: the Alibaba openb trace (../shared/data/openb): real GPU node shapes and pod requests.
+//   Pods are placed the way a default scheduler would (least allocated, spot preferred) while
+//   only part of the spot capacity exists, so they overflow onto on-demand nodes; then the rest of
+//   the spot nodes return, empty. GPUs are the extended resource `alibabacloud.com/gpu-milli`
+//   (1000 per GPU), as the trace's GPU sharing needs.
+
+#include "core/error.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace spotshift::bench {
+
+struct SyntheticOptions {
+  int nodes = 5000;
+  int pods = 150000;
+  double on_demand_share = 0.4;
+  double constrained_share = 0.0;  // share of pods with required anti-affinity or topology spread
+  uint64_t seed = 1;
+};
+
+std::string synthetic_cluster(const SyntheticOptions& o);
+
+struct OpenbOptions {
+  std::string data_dir;  // holds openb_node_list_gpu_node.csv and the pod lists
+  std::string pod_list = "openb_pod_list_default.csv";
+  int on_demand_nodes = 457;
+  double spot_available_share = 0.5;  // of the spot nodes, present while the pods were placed
+  uint64_t seed = 1;
+};
+
+Result<std::string> openb_cluster(const OpenbOptions& o);
+
+// The directory the openb trace is in: $SPOTSHIFT_OPENB, else ../shared/data/openb from the source.
+std::string default_openb_dir();
+
+}  // namespace spotshift::bench
