@@ -99,6 +99,19 @@ Result<void> FlagSet::parse(const std::vector<std::string>& args, bool* help) {
   return {};
 }
 
+std::optional<int> FlagSet::parse_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  bool help = false;
+  if (auto r = parse(args, &help); !r) {
+    err << "error: " << r.error().message << "\n";
+    return 2;
+  }
+  if (help) {
+    out << usage();
+    return 0;
+  }
+  return std::nullopt;
+}
+
 std::string FlagSet::usage() const {
   std::string out = fmt::format("{}\n\nUsage:\n  {} [flags]\n\nFlags:\n", summary_, command_);
   for (const auto& f : flags_) {

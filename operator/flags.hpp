@@ -6,6 +6,8 @@
 #include "core/error.hpp"
 
 #include <functional>
+#include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,9 @@ class FlagSet {
   // Parses args (without the program and command names). Positional arguments are errors.
   // Sets *help when -h or --help is given.
   Result<void> parse(const std::vector<std::string>& args, bool* help);
+  // parse() as a command uses it: an error is printed to err (exit code 2), --help prints the
+  // usage to out (exit code 0). Returns the exit code when the command should stop there.
+  std::optional<int> parse_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
   // Whether a flag was given explicitly.
   bool given(const std::string& name) const;
   std::string usage() const;

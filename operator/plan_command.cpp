@@ -131,15 +131,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
   flags.add_string("policy", &policy_path, "A ReschedulePolicy file; without it the policy's defaults apply.");
   flags.add_checked("output", &output, "Output format: table or json.", [](const std::string& v) { return one_of(v, {"table", "json"}); },
                     "o");
-  bool help = false;
-  if (auto r = flags.parse(args, &help); !r) {
-    err << "error: " << r.error().message << "\n";
-    return 2;
-  }
-  if (help) {
-    out << flags.usage();
-    return 0;
-  }
+  if (auto stop = flags.parse_command(args, out, err)) return *stop;
   if (snapshot_path.empty()) {
     err << "error: --snapshot is required (see spotshift plan --help)\n";
     return 2;

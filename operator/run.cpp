@@ -105,15 +105,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   flags.add_int("kube-api-burst", &f.burst, "Burst above the QPS limit.");
   flags.add_bool("watch-volumes", &f.watch_volumes,
                  "Watch PersistentVolumeClaims and PersistentVolumes so VolumeZone keeps pods with zonal volumes in their zone.");
-  bool help = false;
-  if (auto r = flags.parse(args, &help); !r) {
-    err << "error: " << r.error().message << "\n";
-    return 2;
-  }
-  if (help) {
-    out << flags.usage();
-    return 0;
-  }
+  if (auto stop = flags.parse_command(args, out, err)) return *stop;
   if (f.verbosity < 0 || f.workers < 1 || f.qps < 0 || f.burst < 1) {
     err << "error: -v, --kube-api-qps must be at least 0 and --workers, --kube-api-burst at least 1\n";
     return 2;

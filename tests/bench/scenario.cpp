@@ -223,11 +223,13 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
     SimNode* best = nullptr;
     for (bool want_od : {false, true}) {
       double best_score = -1e9;
-      for (auto& n : nodes)
-        if (n.present && n.on_demand == want_od && n.fits(p) && n.score(p) > best_score) {
-          best_score = n.score(p);
+      for (auto& n : nodes) {
+        if (!n.present || n.on_demand != want_od || !n.fits(p)) continue;
+        if (double score = n.score(p); score > best_score) {
+          best_score = score;
           best = &n;
         }
+      }
       if (best) break;
     }
     if (!best) continue;

@@ -2,15 +2,12 @@
 // Renders charts/spotshift with helm-render (Go text/template + sprig + Helm's functions, built
 // from tests/helm/render.go) and reads the result back as objects.
 
+#include "e2e/env.hpp"
 #include "json_util.hpp"
 #include "model/yaml.hpp"
-#include "support/catch.hpp"
-#include "support/process.hpp"
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,12 +51,7 @@ struct Rendered {
   }
 };
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using e2e::read_all;
 
 // helm-render --chart charts/spotshift ARGS (already shell-quoted).
 inline Rendered render(const testing::TempDir& dir, const std::string& args) {
@@ -67,8 +59,8 @@ inline Rendered render(const testing::TempDir& dir, const std::string& args) {
   std::string out = dir.file(fmt::format("render-{}.yaml", ++n)), err = dir.file(fmt::format("render-{}.err", n));
   Rendered r;
   r.status = testing::run(fmt::format("{{ {} --chart {} {} >{} 2>{}; }}", HELM_RENDER, testing::shell_quote(kChart), args, out, err)).status;
-  r.text = slurp(out);
-  r.error = slurp(err);
+  r.text = read_all(out);
+  r.error = read_all(err);
   if (r.status == 0) {
     auto docs = model::parse_yaml_documents(r.text);
     INFO(r.text);
@@ -78,16 +70,40 @@ inline Rendered render(const testing::TempDir& dir, const std::string& args) {
   return r;
 }
 
-// The operator container's args in the rendered Deployment.
-inline std::vector<std::string> container_args(const Rendered& r) {
-  std::vector<std::string> out;
+// The operator container of the rendered Deployment (its only one).
+inline const kubesim::Value& container(const Rendered& r) {
   const auto* containers = kubesim::get_path(r.one("Deployment"), {"spec", "template", "spec", "containers"});
   REQUIRE(containers);
   REQUIRE(containers->Size() == 1);
-  const auto* args = kubesim::get_path((*containers)[0], {"args"});
+  return (*containers)[0];
+}
+
+// The operator container's args.
+inline std::vector<std::string> container_args(const Rendered& r) {
+  std::vector<std::string> out;
+  const auto* args = kubesim::get_path(container(r), {"args"});
   REQUIRE(args);
   for (const auto& a : args->GetArray()) out.emplace_back(a.GetString());
   return out;
+}
+
+inline bool is_crd(const std::string& kind) { return kind == "CustomResourceDefinition"; }
+
+// What `helm install --create-namespace` does, as kubectl: the namespace, the CRDs first, then
+// everything else (already in install order).
+inline void install(e2e::Env& env, const testing::TempDir& dir, const std::string& ns, const std::string& crds,
+                    const std::string& rest) {
+  env.kubectl("create namespace " + ns, false);  // may exist already
+  if (!crds.empty()) {
+    dir.write("crds.yaml", crds);
+    env.kubectl("apply -f " + dir.file("crds.yaml"));
+  }
+  dir.write("rest.yaml", rest);
+  env.kubectl("apply -f " + dir.file("rest.yaml"));
+}
+
+inline void install(e2e::Env& env, const testing::TempDir& dir, const std::string& ns, const Rendered& r) {
+  install(env, dir, ns, r.documents(is_crd), r.documents([](const std::string& k) { return !is_crd(k); }));
 }
 
 }  // namespace spotshift::chart

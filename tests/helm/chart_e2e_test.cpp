@@ -2,7 +2,6 @@
 // token that kubesim authorizes by the rendered ClusterRole, Role and bindings only.
 
 #include "chart.hpp"
-#include "../e2e/env.hpp"
 
 #include <set>
 #include <tuple>
@@ -39,18 +38,6 @@ std::string operator_args(const Rendered& r, const std::string& kubeconfig) {
     out += shell_quote(a) + " ";
   }
   return out + "--kubeconfig " + shell_quote(kubeconfig);
-}
-
-void install(Env& env, TempDir& dir, const std::string& crds, const std::string& rest) {
-  env.kubectl("create namespace spotshift", false);
-  dir.write("crds.yaml", crds);
-  dir.write("rest.yaml", rest);
-  env.kubectl("apply -f " + dir.file("crds.yaml"));
-  env.kubectl("apply -f " + dir.file("rest.yaml"));
-}
-
-std::string crds_of(const Rendered& r) {
-  return r.documents([](const std::string& k) { return k == "CustomResourceDefinition"; });
 }
 
 // One permission: an API group, a resource (with its subresource) and a verb.
@@ -105,7 +92,7 @@ TEST_CASE("the operator with only the chart's RBAC and the Deployment's args dra
   TempDir dir;
   auto r = render_installed(dir);
   Env env({}, tls_with_service_account());
-  install(env, dir, crds_of(r), r.documents([](const std::string& k) { return k != "CustomResourceDefinition"; }));
+  install(env, dir, "spotshift", r);
   env.apply("policy", policy_yaml("default", ""));
   BudgetWatch budget(env);
 
@@ -149,10 +136,10 @@ TEST_CASE("taking away any one permission the chart grants gets a request of the
   for (const auto& atom : atoms) {
     INFO(atom.text());
     TempDir run_dir;
-    std::string rest = r.documents([&](const std::string& k) { return k != "CustomResourceDefinition" && k != atom.role_kind; });
+    std::string rest = r.documents([&](const std::string& k) { return !is_crd(k) && k != atom.role_kind; });
     rest += "---\n" + role_without(r.one(atom.role_kind), atom) + "\n";
     Env env({}, tls_with_service_account());
-    install(env, run_dir, crds_of(r), rest);
+    install(env, run_dir, "spotshift", r.documents(is_crd), rest);
     env.apply("policy", policy_yaml("default", ""));
     // The first status write conflicts, as it does when a user edits the policy meanwhile: the
     // operator then reads the policy again.

@@ -3,7 +3,6 @@
 // to kubesim with kubectl.
 
 #include "chart.hpp"
-#include "../e2e/env.hpp"
 
 #include "core/strings.hpp"
 
@@ -43,21 +42,6 @@ std::map<std::string, std::string> string_map(const kubesim::Value* v) {
 
 bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
-const kubesim::Value& container(const Rendered& r) {
-  const auto* c = kubesim::get_path(r.one("Deployment"), {"spec", "template", "spec", "containers"});
-  REQUIRE(c);
-  return (*c)[0];
-}
-
-// Applies what helm install would: the CRDs first, then everything else in install order.
-void apply(Env& env, TempDir& dir, const Rendered& r, const std::string& ns) {
-  env.kubectl("create namespace " + ns, false);  // helm install --create-namespace
-  dir.write("crds.yaml", r.documents([](const std::string& k) { return k == "CustomResourceDefinition"; }));
-  dir.write("rest.yaml", r.documents([](const std::string& k) { return k != "CustomResourceDefinition"; }));
-  if (!r.all("CustomResourceDefinition").empty()) env.kubectl("apply -f " + dir.file("crds.yaml"));
-  env.kubectl("apply -f " + dir.file("rest.yaml"));
-}
-
 const std::vector<std::string> kMinimalClusterRules = {
     " nodes: get,list,watch,patch",
     " pods: get,list,watch",
@@ -81,7 +65,7 @@ TEST_CASE("the default values render every object, with least privilege and a ha
   CHECK(r.kinds() == std::vector<std::string>{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
                                               "Role", "RoleBinding", "Service", "Deployment"});
   std::smatch m;
-  std::string chart_yaml = slurp(kChart + "/Chart.yaml");
+  std::string chart_yaml = read_all(kChart + "/Chart.yaml");
   REQUIRE(std::regex_search(chart_yaml, m, std::regex(R"re(\nappVersion: "([^"]+)")re")));
   const std::string chart_version = m[1];
 
@@ -149,7 +133,7 @@ TEST_CASE("the default values render every object, with least privilege and a ha
   EnvOptions no_crd;
   no_crd.apply_crd = false;
   Env env({}, no_crd);
-  apply(env, dir, r, "spotshift");
+  install(env, dir, "spotshift", r);
   CHECK(env.kubectl("get crd reschedulepolicies.spotshift.io -o name") == "customresourcedefinition.apiextensions.k8s.io/reschedulepolicies.spotshift.io\n");
   std::string listed = env.kubectl("get -n spotshift serviceaccount,service,deployment,role,rolebinding -o name");
   for (auto name : {"serviceaccount/spotshift", "service/spotshift-metrics", "deployment.apps/spotshift",
@@ -254,7 +238,7 @@ spec:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 )");
   env.kubectl("apply -f " + kChart + "/crds/");
-  apply(env, dir, r, "ops");
+  install(env, dir, "ops", r);
   CHECK(env.kubectl("get reschedulepolicy pool-a -o jsonpath={.spec.podEvictionTimeout}") == "2m");
   CHECK(env.kubectl("get servicemonitor -n ops shift -o name") == "servicemonitor.monitoring.coreos.com/shift\n");
   CHECK(env.kubectl("get pdb -n ops shift -o jsonpath={.spec.maxUnavailable}") == "1");
@@ -316,8 +300,8 @@ TEST_CASE("NOTES.txt tells the user what to do next", "[chart]") {
 }
 
 TEST_CASE("the chart's CRD is the top-level CRD, byte for byte", "[chart]") {
-  auto top = slurp(std::string(SOURCE_ROOT) + "/crds/reschedulepolicies.spotshift.io.yaml");
-  auto in_chart = slurp(kChart + "/crds/reschedulepolicies.spotshift.io.yaml");
+  auto top = read_all(std::string(SOURCE_ROOT) + "/crds/reschedulepolicies.spotshift.io.yaml");
+  auto in_chart = read_all(kChart + "/crds/reschedulepolicies.spotshift.io.yaml");
   REQUIRE_FALSE(top.empty());
   CHECK(in_chart == top);
 }
@@ -337,13 +321,13 @@ void flatten(const kubesim::Value& v, const std::string& prefix, std::map<std::s
 }  // namespace
 
 TEST_CASE("docs/install.md lists every value with its default", "[chart]") {
-  auto values = model::parse_yaml(slurp(kChart + "/values.yaml"));
+  auto values = model::parse_yaml(read_all(kChart + "/values.yaml"));
   REQUIRE(values);
   std::map<std::string, std::string> expected;
   flatten(*values, "", expected);
 
   std::map<std::string, std::string> documented;
-  std::string doc = slurp(std::string(SOURCE_ROOT) + "/docs/install.md");
+  std::string doc = read_all(std::string(SOURCE_ROOT) + "/docs/install.md");
   REQUIRE_FALSE(doc.empty());
   std::regex row(R"(^\| `([A-Za-z0-9_.]+)` \| `([^`]*)` \|)");
   for (auto line : split(doc, '\n')) {
@@ -364,7 +348,7 @@ TEST_CASE("docs/install.md lists every value with its default", "[chart]") {
 
 TEST_CASE("the Dockerfile's build configures without test dependencies and ships every runtime library", "[image]") {
   // No Docker daemon here: check what the Dockerfile relies on instead.
-  std::string dockerfile = slurp(std::string(SOURCE_ROOT) + "/Dockerfile");
+  std::string dockerfile = read_all(std::string(SOURCE_ROOT) + "/Dockerfile");
   REQUIRE_FALSE(dockerfile.empty());
   auto runtime_stage = dockerfile.substr(dockerfile.rfind("\nFROM "));
   CHECK(runtime_stage.find("USER 65532:65532") != std::string::npos);

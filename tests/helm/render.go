@@ -332,7 +332,7 @@ func fromJSON(s string) map[string]interface{} {
 
 const recursionLimit = 1000
 
-func newEngine() (*template.Template, error) {
+func newEngine() *template.Template {
 	t := template.New("gotpl").Option("missingkey=zero")
 	funcs := sprig.TxtFuncMap()
 	delete(funcs, "env") // Helm removes these two: charts must not read the renderer's environment
@@ -381,7 +381,7 @@ func newEngine() (*template.Template, error) {
 		return map[string]interface{}{}, nil
 	}
 	t.Funcs(funcs)
-	return t, nil
+	return t
 }
 
 // Helm's cleaned-up error: "execution error at (chart/templates/x.yaml:3:4): message".
@@ -524,7 +524,7 @@ func main() {
 	release := Release{Name: *name, Namespace: *namespace, Service: "Helm", IsInstall: !*upgrade, IsUpgrade: *upgrade, Revision: 1}
 
 	// Parse every template into one set, so `define`s are shared.
-	engine, _ := newEngine()
+	engine := newEngine()
 	var sources []string
 	templatesDir := filepath.Join(*chartDir, "templates")
 	err = filepath.Walk(templatesDir, func(p string, info os.FileInfo, err error) error {

@@ -62,6 +62,16 @@ Result<Doc> parse_body(const HttpRequest& r) {
   return d;
 }
 
+// A create's body. kubectl sends built-in objects as protobuf; of those kubesim decodes the
+// Namespace (kubectl create namespace). Anything else is refused clearly instead of read as
+// broken JSON.
+Result<Doc> parse_create_body(const HttpRequest& r, const ResourceType& rt) {
+  if (!r.content_type.starts_with("application/vnd.kubernetes.protobuf")) return parse_body(r);
+  if (rt.plural == "namespaces" && rt.group.empty()) return decode_namespace_protobuf(r.body);
+  return Error::api(415, "UnsupportedMediaType",
+                    fmt::format("kubesim reads protobuf bodies only for namespaces and DeleteOptions, not {}: send JSON", rt.plural));
+}
+
 }  // namespace
 
 std::string success_status(int code) {
@@ -484,20 +494,7 @@ HttpResponse Api::get(const HttpRequest& req, const Target& t) {
 }
 
 HttpResponse Api::create(const HttpRequest& req, const Target& t) {
-  Result<Doc> body = parse_body(req);
-  if (req.content_type.starts_with("application/vnd.kubernetes.protobuf")) {
-    // kubectl sends built-in objects as protobuf; of those kubesim decodes the Namespace (kubectl
-    // create namespace). Anything else is refused clearly instead of read as broken JSON.
-    auto json = t.rt->plural == "namespaces" && t.rt->group.empty()
-                    ? decode_namespace_protobuf(req.body)
-                    : Result<std::string>(Error::api(415, "UnsupportedMediaType",
-                                                     fmt::format("kubesim reads protobuf bodies only for namespaces and "
-                                                                 "DeleteOptions, not {}: send JSON", t.rt->plural)));
-    if (!json) return error(json.error(), t);
-    Doc d;
-    if (auto p = parse_into(*json, d); !p) return error(p.error(), t);
-    body = std::move(d);
-  }
+  Result<Doc> body = parse_create_body(req, *t.rt);
   if (!body) return error(body.error(), t);
   Doc obj = std::move(*body);
   Target named = t;  // errors name the object in their details

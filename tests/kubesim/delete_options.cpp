@@ -99,7 +99,7 @@ bool map_entry(std::string_view entry, std::string& key, std::string& value) {
 
 }  // namespace
 
-Result<std::string> decode_namespace_protobuf(std::string_view body) {
+Result<Doc> decode_namespace_protobuf(std::string_view body) {
   auto bad = [] { return Error::api(400, "BadRequest", "the request body is not a valid protobuf Namespace"); };
   std::string_view raw;
   if (!unwrap(body, raw)) return bad();
@@ -157,7 +157,7 @@ Result<std::string> decode_namespace_protobuf(std::string_view body) {
     spec.AddMember("finalizers", finalizers, a);
     d.AddMember("spec", spec, a);
   }
-  return to_json(d);
+  return d;
 }
 
 Result<DeleteOptions> decode_delete_options_protobuf(std::string_view body) {

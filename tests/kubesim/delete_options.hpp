@@ -3,6 +3,7 @@
 // ("k8s\0" + runtime.Unknown) that kubectl drain --disable-eviction uses.
 
 #include "core/error.hpp"
+#include "json_util.hpp"
 
 #include <map>
 #include <optional>
@@ -23,7 +24,7 @@ Result<DeleteOptions> decode_delete_options(std::string_view content_type, std::
 
 // A Namespace sent as protobuf, as `kubectl create namespace` does, decoded to its JSON form
 // (name, generateName, labels, annotations, spec.finalizers; other fields are not read).
-Result<std::string> decode_namespace_protobuf(std::string_view body);
+Result<Doc> decode_namespace_protobuf(std::string_view body);
 
 // Exposed for tests: decodes the protobuf envelope.
 Result<DeleteOptions> decode_delete_options_protobuf(std::string_view body);
