@@ -1,11 +1,13 @@
 #include "drain/planner.hpp"
 
+#include "sched/demand.hpp"
 #include "sched/fork.hpp"
 #include "sched/framework.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 
 namespace spotshift::drain {
@@ -45,6 +47,45 @@ std::string unusable_reason(const model::Node& node) {
   return "cordoned (spec.unschedulable)";
 }
 
+// For DrainOrder::kScarceResources: per on-demand node, the sum over cpu, memory, pods and the
+// scarce extended resource of (its request / the spot nodes' free total), each weighted by that
+// resource's scarcity (every on-demand node's request / the spot nodes' free total). A resource
+// nowhere free makes every node that needs it last.
+std::vector<double> scarcity_keys(const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand,
+                                  const std::vector<int>& spot, model::InternedString scarce) {
+  auto amounts = [&](int n, bool free) {
+    const sched::NodeInfo& info = snap.node(n);
+    std::array<double, 4> used{static_cast<double>(info.used.cpu_milli), static_cast<double>(info.used.memory),
+                               static_cast<double>(info.used.pods), scarce.empty() ? 0.0 : static_cast<double>(info.used.scalar(scarce))};
+    if (!free) return used;
+    std::array<double, 4> alloc{static_cast<double>(info.allocatable.cpu_milli), static_cast<double>(info.allocatable.memory),
+                                static_cast<double>(info.allocatable.pods),
+                                scarce.empty() ? 0.0 : static_cast<double>(info.allocatable.get(scarce.view()))};
+    for (size_t r = 0; r < 4; ++r) alloc[r] = std::max(0.0, alloc[r] - used[r]);
+    return alloc;
+  };
+  std::array<double, 4> free{}, need{};
+  for (int n : spot) {
+    auto f = amounts(n, true);
+    for (size_t r = 0; r < 4; ++r) free[r] += f[r];
+  }
+  for (int n : on_demand) {
+    auto u = amounts(n, false);
+    for (size_t r = 0; r < 4; ++r) need[r] += u[r];
+  }
+  std::vector<double> keys;
+  for (int n : on_demand) {
+    auto u = amounts(n, false);
+    double key = 0;
+    for (size_t r = 0; r < 4; ++r) {
+      if (u[r] <= 0) continue;
+      key += free[r] > 0 ? u[r] / free[r] * (need[r] / free[r]) : 1e30;
+    }
+    keys.push_back(key);
+  }
+  return keys;
+}
+
 struct Candidate {
   PodPtr pod;
   PodVerdict verdict;
@@ -82,10 +123,22 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   plan.summary.on_demand_nodes = static_cast<int>(on_demand.size());
   plan.summary.spot_nodes = static_cast<int>(spot.size());
 
-  // Sources: least requested CPU first. Targets, for display: by free CPU as the profile ranks them.
-  std::stable_sort(on_demand.begin(), on_demand.end(), [&](int a, int b) {
-    return snap.node(a).used.cpu_milli < snap.node(b).used.cpu_milli;
-  });
+  // Sources: least requested CPU first, or least scarcity-weighted demand. Targets, for display:
+  // by free CPU as the profile ranks them.
+  const auto scarce = sched::Demand::scarcest_extended_resource(snap);
+  if (spec.drain_order == DrainOrder::kScarceResources) {
+    std::vector<double> key = scarcity_keys(snap, on_demand, spot, scarce);
+    std::vector<size_t> order(on_demand.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+    std::vector<int> sorted;
+    for (size_t k : order) sorted.push_back(on_demand[k]);
+    on_demand = std::move(sorted);
+  } else {
+    std::stable_sort(on_demand.begin(), on_demand.end(), [&](int a, int b) {
+      return snap.node(a).used.cpu_milli < snap.node(b).used.cpu_milli;
+    });
+  }
   {
     std::vector<int> by_free = spot;
     bool emptiest = emptiest_first(spec.profile);
@@ -97,7 +150,12 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   }
 
   auto framework = sched::Framework::create(spec.profile);
+  // What is still to be placed: the pods of the on-demand nodes not decided yet.
+  sched::Demand demand(scarce);
+  for (int idx : on_demand)
+    for (const auto& pod : snap.node(idx).pods) demand.add(*pod);
   sched::PlacementCache cache(snap);
+  cache.set_demand(&demand);
   BudgetIndex budgets(in.pdbs);
   SpotReach reach(spot_nodes);
   DrainContext ctx{spec,
@@ -111,6 +169,24 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   for (int idx : on_demand) {
     const sched::NodeInfo& info = snap.node(idx);
     if (in.only_node && info.name != *in.only_node) continue;
+    // This node's pods leave the demand as they are placed; whatever is left (pods that stay,
+    // or all of them when the node cannot drain) when the node is decided.
+    std::vector<const model::Pod*> undecided;
+    for (const auto& pod : info.pods) undecided.push_back(pod.get());
+    struct Decided {
+      sched::Demand& demand;
+      std::vector<const model::Pod*>& pods;
+      ~Decided() {
+        for (const auto* p : pods)
+          if (p) demand.add(*p, -1);
+      }
+    } decided{demand, undecided};
+    auto leave_demand = [&](const model::Pod* pod) {
+      if (auto it = std::find(undecided.begin(), undecided.end(), pod); it != undecided.end()) {
+        demand.add(*pod, -1);
+        *it = nullptr;
+      }
+    };
     if (auto ex = in.excluded.find(info.name); ex != in.excluded.end()) {
       plan.undrainable.push_back({info.name, {ex->second}});
       continue;
@@ -140,8 +216,13 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     BudgetCheck budget = check_budgets(moving_pods, budgets);
     for (auto& r : budget.reasons) rejection.reasons.push_back(std::move(r));
 
-    // Largest CPU request first (ties by key, the pods' order on the node).
-    std::stable_sort(moving.begin(), moving.end(), [](const Candidate& a, const Candidate& b) {
+    // Largest CPU request first (ties by key, the pods' order on the node); with the
+    // ScarceResources order, largest request of the scarce resource first.
+    std::stable_sort(moving.begin(), moving.end(), [&](const Candidate& a, const Candidate& b) {
+      if (spec.drain_order == DrainOrder::kScarceResources && !scarce.empty()) {
+        int64_t sa = a.pod->requests.get(scarce.view()), sb = b.pod->requests.get(scarce.view());
+        if (sa != sb) return sa > sb;
+      }
       return a.pod->requests.cpu_milli > b.pod->requests.cpu_milli;
     });
     sched::Fork attempt = committed.fork();
@@ -155,6 +236,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
         // Where the pod's controller would see it scheduled: the same pod, not bound anywhere.
         auto unbound = std::make_shared<model::Pod>(*c.pod);
         unbound->node_name = {};
+        leave_demand(c.pod.get());
         auto placed = framework->place(*unbound, attempt, spot, &cache);
         if (placed.node < 0) {
           rejection.reasons.push_back(fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));

@@ -4,12 +4,14 @@
 //
 //  1. Classify Ready nodes with the policy's selectors: on-demand (sources) and spot (targets).
 //     A node matching both is excluded with a reason; cordoned nodes are neither.
-//  2. Order on-demand nodes by requested CPU, least first (ties by name).
+//  2. Order on-demand nodes by requested CPU, least first (ties by name), or with drainOrder
+//     ScarceResources by their demand weighted by each resource's scarcity on the spot nodes.
 //  3. For each, give every pod a verdict (drainability.hpp) and charge the Move pods against
 //     their PodDisruptionBudgets together (budget.hpp).
 //  4. Place the Move pods, largest CPU request first, through lib/sched with the policy's
 //     profile on a fork of the snapshot where the node's own Move pods are gone. Spot nodes are
-//     ranked by the profile's scores: FreeCPU puts the fullest spot node that fits first.
+//     ranked by the profile's scores: FreeCPU puts the fullest spot node that fits first; the
+//     packing scores see the pods of the on-demand nodes still to decide (sched::Demand).
 //  5. If every pod fits and nothing blocks, the node gets a NodePlan and the fork is committed,
 //     so later nodes see those placements; otherwise the node gets every reason found.
 

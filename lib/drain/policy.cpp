@@ -18,6 +18,8 @@ std::string_view to_string(GateScope s) {
   return "Any";
 }
 
+std::string_view to_string(DrainOrder o) { return o == DrainOrder::kScarceResources ? "ScarceResources" : "RequestedCPU"; }
+
 namespace {
 
 model::LabelSelector exists(std::string_view key) {
@@ -28,7 +30,7 @@ constexpr std::array kSpecFields = {
     "onDemandNodeSelector", "spotNodeSelector",       "podSelector",       "namespaceSelector",
     "housekeepingInterval", "nodeDrainDelay",         "podEvictionTimeout", "maxGracefulTermination",
     "deleteNonReplicatedPods", "localStorage",        "kubeSystemPodsWithoutPDB", "unschedulablePodsGate",
-    "dryRun",               "suspend",                "profile",
+    "dryRun",               "suspend",                "profile",           "drainOrder",
 };
 
 void reject_unknown(model::JsonDecoder& d, const model::JsonValue& obj, const auto& known) {
@@ -104,6 +106,9 @@ void decode_spec(model::JsonDecoder& d, const model::JsonValue& spec, PolicySpec
   choice(d, spec, "unschedulablePodsGate", s.unschedulable_pods_gate,
          std::array<std::pair<std::string_view, GateScope>, 3>{
              {{"Any", GateScope::kAny}, {"SpotOnly", GateScope::kSpotOnly}, {"Disabled", GateScope::kDisabled}}});
+  choice(d, spec, "drainOrder", s.drain_order,
+         std::array<std::pair<std::string_view, DrainOrder>, 2>{
+             {{"RequestedCPU", DrainOrder::kRequestedCpu}, {"ScarceResources", DrainOrder::kScarceResources}}});
   s.dry_run = d.boolean(spec, "dryRun", false);
   s.suspend = d.boolean(spec, "suspend", false);
 }

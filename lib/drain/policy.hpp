@@ -35,6 +35,13 @@ enum class GateScope : uint8_t {
 };
 std::string_view to_string(GateScope s);
 
+// The order in which on-demand nodes are considered (each sees the placements of those before).
+enum class DrainOrder : uint8_t {
+  kRequestedCpu,     // least requested CPU first (k8s-spot-rescheduler's order)
+  kScarceResources,  // least demand first, each resource weighted by how scarce it is on the spot nodes
+};
+std::string_view to_string(DrainOrder o);
+
 struct PolicySpec {
   model::LabelSelector on_demand_selector;  // default: node-role.kubernetes.io/worker exists
   model::LabelSelector spot_selector;       // default: node-role.kubernetes.io/spot-worker exists
@@ -49,6 +56,7 @@ struct PolicySpec {
   Handling host_path = Handling::kBlock;
   Handling kube_system_without_pdb = Handling::kBlock;
   GateScope unschedulable_pods_gate = GateScope::kAny;
+  DrainOrder drain_order = DrainOrder::kRequestedCpu;
   bool dry_run = false;
   bool suspend = false;
   sched::ProfileConfig profile = sched::default_profile();

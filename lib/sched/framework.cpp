@@ -7,8 +7,8 @@
 
 namespace spotshift::sched {
 
-void ScorePlugin::normalize(std::vector<int64_t>& scores) const {
-  for (auto& s : scores) s = std::clamp<int64_t>(s, 0, 100);
+void ScorePlugin::normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const {
+  for (size_t k = 0; k < raw.size(); ++k) out[k] = static_cast<double>(std::clamp<int64_t>(raw[k], 0, 100));
 }
 
 void FilterPlugin::filter_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
@@ -24,7 +24,7 @@ void ScorePlugin::score_nodes(const CycleState& state, size_t slot, const model:
 ProfileConfig default_profile() {
   ProfileConfig p;
   p.filters = filter_plugin_names();
-  p.scores = {ScoreConfig{"FreeCPU", 1, {}}};
+  p.scores = {ScoreConfig{"Fragmentation", 100, {}}, ScoreConfig{"FreeCPU", 1, {}}};
   return p;
 }
 
@@ -142,6 +142,7 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
                            PlacementCache* cache) const {
   Placement out;
   CycleState state;
+  if (cache) state.demand = cache->demand_;
   // The relevant filters as bit sets over filters_ (a profile lists each filter once, and there
   // are fewer than 64), so a placement allocates nothing for them.
   uint64_t statics = 0, dynamics = 0;
@@ -204,16 +205,18 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
     out.node = *std::min_element(out.feasible.begin(), out.feasible.end());
     return out;
   }
-  thread_local std::vector<int64_t> total, raw;
+  thread_local std::vector<int64_t> raw;
+  thread_local std::vector<double> total, normalized;
   total.assign(out.feasible.size(), 0);
   raw.resize(out.feasible.size());
+  normalized.resize(out.feasible.size());
   for (size_t s = 0; s < scores_.size(); ++s) {
     const auto& [plugin, weight] = scores_[s];
     if (weight == 0) continue;
     plugin->pre_score(state, filters_.size() + s, pod, fork);
     plugin->score_nodes(state, filters_.size() + s, pod, fork, out.feasible, raw);
-    plugin->normalize(raw);
-    for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += raw[k] * weight;
+    plugin->normalize(raw, normalized);
+    for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += normalized[k] * weight;
   }
   size_t best = 0;
   for (size_t k = 1; k < out.feasible.size(); ++k)
@@ -237,15 +240,16 @@ std::vector<std::pair<std::string, Status>> Framework::check(const model::Pod& p
   return out;
 }
 
-std::vector<int64_t> Framework::scores(const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes) const {
-  std::vector<int64_t> total(nodes.size(), 0), raw(nodes.size());
+std::vector<double> Framework::scores(const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes) const {
+  std::vector<int64_t> raw(nodes.size());
+  std::vector<double> total(nodes.size(), 0), normalized(nodes.size());
   CycleState state;
   for (size_t s = 0; s < scores_.size(); ++s) {
     const auto& [plugin, weight] = scores_[s];
     plugin->pre_score(state, s, pod, fork);
     plugin->score_nodes(state, s, pod, fork, nodes, raw);
-    plugin->normalize(raw);
-    for (size_t k = 0; k < nodes.size(); ++k) total[k] += raw[k] * weight;
+    plugin->normalize(raw, normalized);
+    for (size_t k = 0; k < nodes.size(); ++k) total[k] += normalized[k] * weight;
   }
   return total;
 }

@@ -76,8 +76,13 @@ struct PluginState {
   virtual ~PluginState() = default;
 };
 
+class Demand;
+
 class CycleState {
  public:
+  // What is still to be placed (packing scores); null when the placement was given none.
+  const Demand* demand = nullptr;
+
   void put(size_t slot, std::unique_ptr<PluginState> s) {
     if (slots_.size() <= slot) slots_.resize(slot + 1);
     slots_[slot] = std::move(s);
@@ -119,8 +124,10 @@ class ScorePlugin {
   // Raw scores for many nodes at once (out has nodes.size() entries); the default calls score().
   virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
                            const std::vector<int>& nodes, std::vector<int64_t>& out) const;
-  // Maps the raw scores of every feasible node to 0..100 (default: clamp).
-  virtual void normalize(std::vector<int64_t>& scores) const;
+  // Maps the raw scores of every feasible node to 0..100 (default: clamp). The result keeps its
+  // fraction: rounding to kube-scheduler's integer scores would make nodes that differ by a
+  // whole CPU tie (100 buckets over a range of 96 cores), and ties go by name, not by score.
+  virtual void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const;
 };
 
 // A profile: which filters run, in order, and which scores with which weights and arguments, in
@@ -137,7 +144,9 @@ struct ProfileConfig {
   bool operator==(const ProfileConfig&) const = default;
 };
 
-// Every default filter, scored by FreeCPU (fullest spot node first).
+// Every default filter, scored by Fragmentation (weight 100: keep the scarce extended resource,
+// GPUs, usable) and then FreeCPU (weight 1: the fullest spot node first). Without extended
+// resources, Fragmentation scores every node alike and FreeCPU alone decides.
 ProfileConfig default_profile();
 // Reads a ReschedulePolicy's spec.profile: {filters: [..], scores: [{name, weight, args}]}; an
 // absent list keeps the default. Errors name the field.
@@ -161,10 +170,13 @@ class PlacementCache {
  public:
   explicit PlacementCache(const ClusterSnapshot& snapshot) : snapshot_(&snapshot) {}
   const ClusterSnapshot* snapshot() const { return snapshot_; }
+  // The demand the packing scores see (the caller keeps it alive and current).
+  void set_demand(const Demand* demand) { demand_ = demand; }
 
  private:
   friend class Framework;
   const ClusterSnapshot* snapshot_;
+  const Demand* demand_ = nullptr;
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -175,7 +187,7 @@ class PlacementCache {
 
 struct Placement {
   int node = -1;  // -1: nowhere
-  int64_t score = 0;
+  double score = 0;
   std::vector<int> feasible;  // every node that passed the filters
   Diagnosis diagnosis;        // filled when node is -1
 };
@@ -196,7 +208,7 @@ class Framework {
   // Every filter's verdict on one node, for explanations and tests.
   std::vector<std::pair<std::string, Status>> check(const model::Pod& pod, const Fork& fork, int node) const;
   // The weighted score of one node among a set (normalisation needs the set).
-  std::vector<int64_t> scores(const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes) const;
+  std::vector<double> scores(const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes) const;
 
   const ProfileConfig& config() const { return config_; }
 

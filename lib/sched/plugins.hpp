@@ -20,4 +20,9 @@ NamespaceScope term_scope(const model::PodAffinityTerm& term, model::InternedStr
 void for_each_matching(const Fork& fork, const model::LabelSelector& selector,
                        const std::function<void(const model::Pod&, int node)>& f);
 
+// Min-max scaling of raw scores to 0..100: the lowest (or highest) raw score gets 100; all equal
+// gives every node 100.
+void scale_lower_better(const std::vector<int64_t>& raw, std::vector<double>& out);
+void scale_higher_better(const std::vector<int64_t>& raw, std::vector<double>& out);
+
 }  // namespace spotshift::sched

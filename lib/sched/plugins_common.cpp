@@ -1,5 +1,7 @@
 #include "sched/plugins.hpp"
 
+#include <algorithm>
+
 namespace spotshift::sched {
 
 bool matches_node_affinity(const model::Pod& pod, const model::Node& node) {
@@ -72,5 +74,23 @@ void for_each_matching(const Fork& fork, const model::LabelSelector& selector,
     if (selector.matches(p.meta.labels)) f(p, node);
   });
 }
+
+namespace {
+
+void scale(const std::vector<int64_t>& raw, std::vector<double>& out, bool lower_better) {
+  if (raw.empty()) return;
+  auto [lo, hi] = std::minmax_element(raw.begin(), raw.end());
+  const auto min = static_cast<double>(*lo), max = static_cast<double>(*hi);
+  for (size_t k = 0; k < raw.size(); ++k) {
+    const auto v = static_cast<double>(raw[k]);
+    if (max == min) out[k] = 100.0;
+    else out[k] = 100.0 * (lower_better ? max - v : v - min) / (max - min);
+  }
+}
+
+}  // namespace
+
+void scale_lower_better(const std::vector<int64_t>& raw, std::vector<double>& out) { scale(raw, out, true); }
+void scale_higher_better(const std::vector<int64_t>& raw, std::vector<double>& out) { scale(raw, out, false); }
 
 }  // namespace spotshift::sched

@@ -62,9 +62,9 @@ class TaintTolerationScore final : public ScorePlugin {
       if (t.effect == model::TaintEffect::kPreferNoSchedule && !model::tolerated(pod.tolerations, t)) ++count;
     return count;
   }
-  void normalize(std::vector<int64_t>& s) const override {
-    int64_t max = s.empty() ? 0 : *std::max_element(s.begin(), s.end());
-    for (auto& v : s) v = max == 0 ? 100 : (max - v) * 100 / max;
+  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override {
+    int64_t max = raw.empty() ? 0 : *std::max_element(raw.begin(), raw.end());
+    for (size_t k = 0; k < raw.size(); ++k) out[k] = max == 0 ? 100.0 : 100.0 * static_cast<double>(max - raw[k]) / static_cast<double>(max);
   }
 };
 
@@ -79,9 +79,9 @@ class NodeAffinityScore final : public ScorePlugin {
       if (pref.preference.matches(node.meta.labels, node.name())) total += pref.weight;
     return total;
   }
-  void normalize(std::vector<int64_t>& s) const override {
-    int64_t max = s.empty() ? 0 : *std::max_element(s.begin(), s.end());
-    for (auto& v : s) v = max == 0 ? 0 : v * 100 / max;
+  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override {
+    int64_t max = raw.empty() ? 0 : *std::max_element(raw.begin(), raw.end());
+    for (size_t k = 0; k < raw.size(); ++k) out[k] = max == 0 ? 0.0 : 100.0 * static_cast<double>(raw[k]) / static_cast<double>(max);
   }
 };
 
@@ -101,14 +101,9 @@ class FreeCPU final : public ScorePlugin {
     for (size_t k = 0; k < nodes.size(); ++k)
       out[k] = snap.node(nodes[k]).allocatable.cpu_milli - fork.used(nodes[k]).cpu_milli - pod.requests.cpu_milli;
   }
-  void normalize(std::vector<int64_t>& s) const override {
-    if (s.empty()) return;
-    auto [lo, hi] = std::minmax_element(s.begin(), s.end());
-    int64_t min = *lo, max = *hi;
-    for (auto& v : s) {
-      if (max == min) v = 100;
-      else v = fullest_ ? (max - v) * 100 / (max - min) : (v - min) * 100 / (max - min);
-    }
+  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override {
+    if (fullest_) scale_lower_better(raw, out);
+    else scale_higher_better(raw, out);
   }
 
  private:
@@ -121,6 +116,8 @@ std::unique_ptr<FilterPlugin> make_basic_filter(const std::string& name);
 std::unique_ptr<FilterPlugin> make_inter_pod_affinity();
 std::unique_ptr<FilterPlugin> make_spread_filter();
 std::unique_ptr<ScorePlugin> make_spread_score();
+std::unique_ptr<ScorePlugin> make_fragmentation_score();
+std::unique_ptr<ScorePlugin> make_best_fit_score();
 
 std::vector<std::string> filter_plugin_names() {
   return {"NodeUnschedulable", "NodeConditions", "NodeName",          "TaintToleration",  "NodeAffinity",
@@ -128,8 +125,8 @@ std::vector<std::string> filter_plugin_names() {
 }
 
 std::vector<std::string> score_plugin_names() {
-  return {"FreeCPU", "LeastAllocated", "MostAllocated", "BalancedAllocation", "TaintToleration", "NodeAffinity",
-          "PodTopologySpread"};
+  return {"FreeCPU",  "LeastAllocated", "MostAllocated", "BalancedAllocation", "TaintToleration", "NodeAffinity",
+          "PodTopologySpread", "Fragmentation", "BestFit"};
 }
 
 Result<std::unique_ptr<FilterPlugin>> make_filter(const std::string& name) {
@@ -162,6 +159,8 @@ Result<std::unique_ptr<ScorePlugin>> make_score(const ScoreConfig& c) {
   else if (c.name == "TaintToleration") p = std::make_unique<TaintTolerationScore>();
   else if (c.name == "NodeAffinity") p = std::make_unique<NodeAffinityScore>();
   else if (c.name == "PodTopologySpread") p = make_spread_score();
+  else if (c.name == "Fragmentation") p = make_fragmentation_score();
+  else if (c.name == "BestFit") p = make_best_fit_score();
   else return Error::invalid(fmt::format("unknown score plugin \"{}\" (valid: {})", c.name, fmt::join(score_plugin_names(), ", ")));
   if (auto r = no_args(); !r) return r.error();
   return p;

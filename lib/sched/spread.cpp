@@ -116,13 +116,8 @@ class SpreadScore final : public ScorePlugin {
     }
     return total;
   }
-  void normalize(std::vector<int64_t>& s) const override {
-    // Fewer matching pods in the domain is better.
-    if (s.empty()) return;
-    auto [lo, hi] = std::minmax_element(s.begin(), s.end());
-    int64_t min = *lo, max = *hi;
-    for (auto& v : s) v = max == min ? 100 : (max - v) * 100 / (max - min);
-  }
+  // Fewer matching pods in the domain is better.
+  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 };
 
 }  // namespace

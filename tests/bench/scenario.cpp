@@ -201,25 +201,33 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
     nodes[i].on_demand = i < od;
     nodes[i].present = i < spot_now;
   }
-  std::vector<PodSpec> pods;
+  std::vector<PodSpec> tasks;
   for (const auto& r : pod_rows) {
     if (r.size() < 5) return Error::invalid("openb pod list: a row has fewer than 5 columns");
     PodSpec p;
     p.name = r[0];
     p.ns = "openb";
-    p.app = r[0];
     p.cpu_milli = std::stoll(r[1]);
     p.memory_mib = std::stoll(r[2]);
     p.gpu_milli = std::stoll(r[3]) * std::stoll(r[4]);
     if (r.size() > 5) p.gpu_spec = r[5];
-    if (r.size() > 7 && r[7] != "Running" && r[7] != "Pending") continue;  // finished tasks hold nothing
-    pods.push_back(std::move(p));
+    tasks.push_back(std::move(p));
   }
-  std::shuffle(pods.begin(), pods.end(), rng);
-  // The default scheduler's choice: spot nodes first (on-demand ones carry PreferNoSchedule),
-  // least allocated among those that fit; pods that fit nowhere stay out of the snapshot.
+  // Workload inflation, as the trace's simulator does: tasks drawn at random (with replacement)
+  // from the list until they ask for `fill` times the GPUs of the nodes present. Each goes where
+  // the default scheduler would put it: spot nodes first (on-demand ones carry PreferNoSchedule),
+  // least allocated among those that fit. Tasks that fit nowhere stay out of the snapshot.
+  int64_t present_gpu = 0;
+  for (const auto& n : nodes)
+    if (n.present) present_gpu += n.shape.gpu_milli;
+  const auto target = static_cast<int64_t>(static_cast<double>(present_gpu) * o.fill);
+  std::uniform_int_distribution<size_t> draw(0, tasks.size() - 1);
   std::vector<PodSpec> placed;
-  for (auto& p : pods) {
+  for (int64_t asked = 0, drawn = 0; asked < target; ++drawn) {
+    PodSpec p = tasks[draw(rng)];
+    asked += p.gpu_milli;
+    p.name = fmt::format("{}-{:05d}", p.name, drawn);
+    p.app = p.name;
     SimNode* best = nullptr;
     for (bool want_od : {false, true}) {
       double best_score = -1e9;

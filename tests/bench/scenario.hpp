@@ -7,7 +7,8 @@
 //   PodDisruptionBudgets over half of them. On-demand nodes carry
 //   node-role.kubernetes.io/worker and a PreferNoSchedule taint; spot nodes
 //   node-role.kubernetes.io/spot-worker (the policy defaults).
-// - openb: the Alibaba openb trace (../shared/data/openb): real GPU node shapes and pod requests.
+// - openb: the Alibaba openb trace (../shared/data/openb): real GPU node shapes and pod requests,
+//   drawn at random until they ask for the present nodes' GPUs (the trace's workload inflation).
 //   Pods are placed the way a default scheduler would (least allocated, spot preferred) while
 //   only part of the spot capacity exists, so they overflow onto on-demand nodes; then the rest of
 //   the spot nodes return, empty. GPUs are the extended resource `alibabacloud.com/gpu-milli`
@@ -34,7 +35,8 @@ struct OpenbOptions {
   std::string data_dir;  // holds openb_node_list_gpu_node.csv and the pod lists
   std::string pod_list = "openb_pod_list_default.csv";
   int on_demand_nodes = 457;
-  double spot_available_share = 0.5;  // of the spot nodes, present while the pods were placed
+  double spot_available_share = 0.7;  // of the spot nodes, present while the pods were placed
+  double fill = 1.0;  // tasks are drawn until they ask for this multiple of the present nodes' GPUs
   uint64_t seed = 1;
 };
 

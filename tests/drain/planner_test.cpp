@@ -294,3 +294,57 @@ TEST_CASE("the planner is deterministic", "[planner]") {
   auto strip = [](std::string s) { return s.substr(0, s.find("\"planMillis\"")); };
   CHECK(strip(first) == strip(second));
 }
+
+namespace {
+constexpr const char* kGpu = "example.com/gpu";
+}
+
+TEST_CASE("drainOrder ScarceResources plans the nodes needing least of the scarce GPUs first", "[planner]") {
+  // One spot node with 4 CPUs and 2 GPUs. od-a asks for little CPU but both GPUs; od-b and od-c
+  // for one GPU and 1 CPU each. By requested CPU, od-a goes first and takes every GPU: one node
+  // drains. Weighted by scarcity (GPUs: 4 asked, 2 free), od-b and od-c go first: two drain.
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("4").scalar(kGpu, "2"));
+  for (auto name : {"od-a", "od-b", "od-c"}) in.nodes.push_back(on_demand(name).scalar(kGpu, "2"));
+  in.pods.push_back(replica("a", "a").cpu("500m").scalar(kGpu, "2").on("od-a"));
+  in.pods.push_back(replica("b", "b").cpu("1").scalar(kGpu, "1").on("od-b"));
+  in.pods.push_back(replica("c", "c").cpu("1").scalar(kGpu, "1").on("od-c"));
+
+  Plan by_cpu = make_plan(in, default_policy_spec());
+  INFO(plan_to_table(by_cpu));
+  REQUIRE(by_cpu.drainable.size() == 1);
+  CHECK(by_cpu.drainable[0].node == "od-a");
+
+  Plan scarce = make_plan(in, spec_from(R"({"drainOrder":"ScarceResources"})").value());
+  INFO(plan_to_table(scarce));
+  REQUIRE(scarce.drainable.size() == 2);
+  CHECK(scarce.drainable[0].node == "od-b");
+  CHECK(scarce.drainable[1].node == "od-c");
+  CHECK(all_reasons(scarce, "od-a").find("pod default/a fits on no spot node") != std::string::npos);
+}
+
+TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs the next node needs", "[planner]") {
+  // gpu-free has 4 CPUs and 2 GPUs free; gpu-full 6 CPUs and no GPU. od-1's 3-CPU pod on the
+  // fuller gpu-free (FreeCPU alone) would leave 1 CPU there, and od-2's GPU pod, which needs 4,
+  // would fit nowhere.
+  PlanInput in;
+  in.nodes.push_back(spot("gpu-free").cpu("8").scalar(kGpu, "2"));
+  in.nodes.push_back(spot("gpu-full").cpu("8").scalar(kGpu, "2"));
+  in.pods.push_back(replica("x", "fill").cpu("4").on("gpu-free"));
+  in.pods.push_back(replica("y", "fill").cpu("2").scalar(kGpu, "2").on("gpu-full"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.nodes.push_back(on_demand("od-2").scalar(kGpu, "2"));
+  in.pods.push_back(replica("cpu-only", "cpu").cpu("3").on("od-1"));
+  in.pods.push_back(replica("trainer", "gpu").cpu("4").scalar(kGpu, "1").on("od-2"));
+
+  Plan plan = make_plan(in, default_policy_spec());
+  INFO(plan_to_table(plan));
+  REQUIRE(plan.drainable.size() == 2);
+  CHECK(targets(plan.drainable[0])["cpu-only"] == "gpu-full");
+  CHECK(targets(plan.drainable[1])["trainer"] == "gpu-free");
+
+  Plan cpu_only = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]}})").value());
+  INFO(plan_to_table(cpu_only));
+  REQUIRE(cpu_only.drainable.size() == 1);
+  CHECK(targets(cpu_only.drainable[0])["cpu-only"] == "gpu-free");
+}

@@ -25,6 +25,7 @@ TEST_CASE("an empty spec takes k8s-spot-rescheduler's defaults", "[policy]") {
   CHECK(s.host_path == Handling::kBlock);
   CHECK(s.kube_system_without_pdb == Handling::kBlock);
   CHECK(s.unschedulable_pods_gate == GateScope::kAny);
+  CHECK(s.drain_order == DrainOrder::kRequestedCpu);
   CHECK_FALSE(s.dry_run);
   CHECK_FALSE(s.suspend);
   CHECK(s.profile == sched::default_profile());
@@ -39,6 +40,7 @@ TEST_CASE("every spec field decodes", "[policy]") {
     "housekeepingInterval": "30s", "nodeDrainDelay": "1m30s", "podEvictionTimeout": "45s", "maxGracefulTermination": "20s",
     "deleteNonReplicatedPods": true, "localStorage": {"emptyDir": "Block", "hostPath": "Move"},
     "kubeSystemPodsWithoutPDB": "Move", "unschedulablePodsGate": "SpotOnly", "dryRun": true, "suspend": true,
+    "drainOrder": "ScarceResources",
     "profile": {"filters": ["NodeResourcesFit"], "scores": [{"name": "FreeCPU", "weight": 5, "args": {"order": "emptiest"}}]}
   })").value();
   CHECK(s.on_demand_selector.to_string() == "karpenter.sh/capacity-type=on-demand");
@@ -54,6 +56,7 @@ TEST_CASE("every spec field decodes", "[policy]") {
   CHECK(s.host_path == Handling::kMove);
   CHECK(s.kube_system_without_pdb == Handling::kMove);
   CHECK(s.unschedulable_pods_gate == GateScope::kSpotOnly);
+  CHECK(s.drain_order == DrainOrder::kScarceResources);
   CHECK(s.dry_run);
   CHECK(s.suspend);
   CHECK(s.profile.filters == std::vector<std::string>{"NodeResourcesFit"});
@@ -75,6 +78,8 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
         "decoding ReschedulePolicy: spec.localStorage.emptyDir: must be one of Move, Block, got \"Keep\"");
   CHECK(error(R"({"unschedulablePodsGate":"Some"})") ==
         "decoding ReschedulePolicy: spec.unschedulablePodsGate: must be one of Any, SpotOnly, Disabled, got \"Some\"");
+  CHECK(error(R"({"drainOrder":"Cheapest"})") ==
+        "decoding ReschedulePolicy: spec.drainOrder: must be one of RequestedCPU, ScarceResources, got \"Cheapest\"");
   CHECK(error(R"({"nodeDrainDelai":"1m"})").find("spec: unknown field \"nodeDrainDelai\" (valid: onDemandNodeSelector,") !=
         std::string::npos);
   CHECK(error(R"({"spotNodeSelector":{"matchExpressions":[{"key":"a","operator":"Near"}]}})").find("spec.spotNodeSelector") !=

@@ -1,0 +1,122 @@
+// `spotshift plan` on a snapshot taken from kubesim with kubectl, with a policy the CRD accepted:
+// the offline path users take (docs/user-guide.md), here with a GPU pool planned by the default
+// order and by drainOrder ScarceResources (the packing profile, docs/scheduling.md).
+
+#include "env.hpp"
+
+#include "model/json.hpp"
+
+using namespace spotshift::e2e;
+
+namespace {
+
+// A GPU pool beside the demo cluster: one spot node with 4 CPUs and 2 GPUs; three on-demand
+// nodes. gpu-od-a's pod asks for little CPU but both GPUs, gpu-od-b's and gpu-od-c's for 1 CPU
+// and one GPU each.
+std::string gpu_pool() {
+  std::string out;
+  auto node = [&](const std::string& name, const std::string& pool) {
+    out += fmt::format(R"(---
+apiVersion: v1
+kind: Node
+metadata:
+  name: {0}
+  labels: {{kubernetes.io/hostname: {0}, kubernetes.io/os: linux, pool: {1}}}
+status:
+  capacity: {{cpu: "4", memory: 16Gi, pods: "110", example.com/gpu: "2"}}
+  allocatable: {{cpu: "4", memory: 16Gi, pods: "110", example.com/gpu: "2"}}
+)",
+                       name, pool);
+  };
+  auto pod = [&](const std::string& app, const std::string& node, const std::string& cpu, int gpus) {
+    out += fmt::format(R"(---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {{name: {0}, namespace: ml, uid: 5a0d7c1e-0000-4000-8000-0000000000{1}, labels: {{app: {0}}}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {0}}}}}
+  template:
+    metadata: {{labels: {{app: {0}}}}}
+    spec:
+      containers:
+      - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {0}-x1
+  namespace: ml
+  labels: {{app: {0}}}
+  ownerReferences:
+  - {{apiVersion: apps/v1, kind: ReplicaSet, name: {0}, uid: 5a0d7c1e-0000-4000-8000-0000000000{1}, controller: true}}
+spec:
+  nodeName: {4}
+  containers:
+  - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}}}}}
+)",
+                       app, app.back() == 'a' ? "0a" : app.back() == 'b' ? "0b" : "0c", cpu, gpus, node);
+  };
+  node("gpu-spot", "gpu-spot");
+  for (auto n : {"gpu-od-a", "gpu-od-b", "gpu-od-c"}) node(n, "gpu-od");
+  pod("trainer-a", "gpu-od-a", "500m", 2);
+  pod("trainer-b", "gpu-od-b", "1", 1);
+  pod("trainer-c", "gpu-od-c", "1", 1);
+  return out;
+}
+
+std::string gpu_policy(const std::string& name, const std::string& extra) {
+  return fmt::format(R"(apiVersion: spotshift.io/v1alpha1
+kind: ReschedulePolicy
+metadata:
+  name: {}
+spec:
+  onDemandNodeSelector: {{matchLabels: {{pool: gpu-od}}}}
+  spotNodeSelector: {{matchLabels: {{pool: gpu-spot}}}}
+{})",
+                     name, extra);
+}
+
+// Drainable nodes in drain order, from `spotshift plan -o json`.
+std::vector<std::string> drain_order(const std::string& json) {
+  spotshift::model::JsonDocument doc;
+  REQUIRE(spotshift::model::parse_json(json, doc));
+  std::vector<std::string> out;
+  for (const auto& n : doc["drainableNodes"].GetArray()) out.emplace_back(n["node"].GetString());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder and the packing scores", "[plan]") {
+  Env env("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n" + gpu_pool());
+  env.apply("by-cpu", gpu_policy("by-cpu", ""));
+  env.apply("packing", gpu_policy("packing", R"(  drainOrder: ScarceResources
+  profile:
+    scores:
+    - {name: Fragmentation, weight: 100}
+    - {name: BestFit, weight: 1}
+)"));
+  // The CRD's schema refuses what the operator could not use.
+  env.dir.write("bad.yaml", gpu_policy("bad", "  drainOrder: Cheapest\n"));
+  std::string refused = env.kubectl("apply -f " + env.dir.file("bad.yaml"), false);
+  CHECK(refused.find("spec.drainOrder") != std::string::npos);
+  CHECK(refused.find("Unsupported value: \"Cheapest\"") != std::string::npos);
+
+  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces -A -o json"));
+  auto plan = [&](const std::string& policy) {
+    env.dir.write(policy + "-policy.yaml", env.kubectl("get reschedulepolicy " + policy + " -o yaml"));
+    auto r = spotshift::testing::run(fmt::format("{} plan --snapshot {} --policy {} -o json", SPOTSHIFT_BIN, env.dir.file("snapshot.json"),
+                                                 env.dir.file(policy + "-policy.yaml")));
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    return r.output;
+  };
+  // By requested CPU, gpu-od-a (500m) goes first and takes both GPUs.
+  CHECK(drain_order(plan("by-cpu")) == std::vector<std::string>{"gpu-od-a"});
+  // Weighted by scarcity (4 GPUs asked, 2 free), the one-GPU nodes go first and both drain.
+  std::string packed = plan("packing");
+  CHECK(drain_order(packed) == std::vector<std::string>{"gpu-od-b", "gpu-od-c"});
+  CHECK(packed.find("pod ml/trainer-a-x1 fits on no spot node: 0/1 nodes are available: 1 Insufficient example.com/gpu.") !=
+        std::string::npos);
+}

@@ -1,0 +1,132 @@
+// The packing scores (Fragmentation, BestFit) and the Demand they read.
+
+#include "builders.hpp"
+#include "sched/demand.hpp"
+#include "sched/fork.hpp"
+#include "sched/framework.hpp"
+#include "support/catch.hpp"
+
+using namespace spotshift;
+using namespace spotshift::sched;
+using namespace spotshift::sched::testing;
+
+namespace {
+
+constexpr const char* kGpu = "example.com/gpu";
+
+std::vector<int> all(const ClusterSnapshot& s) {
+  std::vector<int> v;
+  for (int i = 0; i < s.size(); ++i) v.push_back(i);
+  return v;
+}
+
+Framework scored_by(std::vector<ScoreConfig> scores) {
+  ProfileConfig p = default_profile();
+  p.scores = std::move(scores);
+  return Framework::create(p).value();
+}
+
+std::string place(const Framework& fw, const ClusterSnapshot& snap, const model::Pod& pod, const Demand* demand = nullptr) {
+  Fork fork(snap);
+  PlacementCache cache(snap);
+  cache.set_demand(demand);
+  auto placed = fw.place(pod, fork, all(snap), &cache);
+  return placed.node < 0 ? "nowhere" : snap.node(placed.node).name;
+}
+
+}  // namespace
+
+TEST_CASE("the scarce resource is the extended resource with the highest requested share", "[packing]") {
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("8").scalar(kGpu, "4").scalar("example.com/fpga", "4").scalar("hugepages-2Mi", "1Gi"),
+                                      make_node("b").cpu("8").scalar(kGpu, "4")},
+                                     {make_pod("g").cpu("1").scalar(kGpu, "3").on("a"),
+                                      make_pod("f").cpu("1").scalar("example.com/fpga", "2").on("a"),
+                                      make_pod("h").cpu("1").scalar("hugepages-2Mi", "1Gi").on("a")});
+  // gpu: 3 of 8 requested; fpga: 2 of 4; hugepages (fully requested) do not count.
+  CHECK(Demand::scarcest_extended_resource(snap).view() == "example.com/fpga");
+  auto none = ClusterSnapshot::build({make_node("c").cpu("8")}, {make_pod("p").cpu("1").on("c")});
+  CHECK(Demand::scarcest_extended_resource(none).empty());
+}
+
+TEST_CASE("a demand counts shapes in and out and keeps their shares", "[packing]") {
+  Demand d{model::InternedString(kGpu)};
+  auto gpu = make_pod("g").cpu("4").scalar(kGpu, "1").build();
+  auto cpu = make_pod("c").cpu("1").build();
+  d.add(*gpu);
+  d.add(*gpu);
+  d.add(*cpu);
+  REQUIRE(d.shapes().size() == 2);
+  CHECK(d.shapes()[0].scarce == 0);
+  CHECK(d.shapes()[0].share == Approx(1.0 / 3));
+  CHECK(d.shapes()[1].scarce == 1);
+  CHECK(d.shapes()[1].cpu_milli == 4000);
+  CHECK(d.totals() == std::tuple<int64_t, int64_t, int64_t>{9000, 3 * 128 * 1024 * 1024, 2});
+  d.add(*gpu, -1);
+  d.add(*gpu, -1);
+  REQUIRE(d.shapes().size() == 1);
+  CHECK(d.shapes()[0].share == 1.0);
+  d.add(*cpu, -1);
+  CHECK(d.empty());
+}
+
+TEST_CASE("Fragmentation keeps a CPU-only pod off the node whose free GPUs it would strand", "[packing]") {
+  // gpu-free: 2 GPUs free, 4 CPUs free; gpu-full: GPUs taken, 6 CPUs free. The demand is GPU pods
+  // that need 4 CPUs each. FreeCPU alone would put the 3-CPU pod on gpu-free (fuller), leaving 1
+  // CPU next to 2 unusable GPUs.
+  auto snap = ClusterSnapshot::build({make_node("gpu-free").cpu("8").scalar(kGpu, "2"), make_node("gpu-full").cpu("8").scalar(kGpu, "2")},
+                                     {make_pod("x").cpu("4").on("gpu-free"), make_pod("y").cpu("2").scalar(kGpu, "2").on("gpu-full")});
+  auto pod = make_pod("p").cpu("3").build();
+  Demand demand{model::InternedString(kGpu)};
+  demand.add(*make_pod("d1").cpu("4").scalar(kGpu, "1").build());
+  demand.add(*make_pod("d2").cpu("4").scalar(kGpu, "1").build());
+  CHECK(place(scored_by({{"FreeCPU", 1, {}}}), snap, *pod) == "gpu-free");
+  CHECK(place(scored_by({{"Fragmentation", 1, {}}}), snap, *pod, &demand) == "gpu-full");
+  // The default profile weighs Fragmentation first.
+  CHECK(place(Framework::create(default_profile()).value(), snap, *pod, &demand) == "gpu-full");
+}
+
+TEST_CASE("Fragmentation puts a GPU pod where the remainder still fits the demand", "[packing]") {
+  // Node a has 3 GPUs free, b has 2: a 1-GPU pod on b leaves 1 GPU that the 2-GPU demand cannot
+  // use; on a it leaves 2, which it can.
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("16").scalar(kGpu, "4"), make_node("b").cpu("16").scalar(kGpu, "4")},
+                                     {make_pod("x").cpu("1").scalar(kGpu, "1").on("a"), make_pod("y").cpu("1").scalar(kGpu, "2").on("b")});
+  Demand demand{model::InternedString(kGpu)};
+  demand.add(*make_pod("d").cpu("1").scalar(kGpu, "2").build());
+  auto pod = make_pod("p").cpu("1").scalar(kGpu, "1").build();
+  CHECK(place(scored_by({{"Fragmentation", 1, {}}}), snap, *pod, &demand) == "a");
+  // Best fit alone takes the tighter node, b.
+  CHECK(place(scored_by({{"BestFit", 1, {}}}), snap, *pod, &demand) == "b");
+}
+
+TEST_CASE("without a demand, the packing scores use the snapshot's pods", "[packing]") {
+  // The snapshot's pods ask for 1 and 2 GPUs: a 1-GPU pod on b would leave 1 GPU the 2-GPU shape
+  // cannot use.
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("16").scalar(kGpu, "4"), make_node("b").cpu("16").scalar(kGpu, "4")},
+                                     {make_pod("x").cpu("1").scalar(kGpu, "1").on("a"), make_pod("y").cpu("1").scalar(kGpu, "2").on("b")});
+  auto pod = make_pod("p").cpu("1").scalar(kGpu, "1").build();
+  auto fw = scored_by({{"Fragmentation", 1, {}}});
+  Fork fork(snap);
+  CHECK(snap.node(fw.place(*pod, fork, all(snap)).node).name == "a");
+}
+
+TEST_CASE("without extended resources Fragmentation scores every node alike and FreeCPU decides", "[packing]") {
+  auto snap = ClusterSnapshot::build({make_node("s1").cpu("1"), make_node("s2").cpu("1"), make_node("s3").cpu("1")},
+                                     {make_pod("a").cpu("300m").on("s1"), make_pod("b").cpu("700m").on("s2")});
+  Fork fork(snap);
+  auto fw = scored_by({{"Fragmentation", 1, {}}});
+  auto scores = fw.scores(*make_pod("p").cpu("100m").build(), fork, all(snap));
+  CHECK(scores == std::vector<double>{100, 100, 100});
+  CHECK(place(Framework::create(default_profile()).value(), snap, *make_pod("p").cpu("100m").build()) == "s2");
+}
+
+TEST_CASE("BestFit weighs each resource by its scarcity", "[packing]") {
+  // Both nodes fit. a leaves 1 GPU and 15 CPUs, b 3 GPUs and 1 CPU. The demand asks for GPUs
+  // mostly, so the GPU remainder counts most: a is the tighter fit.
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("16").scalar(kGpu, "4"), make_node("b").cpu("16").scalar(kGpu, "4")},
+                                     {make_pod("x").cpu("0").scalar(kGpu, "2").on("a"), make_pod("y").cpu("14").on("b")});
+  Demand demand{model::InternedString(kGpu)};
+  demand.add(*make_pod("d").cpu("100m").memory("1Mi").scalar(kGpu, "2").build());
+  auto pod = make_pod("p").cpu("1").scalar(kGpu, "1").build();
+  CHECK(place(scored_by({{"BestFit", 1, {}}}), snap, *pod, &demand) == "a");
+  CHECK(place(scored_by({{"FreeCPU", 1, {}}}), snap, *pod, &demand) == "b");
+}
