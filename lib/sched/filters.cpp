@@ -109,8 +109,17 @@ class NodeResourcesFit final : public FilterPlugin {
   std::string_view name() const override { return "NodeResourcesFit"; }
   void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork,
                     std::vector<int>& nodes) const override {
+    const ClusterSnapshot& snap = fork.base();
+    const model::ResourceList& r = pod.requests;
     std::erase_if(nodes, [&](int n) {
-      if (fits_basic(fork.used(n), fork.base().node(n).allocatable, pod.requests)) return false;
+      const Usage& used = fork.used(n);
+      const model::ResourceList& a = snap.node(n).allocatable;
+      if (fits_basic(used, a, r)) return false;
+      // The same verdict as filter(), without building a Status: the common rejection.
+      if (used.pods + 1 > a.pods || (r.cpu_milli && used.cpu_milli + r.cpu_milli > a.cpu_milli) ||
+          (r.memory && used.memory + r.memory > a.memory) ||
+          (r.ephemeral_storage && used.ephemeral_storage + r.ephemeral_storage > a.ephemeral_storage))
+        return true;
       return !filter(cs, slot, pod, fork, n).ok();
     });
   }

@@ -4,20 +4,33 @@
 
 namespace spotshift::sched {
 
+namespace {
+bool has_anti_affinity(const model::Pod& p) { return p.affinity && !p.affinity->pod_anti_affinity_required.empty(); }
+}  // namespace
+
 Fork::Fork(const ClusterSnapshot& base) : base_(&base), bits_((static_cast<size_t>(base.size()) + 63) / 64, 0) {}
 
 Fork Fork::fork() const {
   Fork child(*base_);
   child.parent_ = this;
   child.bits_ = bits_;
+  child.added_anti_affinity_ = added_anti_affinity_;
   return child;
 }
 
 void Fork::commit(Fork&& child) {
   for (auto& d : child.deltas_) {
     Delta& mine = edit(d.node);
+    added_anti_affinity_ += d.added_anti_affinity - mine.added_anti_affinity;
     mine = std::move(d);
   }
+  added_anti_terms_.merge(std::move(child.added_anti_terms_));
+  for (auto& [key, values] : child.added_by_label_)
+    for (auto& [value, pods] : values) {
+      auto& mine = added_by_label_[key][value];
+      mine.insert(mine.end(), pods.begin(), pods.end());
+    }
+  child.added_by_label_.clear();
   child.deltas_.clear();
 }
 
@@ -35,16 +48,15 @@ bool Fork::removed(const Delta& d, const model::Pod* p) {
 
 const Fork::Delta* Fork::find(int node) const {
   if (!touched(node)) return nullptr;
-  for (const Fork* f = this; f; f = f->parent_) {
-    auto it = std::lower_bound(f->deltas_.begin(), f->deltas_.end(), node, [](const Delta& d, int n) { return d.node < n; });
-    if (it != f->deltas_.end() && it->node == node) return &*it;
-  }
+  for (const Fork* f = this; f; f = f->parent_)
+    if (!f->index_.empty())
+      if (int32_t at = f->index_[static_cast<size_t>(node)]; at >= 0) return &f->deltas_[static_cast<size_t>(at)];
   return nullptr;
 }
 
 Fork::Delta& Fork::edit(int node) {
-  auto it = std::lower_bound(deltas_.begin(), deltas_.end(), node, [](const Delta& d, int n) { return d.node < n; });
-  if (it != deltas_.end() && it->node == node) return *it;
+  if (index_.empty()) index_.assign(static_cast<size_t>(base_->size()), -1);
+  if (int32_t at = index_[static_cast<size_t>(node)]; at >= 0) return deltas_[static_cast<size_t>(at)];
   Delta fresh;
   if (const Delta* inherited = parent_ ? parent_->find(node) : nullptr) {
     fresh = *inherited;
@@ -53,7 +65,8 @@ Fork::Delta& Fork::edit(int node) {
     fresh.used = base_->node(node).used;
   }
   bits_[static_cast<size_t>(node) >> 6] |= uint64_t(1) << (node & 63);
-  return *deltas_.insert(it, std::move(fresh));
+  index_[static_cast<size_t>(node)] = static_cast<int32_t>(deltas_.size());
+  return deltas_.emplace_back(std::move(fresh));
 }
 
 const Usage& Fork::used(int node) const {
@@ -65,6 +78,12 @@ void Fork::add_pod(int node, PodPtr pod) {
   Delta& d = edit(node);
   d.used.add(pod->requests, 1);
   d.used.pods += 1;
+  for (const auto& [key, value] : pod->meta.labels) added_by_label_[key][value].push_back({pod.get(), node});
+  if (has_anti_affinity(*pod)) {
+    ++d.added_anti_affinity;
+    ++added_anti_affinity_;
+    added_anti_terms_.add(pod.get(), node);
+  }
   d.added.push_back(std::move(pod));
 }
 
@@ -74,6 +93,10 @@ bool Fork::remove_pod(int node, const model::Pod& pod) {
   if (added != d.added.end()) {
     d.used.add((*added)->requests, -1);
     d.used.pods -= 1;
+    if (has_anti_affinity(**added)) {
+      --d.added_anti_affinity;
+      --added_anti_affinity_;
+    }
     d.added.erase(added);
     return true;
   }

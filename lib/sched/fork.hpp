@@ -6,6 +6,7 @@
 
 #include "sched/snapshot.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace spotshift::sched {
@@ -41,6 +42,31 @@ class Fork {
     if (d)
       for (const auto& p : d->added) f(*p);
   }
+  // Whether any pod added in this what-if has required pod anti-affinity (without a scan: the
+  // planner adds tens of thousands of pods, and InterPodAffinity asks before every placement).
+  bool any_added_anti_affinity() const { return added_anti_affinity_ > 0; }
+  // The required anti-affinity terms of pods added in this what-if (and still there) that can
+  // select a pod with these labels. A term may come more than once.
+  template <class F>
+  void for_each_added_anti_affinity_term(const model::Labels& labels, F&& f) const {
+    if (!any_added_anti_affinity()) return;
+    for (const Fork* fk = this; fk; fk = fk->parent_)
+      fk->added_anti_terms_.for_each(labels, [&](const AntiAffinityTerm& t) {
+        if (still_added(t.node, t.pod)) f(t);
+      });
+  }
+  // The pods added in this what-if (and still there) that have label key=value, with their node.
+  template <class F>
+  void for_each_added_with_label(model::InternedString key, model::InternedString value, F&& f) const {
+    for (const Fork* fk = this; fk; fk = fk->parent_) {
+      auto it = fk->added_by_label_.find(key);
+      if (it == fk->added_by_label_.end()) continue;
+      auto bucket = it->second.find(value);
+      if (bucket == it->second.end()) continue;
+      for (const auto& placed : bucket->second)
+        if (still_added(placed.node, placed.pod)) f(*placed.pod, placed.node);
+    }
+  }
   // Every pod added anywhere in this what-if (with its node).
   template <class F>
   void for_each_added(F&& f) const {
@@ -60,8 +86,14 @@ class Fork {
     Usage used;
     std::vector<PodPtr> added;
     std::vector<const model::Pod*> removed;
+    int added_anti_affinity = 0;  // added pods with required pod anti-affinity
   };
   static bool removed(const Delta& d, const model::Pod* p);
+  // Whether a pod added in this fork or an ancestor is still on the node here.
+  bool still_added(int node, const model::Pod* pod) const {
+    const Delta* d = find(node);
+    return d && std::any_of(d->added.begin(), d->added.end(), [&](const PodPtr& p) { return p.get() == pod; });
+  }
   const Delta* find(int node) const;
   Delta& edit(int node);
   bool chain_has_deltas() const {
@@ -90,7 +122,13 @@ class Fork {
   const ClusterSnapshot* base_;
   const Fork* parent_ = nullptr;
   std::vector<uint64_t> bits_;   // nodes touched here or in an ancestor
-  std::vector<Delta> deltas_;    // this fork's own, sorted by node
+  std::vector<Delta> deltas_;    // this fork's own, in the order first edited
+  std::vector<int32_t> index_;   // node -> position in deltas_ or -1; empty until the first edit
+  int added_anti_affinity_ = 0;  // over every effective delta, ancestors' included
+  AntiAffinityTerms added_anti_terms_;  // of the pods added in this fork itself
+  // The pods added in this fork itself, by label key and value (a pod may appear again after a
+  // remove and re-add; still_added() filters the removed).
+  std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<PlacedPod>>> added_by_label_;
 };
 
 }  // namespace spotshift::sched

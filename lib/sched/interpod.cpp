@@ -51,12 +51,7 @@ class InterPodAffinity final : public FilterPlugin {
   bool relevant(const model::Pod& pod, const Fork& fork) const override {
     if (pod.affinity && (!pod.affinity->pod_affinity_required.empty() || !pod.affinity->pod_anti_affinity_required.empty()))
       return true;
-    if (!fork.base().pods_with_anti_affinity().empty()) return true;
-    bool added_anti = false;
-    fork.for_each_added([&](const model::Pod& p, int) {
-      added_anti = added_anti || (p.affinity && !p.affinity->pod_anti_affinity_required.empty());
-    });
-    return added_anti;
+    return !fork.base().pods_with_anti_affinity().empty() || fork.any_added_anti_affinity();
   }
 
   void pre_filter(CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork) const override {
@@ -75,22 +70,23 @@ class InterPodAffinity final : public FilterPlugin {
         st->anti_affinity.push_back(count_term(fork, term, pod.meta.namespace_, nullptr));
     }
     // Existing pods whose anti-affinity rejects this pod forbid their domains.
-    auto consider = [&](const model::Pod& other, int node) {
-      if (!other.affinity) return;
-      for (const auto& term : other.affinity->pod_anti_affinity_required) {
-        if (!term.has_selector || !term.selector.matches(pod.meta.labels)) continue;
-        if (term_scope(term, other.meta.namespace_, pod.meta.namespace_) == NamespaceScope::kOut) continue;
-        const auto* table = &snap.node_domains(term.topology_key);
-        int d = (*table)[static_cast<size_t>(node)];
-        if (d < 0) continue;
-        auto it = std::find_if(st->forbidden.begin(), st->forbidden.end(), [&](const auto& f) { return f.first == table; });
-        if (it == st->forbidden.end()) it = st->forbidden.insert(st->forbidden.end(), {table, {}});
-        it->second.insert(d);
-      }
+    auto consider_term = [&](const model::Pod& other, int node, const model::PodAffinityTerm& term) {
+      if (!term.has_selector || !term.selector.matches(pod.meta.labels)) return;
+      if (term_scope(term, other.meta.namespace_, pod.meta.namespace_) == NamespaceScope::kOut) return;
+      const auto* table = &snap.node_domains(term.topology_key);
+      int d = (*table)[static_cast<size_t>(node)];
+      if (d < 0) return;
+      auto it = std::find_if(st->forbidden.begin(), st->forbidden.end(), [&](const auto& f) { return f.first == table; });
+      if (it == st->forbidden.end()) it = st->forbidden.insert(st->forbidden.end(), {table, {}});
+      it->second.insert(d);
     };
-    for (const auto& placed : snap.pods_with_anti_affinity())
-      if (!(fork.touched(placed.node) && fork.is_removed(placed.node, placed.pod))) consider(*placed.pod, placed.node);
-    fork.for_each_added(consider);
+    // Placed pods: only the terms that can select this pod (the snapshot's index).
+    snap.for_each_anti_affinity_term(pod.meta.labels, [&](const AntiAffinityTerm& t) {
+      if (!(fork.touched(t.node) && fork.is_removed(t.node, t.pod))) consider_term(*t.pod, t.node, *t.term);
+    });
+    // Added pods: the same index, kept by the fork.
+    fork.for_each_added_anti_affinity_term(pod.meta.labels,
+                                           [&](const AntiAffinityTerm& t) { consider_term(*t.pod, t.node, *t.term); });
     cs.put(slot, std::move(st));
   }
 

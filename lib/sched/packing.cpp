@@ -17,6 +17,7 @@
 #include "sched/demand.hpp"
 #include "sched/plugins.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace spotshift::sched {
@@ -71,6 +72,14 @@ class Fragmentation final : public ScorePlugin {
                before.scarce - pod.requests.get(d.resource().view()), before.pods - 1};
     // In thousandths of the resource's unit, so that small differences still order nodes.
     return std::llround((fragmentation(after, d) - fragmentation(before, d)) * 1000.0);
+  }
+  void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
+                   std::vector<int64_t>& out) const override {
+    if (state.demand->resource().empty()) {  // nothing scarce: every node alike, without a look at any
+      std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nodes.size()), 0);
+      return;
+    }
+    for (size_t k = 0; k < nodes.size(); ++k) out[k] = score(state, slot, pod, fork, nodes[k]);
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 };

@@ -21,6 +21,31 @@ int64_t Usage::scalar(model::InternedString name) const {
   return 0;
 }
 
+void AntiAffinityTerms::add(const model::Pod* pod, int node) {
+  if (!pod->affinity) return;
+  for (const auto& term : pod->affinity->pod_anti_affinity_required) {
+    if (!term.has_selector) continue;
+    const auto& reqs = term.selector.requirements();
+    auto anchor = std::find_if(reqs.begin(), reqs.end(), [](const model::Requirement& r) {
+      return (r.op == model::SelectorOp::kEquals || r.op == model::SelectorOp::kIn) && r.values.size() == 1;
+    });
+    AntiAffinityTerm t{pod, node, &term};
+    if (anchor == reqs.end()) unanchored_.push_back(t);
+    else by_label_[anchor->key][anchor->values[0]].push_back(t);
+  }
+}
+
+void AntiAffinityTerms::merge(AntiAffinityTerms&& other) {
+  for (auto& [key, values] : other.by_label_)
+    for (auto& [value, terms] : values) {
+      auto& mine = by_label_[key][value];
+      mine.insert(mine.end(), terms.begin(), terms.end());
+    }
+  unanchored_.insert(unanchored_.end(), other.unanchored_.begin(), other.unanchored_.end());
+  other.by_label_.clear();
+  other.unanchored_.clear();
+}
+
 ClusterSnapshot::ClusterSnapshot(ClusterSnapshot&& o) noexcept { *this = std::move(o); }
 
 ClusterSnapshot& ClusterSnapshot::operator=(ClusterSnapshot&& o) noexcept {
@@ -28,6 +53,7 @@ ClusterSnapshot& ClusterSnapshot::operator=(ClusterSnapshot&& o) noexcept {
   volumes_ = std::move(o.volumes_);
   pod_count_ = o.pod_count_;
   anti_affinity_pods_ = std::move(o.anti_affinity_pods_);
+  anti_affinity_terms_ = std::move(o.anti_affinity_terms_);
   topology_ = std::move(o.topology_);
   label_index_ = std::move(o.label_index_);
   label_value_index_ = std::move(o.label_value_index_);
@@ -70,6 +96,7 @@ ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::ve
       if (p->affinity && !p->affinity->pod_anti_affinity_required.empty()) {
         n.any_required_anti_affinity = true;
         s.anti_affinity_pods_.push_back({p.get(), n.index});
+        s.anti_affinity_terms_.add(p.get(), n.index);
       }
     }
   }

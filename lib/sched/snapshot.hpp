@@ -53,6 +53,40 @@ struct PlacedPod {
   int node;
 };
 
+// A required anti-affinity term of a pod on a node.
+struct AntiAffinityTerm {
+  const model::Pod* pod;
+  int node;
+  const model::PodAffinityTerm* term;
+};
+
+// Pods' required anti-affinity terms, indexed by a label their selector requires (the first
+// key with exactly one value, from matchLabels or In), so that the terms that could select an
+// incoming pod are found from the pod's own labels: its buckets plus the terms without such a
+// requirement. Terms without a selector match nothing and are left out.
+class AntiAffinityTerms {
+ public:
+  void add(const model::Pod* pod, int node);
+  void merge(AntiAffinityTerms&& other);
+  bool empty() const { return by_label_.empty() && unanchored_.empty(); }
+  template <class F>
+  void for_each(const model::Labels& labels, F&& f) const {
+    for (const auto& t : unanchored_) f(t);
+    if (by_label_.empty()) return;
+    for (const auto& [key, value] : labels) {
+      auto it = by_label_.find(key);
+      if (it == by_label_.end()) continue;
+      auto bucket = it->second.find(value);
+      if (bucket == it->second.end()) continue;
+      for (const auto& t : bucket->second) f(t);
+    }
+  }
+
+ private:
+  std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<AntiAffinityTerm>>> by_label_;
+  std::vector<AntiAffinityTerm> unanchored_;
+};
+
 class ClusterSnapshot {
  public:
   // Pods that are terminal or not bound are ignored; pods on unknown nodes too.
@@ -86,6 +120,12 @@ class ClusterSnapshot {
   // Pods with required pod anti-affinity terms (checked against every incoming pod).
   const std::vector<PlacedPod>& pods_with_anti_affinity() const { return anti_affinity_pods_; }
 
+  // Placed pods' required anti-affinity terms that can select a pod with these labels.
+  template <class F>
+  void for_each_anti_affinity_term(const model::Labels& labels, F&& f) const {
+    anti_affinity_terms_.for_each(labels, f);
+  }
+
  private:
   ClusterSnapshot() = default;
   struct TopologyKey {
@@ -99,6 +139,7 @@ class ClusterSnapshot {
   VolumeRequirements volumes_;
   size_t pod_count_ = 0;
   std::vector<PlacedPod> anti_affinity_pods_;
+  AntiAffinityTerms anti_affinity_terms_;
   // Lazily built indexes; a snapshot may be read from one planner thread at a time, but the
   // mutex keeps concurrent readers safe too.
   mutable std::mutex lazy_mutex_;

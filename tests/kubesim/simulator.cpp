@@ -273,6 +273,9 @@ struct Simulator::Impl {
         tcp_layer.close();
         co_return false;
       }
+      // A change made while the write below is in flight cancels no wait; comparing the store's
+      // version before waiting catches it (otherwise it would sit until the next bookmark).
+      const uint64_t polled_rv = cluster.store().resource_version();
       std::string data = now >= next_bookmark ? w.bookmark() : w.poll();
       if (now >= next_bookmark) next_bookmark = now + options.bookmark_interval;
       if (resp.watch_drop_after_events >= 0 && !data.empty()) {
@@ -292,6 +295,7 @@ struct Simulator::Impl {
         if (!co_await write(w.bookmark())) co_return false;
         break;
       }
+      if (cluster.store().resource_version() != polled_rv) continue;
       auto until = std::min({deadline, next_bookmark, drop_at});
       wake.expires_at(until);
       co_await wake.async_wait(net::as_tuple(net::use_awaitable));
