@@ -7,6 +7,7 @@
 #include "sched/snapshot.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 #include <vector>
 
 namespace spotshift::sched {
@@ -56,16 +57,22 @@ class Fork {
       });
   }
   // The pods added in this what-if (and still there) that have label key=value, with their node.
+  // Each pod once: a pod removed and added back to the same node is listed twice, so when more
+  // than one fork of the chain has entries they are deduplicated.
   template <class F>
   void for_each_added_with_label(model::InternedString key, model::InternedString value, F&& f) const {
+    std::vector<const std::vector<PlacedPod>*> buckets;
     for (const Fork* fk = this; fk; fk = fk->parent_) {
       auto it = fk->added_by_label_.find(key);
       if (it == fk->added_by_label_.end()) continue;
       auto bucket = it->second.find(value);
-      if (bucket == it->second.end()) continue;
-      for (const auto& placed : bucket->second)
-        if (still_added(placed.node, placed.pod)) f(*placed.pod, placed.node);
+      if (bucket != it->second.end()) buckets.push_back(&bucket->second);
     }
+    std::unordered_set<const model::Pod*> seen;
+    for (const auto* bucket : buckets)
+      for (const auto& placed : *bucket)
+        if (still_added(placed.node, placed.pod) && (buckets.size() == 1 ? true : seen.insert(placed.pod).second))
+          f(*placed.pod, placed.node);
   }
   // Every pod added anywhere in this what-if (with its node).
   template <class F>

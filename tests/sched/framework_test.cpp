@@ -105,6 +105,63 @@ TEST_CASE("forks add and remove pods, nest, commit and drop", "[framework]") {
   CHECK(added == std::vector<std::string>{"big@1"});
 }
 
+TEST_CASE("a fork's label and anti-affinity indexes follow adds, removes, nesting and commits", "[framework]") {
+  const char* anti = R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})";
+  auto snap = ClusterSnapshot::build({make_node("a"), make_node("b")}, {make_pod("placed").label("app", "web").affinity(anti).on("a")});
+  const model::InternedString app("app"), web("web");
+  auto with_label = [&](const Fork& f) {
+    std::vector<std::string> out;
+    f.for_each_added_with_label(app, web, [&](const model::Pod& p, int node) { out.push_back(fmt::format("{}@{}", p.meta.name, node)); });
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  auto anti_terms = [&](const Fork& f, const model::Labels& labels) {
+    std::vector<std::string> out;
+    f.for_each_added_anti_affinity_term(labels, [&](const AntiAffinityTerm& t) { out.push_back(fmt::format("{}@{}", t.pod->meta.name, t.node)); });
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  model::Labels web_labels{{"app", "web"}}, db_labels{{"app", "db"}};
+  // The snapshot's own index: the placed pod's term selects web pods only.
+  int snapshot_terms = 0;
+  snap.for_each_anti_affinity_term(web_labels, [&](const AntiAffinityTerm&) { ++snapshot_terms; });
+  CHECK(snapshot_terms == 1);
+  snap.for_each_anti_affinity_term(db_labels, [&](const AntiAffinityTerm&) { ++snapshot_terms; });
+  CHECK(snapshot_terms == 1);
+
+  Fork plan(snap);
+  PodPtr w1 = make_pod("w1").label("app", "web").affinity(anti), w2 = make_pod("w2").label("app", "web"),
+         d1 = make_pod("d1").label("app", "db");
+  plan.add_pod(0, w1);
+  plan.add_pod(1, d1);
+  CHECK(with_label(plan) == std::vector<std::string>{"w1@0"});
+  CHECK(plan.any_added_anti_affinity());
+  CHECK(anti_terms(plan, web_labels) == std::vector<std::string>{"w1@0"});
+  CHECK(anti_terms(plan, db_labels).empty());
+  {
+    Fork child = plan.fork();
+    child.add_pod(1, w2);
+    CHECK(child.remove_pod(0, *w1));
+    CHECK(with_label(child) == std::vector<std::string>{"w2@1"});
+    CHECK_FALSE(child.any_added_anti_affinity());
+    CHECK(anti_terms(child, web_labels).empty());
+    CHECK(with_label(plan) == std::vector<std::string>{"w1@0"});  // the parent is untouched
+    plan.commit(std::move(child));
+  }
+  CHECK(with_label(plan) == std::vector<std::string>{"w2@1"});
+  CHECK_FALSE(plan.any_added_anti_affinity());
+  CHECK(anti_terms(plan, web_labels).empty());
+  Fork again = plan.fork();
+  again.add_pod(1, w1);
+  CHECK(with_label(again) == std::vector<std::string>{"w1@1", "w2@1"});
+  CHECK(anti_terms(again, web_labels) == std::vector<std::string>{"w1@1"});
+  // Removed and added back to the same node in a child: listed once.
+  Fork back = again.fork();
+  CHECK(back.remove_pod(1, *w2));
+  back.add_pod(1, w2);
+  CHECK(with_label(back) == std::vector<std::string>{"w1@1", "w2@1"});
+}
+
 TEST_CASE("the placement cache gives the same answers as evaluating every filter", "[framework]") {
   std::vector<NodePtr> nodes;
   for (int i = 0; i < 50; ++i) {
