@@ -112,14 +112,16 @@ class BestFit final : public ScorePlugin {
       free_total[2] += static_cast<double>(f.scarce);
     }
     // weight_r = scarcity_r / average free_r, with scarcity_r = demand_r / free_total_r; a
-    // resource nobody asks for, or that is nowhere free, does not count.
+    // resource nobody asks for, or that is nowhere free, does not count. With nothing left to
+    // place (the last pod of a plan), every resource counts alike, each in its own scale.
     auto [cpu, memory, scarce] = d.totals();
     const double demand[3] = {static_cast<double>(cpu), static_cast<double>(memory), static_cast<double>(scarce)};
     double weight[3];
     const auto count = static_cast<double>(nodes.size());
-    for (int r = 0; r < 3; ++r)
-      weight[r] = free_total[r] > 0 && demand[r] > 0 ? demand[r] * count / (free_total[r] * free_total[r]) : 0.0;
-    if (d.empty()) weight[0] = weight[1] = weight[2] = free_total[0] > 0 ? count / free_total[0] : 0.0;
+    for (int r = 0; r < 3; ++r) {
+      const double scarcity = d.empty() ? 1.0 : demand[r] / free_total[r];
+      weight[r] = free_total[r] > 0 && (d.empty() || demand[r] > 0) ? scarcity * count / free_total[r] : 0.0;
+    }
     for (size_t k = 0; k < nodes.size(); ++k) {
       const Free& f = after[k];
       double left = weight[0] * static_cast<double>(f.cpu) + weight[1] * static_cast<double>(f.memory) +

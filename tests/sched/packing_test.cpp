@@ -130,3 +130,13 @@ TEST_CASE("BestFit weighs each resource by its scarcity", "[packing]") {
   CHECK(place(scored_by({{"BestFit", 1, {}}}), snap, *pod, &demand) == "a");
   CHECK(place(scored_by({{"FreeCPU", 1, {}}}), snap, *pod, &demand) == "b");
 }
+
+TEST_CASE("BestFit with nothing left to place weighs every resource in its own scale", "[packing]") {
+  // After the pod, a keeps 100m CPU and 2 GiB, b 15 CPUs and 1 GiB. Relative to the average
+  // free amount, a is by far the tighter fit (memory in bytes must not drown the CPU).
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("16").memory("16Gi"), make_node("b").cpu("16").memory("16Gi")},
+                                     {make_pod("x").cpu("15800m").memory("14208Mi").on("a"),
+                                      make_pod("y").cpu("900m").memory("15232Mi").on("b")});
+  Demand nothing{model::InternedString(kGpu)};
+  CHECK(place(scored_by({{"BestFit", 1, {}}}), snap, *make_pod("p").cpu("100m").memory("128Mi").build(), &nothing) == "a");
+}
