@@ -1,5 +1,7 @@
 #include "sched/framework.hpp"
 
+#include "sched/demand.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -110,6 +112,7 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
       return Error::invalid(fmt::format("score plugin {}: weight {} is outside 0..100", s.name, s.weight));
     auto p = make_score(s);
     if (!p) return p.error();
+    f.uses_demand_ = f.uses_demand_ || (s.weight > 0 && (*p)->uses_demand());
     f.scores_.emplace_back(std::move(*p), s.weight);
   }
   return f;
@@ -138,11 +141,17 @@ void Framework::signature(const model::Pod& pod, std::string& s) {
 
 }
 
+const Demand& PlacementCache::demand() {
+  if (demand_) return *demand_;
+  if (!snapshot_demand_) snapshot_demand_ = std::make_shared<const Demand>(Demand::of_snapshot(*snapshot_));
+  return *snapshot_demand_;
+}
+
 Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
                            PlacementCache* cache) const {
   Placement out;
   CycleState state;
-  if (cache) state.demand = cache->demand_;
+  if (cache && uses_demand_) state.demand = &cache->demand();
   // The relevant filters as bit sets over filters_ (a profile lists each filter once, and there
   // are fewer than 64), so a placement allocates nothing for them.
   uint64_t statics = 0, dynamics = 0;

@@ -120,6 +120,8 @@ class ScorePlugin {
   virtual ~ScorePlugin() = default;
   virtual std::string_view name() const = 0;
   virtual void pre_score(CycleState&, size_t /*slot*/, const model::Pod&, const Fork&) const {}
+  // Whether the plugin reads CycleState::demand (the packing scores do).
+  virtual bool uses_demand() const { return false; }
   virtual int64_t score(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const = 0;
   // Raw scores for many nodes at once (out has nodes.size() entries); the default calls score().
   virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
@@ -170,13 +172,16 @@ class PlacementCache {
  public:
   explicit PlacementCache(const ClusterSnapshot& snapshot) : snapshot_(&snapshot) {}
   const ClusterSnapshot* snapshot() const { return snapshot_; }
-  // The demand the packing scores see (the caller keeps it alive and current).
+  // The demand the packing scores see (the caller keeps it alive and current). Without one,
+  // the snapshot's pods are the demand, built once on first use.
   void set_demand(const Demand* demand) { demand_ = demand; }
 
  private:
   friend class Framework;
+  const Demand& demand();
   const ClusterSnapshot* snapshot_;
   const Demand* demand_ = nullptr;
+  std::shared_ptr<const Demand> snapshot_demand_;
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -221,6 +226,7 @@ class Framework {
   ProfileConfig config_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;
   std::vector<std::pair<std::unique_ptr<ScorePlugin>, int>> scores_;
+  bool uses_demand_ = false;  // some weighted score reads CycleState::demand
 };
 
 // Registration: every plugin is created here, by name, with its arguments validated.

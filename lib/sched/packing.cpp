@@ -11,8 +11,8 @@
 //   how scarce the resource is (demand over the free total of the candidate nodes); the
 //   smallest remainder wins.
 //
-// Both read the Demand the placement carries (CycleState::demand, from the PlacementCache); a
-// placement without one uses every pod of the snapshot.
+// Both read the Demand the placement carries (CycleState::demand: the PlacementCache's, or the
+// snapshot's pods, built once per cache); a placement without a cache builds the snapshot's.
 
 #include "sched/demand.hpp"
 #include "sched/plugins.hpp"
@@ -63,6 +63,7 @@ double fragmentation(const Free& f, const Demand& d) {
 class Fragmentation final : public ScorePlugin {
  public:
   std::string_view name() const override { return "Fragmentation"; }
+  bool uses_demand() const override { return true; }
   void pre_score(CycleState& state, size_t slot, const model::Pod&, const Fork& fork) const override { demand_of(state, slot, fork); }
   int64_t score(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const Demand& d = *state.demand;
@@ -87,6 +88,7 @@ class Fragmentation final : public ScorePlugin {
 class BestFit final : public ScorePlugin {
  public:
   std::string_view name() const override { return "BestFit"; }
+  bool uses_demand() const override { return true; }
   void pre_score(CycleState& state, size_t slot, const model::Pod&, const Fork& fork) const override { demand_of(state, slot, fork); }
   int64_t score(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int n) const override {
     std::vector<int64_t> out(1);
