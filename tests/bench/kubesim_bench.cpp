@@ -17,15 +17,12 @@
 #include "runtime/timers.hpp"
 #include "simulator.hpp"
 #include "support/asio_run.hpp"
+#include "support/process.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <functional>
-#include <sys/wait.h>
 #include <ctime>
 #include <thread>
 
@@ -39,47 +36,6 @@ namespace {
   std::fprintf(stderr, "kubesim_bench: %s\n", what.c_str());
   std::exit(1);
 }
-
-struct Command {
-  int status = -1;
-  std::string output;
-};
-
-// Runs cmd with /bin/sh, stdout and stderr together.
-Command sh(const std::string& cmd) {
-  Command r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) fail("cannot run " + cmd);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout, std::chrono::milliseconds every) {
-  auto deadline = clock_type::now() + timeout;
-  while (!pred()) {
-    if (clock_type::now() > deadline) return false;
-    std::this_thread::sleep_for(every);
-  }
-  return true;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/kubesim-bench-XXXXXX";
-    if (!mkdtemp(tmpl)) fail("cannot make a temporary directory");
-    path_ = tmpl;
-  }
-  ~TempDir() { sh("rm -rf " + path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  void write(const std::string& name, const std::string& content) const { std::ofstream(file(name)) << content; }
-
- private:
-  std::string path_;
-};
 
 double thread_cpu_seconds() {
   timespec ts{};
@@ -228,10 +184,10 @@ ReactionSample one_reaction(const ReactionSetup& setup, int run_index) {
     });
   };
   set_ready(false);
-  TempDir dir;
+  testing::TempDir dir;
   if (auto r = sim.write_kubeconfig(dir.file("kubeconfig")); !r) fail(r.error().message);
   auto kubectl = [&](const std::string& args) {
-    auto r = sh(fmt::format("kubectl --kubeconfig {} {}", dir.file("kubeconfig"), args));
+    auto r = testing::run(fmt::format("kubectl --kubeconfig {} {}", dir.file("kubeconfig"), args));
     if (r.status != 0) fail("kubectl " + args + ": " + r.output);
   };
   kubectl(fmt::format("apply -f {}/crds/reschedulepolicies.spotshift.io.yaml", SOURCE_ROOT));
@@ -248,10 +204,10 @@ spec:
                                        setup.dry_run));
   kubectl("apply -f " + dir.file("policy.yaml"));
   std::string log = dir.file("operator.log");
-  auto pid = sh(fmt::format("{} run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "
+  auto pid = testing::run(fmt::format("{} run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "
                             ">{} 2>&1 & echo $!",
                             SPOTSHIFT_BIN, dir.file("kubeconfig"), log));
-  auto stop = [&] { sh("kill -9 " + std::string(pid.output.substr(0, pid.output.find('\n'))) + " 2>/dev/null"); };
+  auto stop = [&] { testing::run("kill -9 " + std::string(pid.output.substr(0, pid.output.find('\n'))) + " 2>/dev/null"); };
   auto status_field = [&](std::string_view field) {
     std::string v;
     sim.run([&](kubesim::Cluster& c) {
@@ -264,14 +220,14 @@ spec:
   };
   // The operator has planned once, without the spot node.
   std::string before;
-  if (!eventually(
+  if (!testing::eventually(
           [&] {
             before = status_field(setup.status_field);
             return status_field("observedGeneration") == "1" && !before.empty();
           },
           setup.first_plan_timeout, 5ms)) {
     stop();
-    fail("the operator did not report a first plan:\n" + sh("cat " + log).output);
+    fail("the operator did not report a first plan:\n" + testing::run("cat " + log).output);
   }
   std::this_thread::sleep_for(500ms);
   before = status_field(setup.status_field);
@@ -285,14 +241,14 @@ spec:
   auto t0 = clock_type::now();
   set_ready(true);
   ReactionSample s;
-  bool planned = eventually([&] { return status_field(setup.status_field) == after; }, 60s, 1ms);
+  bool planned = testing::eventually([&] { return status_field(setup.status_field) == after; }, 60s, 1ms);
   s.plan_ms = ms_between(t0, clock_type::now());
-  bool first = setup.dry_run || eventually(evicted, 20s, 1ms);
+  bool first = setup.dry_run || testing::eventually(evicted, 20s, 1ms);
   s.eviction_ms = ms_between(t0, clock_type::now());
   stop();
   if (!planned || !first)
     fail(fmt::format("run {}: no {} after the spot node turned Ready:\n{}", run_index, planned ? "eviction" : "new plan",
-                     sh("cat " + log).output));
+                     testing::run("cat " + log).output));
   return s;
 }
 
@@ -302,7 +258,7 @@ double median(std::vector<double> v) {
 }
 
 void figure_reaction() {
-  if (sh("command -v kubectl").status != 0) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
+  if (testing::run("command -v kubectl").status != 0) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
   // Small: one on-demand node with 3 pods; its drain starts as soon as the spot node is Ready.
   ReactionSetup small;
   small.scenario = kNamespace + node_yaml("ondemand-1", "worker", true) + node_yaml("spot-1", "spot-worker", true);

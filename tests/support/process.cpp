@@ -1,7 +1,5 @@
 #include "support/process.hpp"
 
-#include "support/catch.hpp"
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,11 +21,6 @@ CommandResult run(const std::string& cmd) {
   int status = pclose(p);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
-}
-
-void require_tool(const std::string& name) {
-  auto r = run("command -v " + name);
-  if (r.status != 0) FAIL(name << " is not installed; run scripts/setup.sh (make test does)");
 }
 
 std::string shell_quote(const std::string& s) {

@@ -15,7 +15,8 @@ struct CommandResult {
 // Runs cmd with /bin/sh, capturing stdout and stderr.
 CommandResult run(const std::string& cmd);
 
-// Fails the test loudly when a tool the test needs is not on PATH.
+// Fails the test loudly when a tool the test needs is not on PATH (Catch tests only:
+// support/require_tool.cpp, in catch2_main; everything else here is in test_process).
 void require_tool(const std::string& name);
 
 // Single-quotes a string for the shell.

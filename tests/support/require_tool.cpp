@@ -1,0 +1,14 @@
+// The one Catch-dependent helper of support/process.hpp: process.cpp stays free of Catch so that
+// benchmarks, which have their own main, can use it too.
+
+#include "support/catch.hpp"
+#include "support/process.hpp"
+
+namespace spotshift::testing {
+
+void require_tool(const std::string& name) {
+  auto r = run("command -v " + name);
+  if (r.status != 0) FAIL(name << " is not installed; run scripts/setup.sh (make test does)");
+}
+
+}  // namespace spotshift::testing
