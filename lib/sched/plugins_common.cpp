@@ -71,13 +71,11 @@ void for_each_matching(const Fork& fork, const model::LabelSelector& selector,
     if (selector.matches(placed.pod->meta.labels)) f(*placed.pod, placed.node);
   }
   // Added pods: those carrying the selector's first single-value label, when it has one.
-  auto anchor = std::find_if(selector.requirements().begin(), selector.requirements().end(), [](const model::Requirement& r) {
-    return (r.op == model::SelectorOp::kEquals || r.op == model::SelectorOp::kIn) && r.values.size() == 1;
-  });
+  const model::Requirement* anchor = single_value_requirement(selector);
   auto check = [&](const model::Pod& p, int node) {
     if (selector.matches(p.meta.labels)) f(p, node);
   };
-  if (anchor != selector.requirements().end()) fork.for_each_added_with_label(anchor->key, anchor->values[0], check);
+  if (anchor) fork.for_each_added_with_label(anchor->key, anchor->values[0], check);
   else fork.for_each_added(check);
 }
 

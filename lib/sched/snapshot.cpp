@@ -21,16 +21,19 @@ int64_t Usage::scalar(model::InternedString name) const {
   return 0;
 }
 
+const model::Requirement* single_value_requirement(const model::LabelSelector& selector) {
+  for (const auto& r : selector.requirements())
+    if ((r.op == model::SelectorOp::kEquals || r.op == model::SelectorOp::kIn) && r.values.size() == 1) return &r;
+  return nullptr;
+}
+
 void AntiAffinityTerms::add(const model::Pod* pod, int node) {
   if (!pod->affinity) return;
   for (const auto& term : pod->affinity->pod_anti_affinity_required) {
     if (!term.has_selector) continue;
-    const auto& reqs = term.selector.requirements();
-    auto anchor = std::find_if(reqs.begin(), reqs.end(), [](const model::Requirement& r) {
-      return (r.op == model::SelectorOp::kEquals || r.op == model::SelectorOp::kIn) && r.values.size() == 1;
-    });
+    const model::Requirement* anchor = single_value_requirement(term.selector);
     AntiAffinityTerm t{pod, node, &term};
-    if (anchor == reqs.end()) unanchored_.push_back(t);
+    if (!anchor) unanchored_.push_back(t);
     else by_label_[anchor->key][anchor->values[0]].push_back(t);
   }
 }

@@ -53,6 +53,10 @@ struct PlacedPod {
   int node;
 };
 
+// The first requirement of a selector that needs one exact label value (matchLabels, or In with
+// one value), or null: a key for indexes of pods by label.
+const model::Requirement* single_value_requirement(const model::LabelSelector& selector);
+
 // A required anti-affinity term of a pod on a node.
 struct AntiAffinityTerm {
   const model::Pod* pod;

@@ -28,11 +28,11 @@ status:
 )",
                        name, pool);
   };
-  auto pod = [&](const std::string& app, const std::string& node, const std::string& cpu, int gpus) {
+  auto pod = [&](const std::string& app, int id, const std::string& node, const std::string& cpu, int gpus) {
     out += fmt::format(R"(---
 apiVersion: apps/v1
 kind: ReplicaSet
-metadata: {{name: {0}, namespace: ml, uid: 5a0d7c1e-0000-4000-8000-0000000000{1}, labels: {{app: {0}}}}}
+metadata: {{name: {0}, namespace: ml, uid: 5a0d7c1e-0000-4000-8000-{1:012x}, labels: {{app: {0}}}}}
 spec:
   replicas: 1
   selector: {{matchLabels: {{app: {0}}}}}
@@ -49,19 +49,19 @@ metadata:
   namespace: ml
   labels: {{app: {0}}}
   ownerReferences:
-  - {{apiVersion: apps/v1, kind: ReplicaSet, name: {0}, uid: 5a0d7c1e-0000-4000-8000-0000000000{1}, controller: true}}
+  - {{apiVersion: apps/v1, kind: ReplicaSet, name: {0}, uid: 5a0d7c1e-0000-4000-8000-{1:012x}, controller: true}}
 spec:
   nodeName: {4}
   containers:
   - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}}}}}
 )",
-                       app, app.back() == 'a' ? "0a" : app.back() == 'b' ? "0b" : "0c", cpu, gpus, node);
+                       app, id, cpu, gpus, node);
   };
   node("gpu-spot", "gpu-spot");
   for (auto n : {"gpu-od-a", "gpu-od-b", "gpu-od-c"}) node(n, "gpu-od");
-  pod("trainer-a", "gpu-od-a", "500m", 2);
-  pod("trainer-b", "gpu-od-b", "1", 1);
-  pod("trainer-c", "gpu-od-c", "1", 1);
+  pod("trainer-a", 1, "gpu-od-a", "500m", 2);
+  pod("trainer-b", 2, "gpu-od-b", "1", 1);
+  pod("trainer-c", 3, "gpu-od-c", "1", 1);
   return out;
 }
 
