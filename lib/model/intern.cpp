@@ -1,5 +1,6 @@
 #include "model/intern.hpp"
 
+#include <array>
 #include <mutex>
 #include <unordered_set>
 
@@ -29,6 +30,12 @@ Pool& pool() {
 }
 
 const std::string* intern(std::string_view s) {
+  // A per-thread direct-mapped cache in front of the locked pool: most strings a decoder meets
+  // (namespaces, label keys, owner kinds, toleration keys) repeat from one object to the next.
+  // Pooled strings are never freed, so a cached pointer stays valid.
+  thread_local std::array<const std::string*, 4096> cache{};
+  const std::string*& slot = cache[Hash()(s) & (cache.size() - 1)];
+  if (slot && *slot == s) return slot;
   Pool& p = pool();
   std::lock_guard lock(p.mutex);
   auto it = p.strings.find(s);
@@ -36,7 +43,8 @@ const std::string* intern(std::string_view s) {
     it = p.strings.emplace(s).first;
     p.bytes += s.size() + sizeof(std::string);
   }
-  return &*it;
+  slot = &*it;
+  return slot;
 }
 
 const std::string* empty_string() {

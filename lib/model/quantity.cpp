@@ -50,6 +50,8 @@ i128 ceil_div(i128 n, i128 d) {  // d > 0; rounds toward +infinity
   return q;
 }
 
+i128 digits_value(std::string_view num, std::string_view denom, int exp2, long shift);
+
 }  // namespace
 
 Result<Quantity> Quantity::parse(std::string_view text) {
@@ -113,9 +115,42 @@ Result<Quantity> Quantity::parse(std::string_view text) {
   // As in apimachinery, the suffix is judged before the number.
   if (num.empty() && denom.empty()) return fail(kNumeric);
 
-  // The exact value is D * 2^exp2 * 10^(exp10 - len(denom)), D being the digits of num and denom.
-  // Build D as a decimal digit string, multiply by 2^exp2 digit-wise, then read it in nano-units,
-  // rounding any discarded non-zero digit up. Exact for any input length.
+  long shift = static_cast<long>(exp10) - static_cast<long>(denom.size()) + 9;  // D * 10^shift nanos
+  i128 value = 0;
+  if (num.size() + denom.size() <= 12 && shift >= 0) {
+    // Up to 12 digits and nothing finer than 1n ("2", "500m", "0.5", "2048Mi": nearly every
+    // request): D * 2^exp2 stays below 2^101, so int128 arithmetic is exact, nothing rounds.
+    for (char c : num) value = value * 10 + (c - '0');
+    for (char c : denom) value = value * 10 + (c - '0');
+    value <<= exp2;
+  } else {
+    value = digits_value(num, denom, exp2, shift);
+    if (value < 0) return fail(kRange);
+  }
+  if (value != 0) {
+    for (long s = 0; s < shift; ++s) {
+      value *= 10;
+      if (value > kLimit) return fail(kRange);
+    }
+  }
+  if (format == Format::kBinarySI) {
+    const i128 max = i128(std::numeric_limits<int64_t>::max()) * kNano;
+    if (value > max) value = max;
+  }
+  Quantity q;
+  q.nanos_ = negative ? -value : value;
+  q.format_ = format;
+  return q;
+}
+
+namespace {
+
+// The exact value is D * 2^exp2 * 10^(exp10 - len(denom)), D being the digits of num and denom.
+// Builds D as a decimal digit string, multiplies it by 2^exp2 digit-wise, then reads it in
+// nano-units, rounding any discarded non-zero digit up (apimachinery rounds values finer than 1n
+// up, so a request is never lost). Exact for any input length. The result still has to be
+// multiplied by 10^shift when shift > 0; -1 when it is out of range.
+i128 digits_value(std::string_view num, std::string_view denom, int exp2, long shift) {
   std::string digits;
   digits.reserve(num.size() + denom.size() + 20);
   for (char c : num)
@@ -131,34 +166,22 @@ Result<Quantity> Quantity::parse(std::string_view text) {
     }
     if (carry) digits.insert(digits.begin(), static_cast<char>(carry));
   }
-  long shift = static_cast<long>(exp10) - static_cast<long>(denom.size()) + 9;  // D * 10^shift nanos
   long keep = static_cast<long>(digits.size()) + (shift < 0 ? shift : 0);
   i128 value = 0;
   bool sticky = false;
   for (long j = 0; j < static_cast<long>(digits.size()); ++j) {
     if (j < keep) {
       value = value * 10 + digits[j];
-      if (value > kLimit) return fail(kRange);
+      if (value > kLimit) return -1;
     } else if (digits[j] != 0) {
       sticky = true;
     }
   }
-  if (value != 0) {
-    for (long s = 0; s < shift; ++s) {
-      value *= 10;
-      if (value > kLimit) return fail(kRange);
-    }
-  }
-  if (sticky) ++value;  // apimachinery rounds values finer than 1n up, so a request is never lost
-  if (format == Format::kBinarySI) {
-    const i128 max = i128(std::numeric_limits<int64_t>::max()) * kNano;
-    if (value > max) value = max;
-  }
-  Quantity q;
-  q.nanos_ = negative ? -value : value;
-  q.format_ = format;
-  return q;
+  if (sticky) ++value;
+  return value;
 }
+
+}  // namespace
 
 Quantity Quantity::from_milli(int64_t milli, Format format) {
   Quantity q;

@@ -67,21 +67,24 @@ void figure_plan() {
 
 void figure_decode() {
   auto json = bench::synthetic_cluster({.nodes = 5000, .pods = 150000, .seed = 2});
-  double best = 1e9;
+  double best = 1e9, best_parse = 1e9;
   size_t pods = 0;
   for (int i = 0; i < 3; ++i) {
     auto t = clock_type::now();
     model::JsonDocument doc;
     if (!model::parse_json(json, doc)) std::exit(1);
+    double parse = seconds_since(t);
     std::vector<model::Pod> decoded;
     decoded.reserve(150000);
     for (const auto& item : doc["items"].GetArray())
       if (std::string_view(item["kind"].GetString()) == "Pod")
         if (auto p = model::decode_pod(item)) decoded.push_back(std::move(*p));
-    best = std::min(best, seconds_since(t));
+    double total = seconds_since(t);
+    if (total < best) best = total, best_parse = parse;
     pods = decoded.size();
   }
-  std::fprintf(stderr, "decode: %zu bytes, %zu pods in %.3f s\n", json.size(), pods, best);
+  std::fprintf(stderr, "decode: %zu bytes, %zu pods in %.3f s (JSON parse %.3f s, into the model %.3f s)\n", json.size(),
+               pods, best, best_parse, best - best_parse);
   bench::report("json_decode_throughput", static_cast<double>(json.size()) / best / 1e6, "MB/s", ">= 400 MB/s");
 }
 

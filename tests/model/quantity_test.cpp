@@ -2,6 +2,9 @@
 
 #include "support/catch.hpp"
 
+#include <limits>
+#include <string>
+
 using namespace spotshift::model;
 using F = Quantity::Format;
 
@@ -89,6 +92,31 @@ TEST_CASE("milli and unit values round up like the scheduler reads them", "[quan
     CHECK(q->milli_value() == c.milli);
     CHECK(q->value() == c.value);
   }
+}
+
+TEST_CASE("short whole quantities and long ones take different paths to the same value", "[quantity]") {
+  // Up to 12 digits parse in plain integer arithmetic; longer ones digit by digit. Leading zeros
+  // push a value onto the long path without changing it.
+  const char* cases[] = {"0", "7", "500m", "0.5", "2048Mi", "1.5Gi", "999999999999", "64Ei",
+                         "12e6", "3E-3", "1n", "123456789012Pi", "250u", "17k"};
+  for (const char* c : cases) {
+    INFO(c);
+    auto shortq = Quantity::parse(c);
+    auto longq = Quantity::parse(std::string(12, '0') + c);
+    REQUIRE(shortq);
+    REQUIRE(longq);
+    CHECK(*shortq == *longq);
+    CHECK(shortq->format() == longq->format());
+    CHECK(shortq->to_string() == longq->to_string());
+  }
+  auto ki = Quantity::parse("1Ki");
+  REQUIRE(ki);
+  CHECK(ki->value() == 1024);
+  auto capped = Quantity::parse("9999999Ei");  // BinarySI caps at 2^63-1
+  REQUIRE(capped);
+  CHECK(capped->value() == std::numeric_limits<int64_t>::max());
+  CHECK_FALSE(Quantity::parse("999999999999E"));  // 1e30: beyond the range on the short path too
+  CHECK_FALSE(Quantity::parse("0000000999999999999E"));
 }
 
 TEST_CASE("invalid quantities are rejected with a message naming the string", "[quantity][malformed]") {
