@@ -99,7 +99,7 @@ class VolumeZone final : public FilterPlugin {
 };
 
 // The common case of NodeResourcesFit: a pod without extended resources that fits.
-bool fits_basic(const Usage& used, const model::ResourceList& a, const model::ResourceList& r) {
+bool fits_basic(const BasicResources& used, const BasicResources& a, const model::ResourceList& r) {
   return r.scalars().empty() && used.pods + 1 <= a.pods && used.cpu_milli + r.cpu_milli <= a.cpu_milli &&
          used.memory + r.memory <= a.memory && used.ephemeral_storage + r.ephemeral_storage <= a.ephemeral_storage;
 }
@@ -112,8 +112,8 @@ class NodeResourcesFit final : public FilterPlugin {
     const ClusterSnapshot& snap = fork.base();
     const model::ResourceList& r = pod.requests;
     std::erase_if(nodes, [&](int n) {
-      const Usage& used = fork.used(n);
-      const model::ResourceList& a = snap.node(n).allocatable;
+      const BasicResources used = fork.used_basic(n);
+      const BasicResources& a = snap.allocatable_basic(n);
       if (fits_basic(used, a, r)) return false;
       // The same verdict as filter(), without building a Status: the common rejection.
       if (used.pods + 1 > a.pods || (r.cpu_milli && used.cpu_milli + r.cpu_milli > a.cpu_milli) ||
@@ -124,8 +124,8 @@ class NodeResourcesFit final : public FilterPlugin {
     });
   }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
-    const Usage& used = fork.used(n);
-    const model::ResourceList& a = fork.base().node(n).allocatable;
+    const BasicResources used = fork.used_basic(n);
+    const BasicResources& a = fork.base().allocatable_basic(n);
     const model::ResourceList& r = pod.requests;
     if (fits_basic(used, a, r)) return Status::success();
     Status s;
@@ -135,7 +135,8 @@ class NodeResourcesFit final : public FilterPlugin {
     if (r.ephemeral_storage && used.ephemeral_storage + r.ephemeral_storage > a.ephemeral_storage)
       s.reasons.add("Insufficient ephemeral-storage");
     for (const auto& [name, want] : r.scalars())
-      if (want > 0 && used.scalar(name) + want > a.get(name.view())) s.reasons.add(fmt::format("Insufficient {}", name.view()));
+      if (want > 0 && fork.used(n).scalar(name) + want > fork.base().node(n).allocatable.get(name.view()))
+        s.reasons.add(fmt::format("Insufficient {}", name.view()));
     if (!s.reasons.empty()) s.code = Code::kUnschedulable;
     return s;
   }

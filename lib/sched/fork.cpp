@@ -23,6 +23,7 @@ void Fork::commit(Fork&& child) {
     Delta& mine = edit(d.node);
     added_anti_affinity_ += d.added_anti_affinity - mine.added_anti_affinity;
     mine = std::move(d);
+    changed(mine);
   }
   added_anti_terms_.merge(std::move(child.added_anti_terms_));
   for (auto& [key, values] : child.added_by_label_)
@@ -69,6 +70,12 @@ Fork::Delta& Fork::edit(int node) {
   return deltas_.emplace_back(std::move(fresh));
 }
 
+void Fork::changed(const Delta& d) {
+  if (parent_) return;
+  if (dense_used_.empty()) dense_used_ = base_->used_basic();
+  dense_used_[static_cast<size_t>(d.node)] = BasicResources::of(d.used);
+}
+
 const Usage& Fork::used(int node) const {
   if (const Delta* d = find(node)) return d->used;
   return base_->node(node).used;
@@ -85,6 +92,7 @@ void Fork::add_pod(int node, PodPtr pod) {
     added_anti_terms_.add(pod.get(), node);
   }
   d.added.push_back(std::move(pod));
+  changed(d);
 }
 
 bool Fork::remove_pod(int node, const model::Pod& pod) {
@@ -98,6 +106,7 @@ bool Fork::remove_pod(int node, const model::Pod& pod) {
       --added_anti_affinity_;
     }
     d.added.erase(added);
+    changed(d);
     return true;
   }
   for (const auto& p : base_->node(node).pods) {
@@ -106,6 +115,7 @@ bool Fork::remove_pod(int node, const model::Pod& pod) {
     d.removed.push_back(p.get());
     d.used.add(p->requests, -1);
     d.used.pods -= 1;
+    changed(d);
     return true;
   }
   return false;

@@ -31,6 +31,17 @@ class Fork {
 
   const ClusterSnapshot& base() const { return *base_; }
   const Usage& used(int node) const;
+  // used(node) without the extended resources, from packed arrays: for loops over many nodes.
+  BasicResources used_basic(int node) const {
+    if (!touched(node)) return base_->used_basic()[static_cast<size_t>(node)];
+    for (const Fork* f = this; f; f = f->parent_) {
+      if (!f->dense_used_.empty()) return f->dense_used_[static_cast<size_t>(node)];
+      if (!f->index_.empty())
+        if (int32_t at = f->index_[static_cast<size_t>(node)]; at >= 0)
+          return BasicResources::of(f->deltas_[static_cast<size_t>(at)].used);
+    }
+    return base_->used_basic()[static_cast<size_t>(node)];
+  }
   bool touched(int node) const { return (bits_[static_cast<size_t>(node) >> 6] >> (node & 63)) & 1; }
   size_t changes() const;
 
@@ -103,6 +114,8 @@ class Fork {
   }
   const Delta* find(int node) const;
   Delta& edit(int node);
+  // Keeps dense_used_ current after a change to d (a fork without a parent only).
+  void changed(const Delta& d);
   bool chain_has_deltas() const {
     for (const Fork* f = parent_; f; f = f->parent_)
       if (!f->deltas_.empty()) return true;
@@ -131,6 +144,9 @@ class Fork {
   std::vector<uint64_t> bits_;   // nodes touched here or in an ancestor
   std::vector<Delta> deltas_;    // this fork's own, in the order first edited
   std::vector<int32_t> index_;   // node -> position in deltas_ or -1; empty until the first edit
+  // A fork without a parent (the one a planner commits into) keeps every node's basic usage
+  // packed once it has changed anything, so used_basic() ends at it without a delta lookup.
+  std::vector<BasicResources> dense_used_;
   int added_anti_affinity_ = 0;  // over every effective delta, ancestors' included
   AntiAffinityTerms added_anti_terms_;  // of the pods added in this fork itself
   // The pods added in this fork itself, by label key and value (a pod may appear again after a

@@ -222,8 +222,18 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
   for (size_t s = 0; s < scores_.size(); ++s) {
     const auto& [plugin, weight] = scores_[s];
     if (weight == 0) continue;
-    plugin->pre_score(state, filters_.size() + s, pod, fork);
-    plugin->score_nodes(state, filters_.size() + s, pod, fork, out.feasible, raw);
+    const size_t slot = filters_.size() + s;
+    plugin->pre_score(state, slot, pod, fork);
+    if (plugin->uniform(state, slot, pod, fork)) {
+      // The same raw score everywhere normalises to the same value everywhere: one node decides.
+      thread_local std::vector<int64_t> one_raw(1);
+      thread_local std::vector<double> one(1);
+      one_raw[0] = plugin->score(state, slot, pod, fork, out.feasible[0]);
+      plugin->normalize(one_raw, one);
+      for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += one[0] * weight;
+      continue;
+    }
+    plugin->score_nodes(state, slot, pod, fork, out.feasible, raw);
     plugin->normalize(raw, normalized);
     for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += normalized[k] * weight;
   }

@@ -123,6 +123,9 @@ class ScorePlugin {
   // Whether the plugin reads CycleState::demand (the packing scores do).
   virtual bool uses_demand() const { return false; }
   virtual int64_t score(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const = 0;
+  // Whether, after pre_score, every node gets the same raw score for this pod: the framework
+  // then scores one node instead of each (Fragmentation with nothing scarce to keep).
+  virtual bool uniform(const CycleState&, size_t /*slot*/, const model::Pod&, const Fork&) const { return false; }
   // Raw scores for many nodes at once (out has nodes.size() entries); the default calls score().
   virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
                            const std::vector<int>& nodes, std::vector<int64_t>& out) const;

@@ -90,35 +90,54 @@ class InterPodAffinity final : public FilterPlugin {
     cs.put(slot, std::move(st));
   }
 
-  Status filter(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork&, int n) const override {
+  Status filter(const CycleState& cs, size_t slot, const model::Pod&, const Fork&, int n) const override {
     const auto* st = cs.get<InterPodState>(slot);
     if (!st) return Status::error("InterPodAffinity ran without its pre-filter");
-    const auto node = static_cast<size_t>(n);
-    for (const auto& [table, domains] : st->forbidden) {
+    Verdict v = judge(*st, static_cast<size_t>(n));
+    if (v.code == Code::kSuccess) return Status::success();
+    return v.code == Code::kUnschedulable ? Status::unschedulable(v.reason) : Status::unresolvable(v.reason);
+  }
+  // filter() for many nodes without a Status each, and without a look at any node when no rule
+  // applies to this pod (the common case: some pods of the cluster have anti-affinity, so the
+  // plugin is relevant, but none selects this one).
+  void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork,
+                    std::vector<int>& nodes) const override {
+    const auto* st = cs.get<InterPodState>(slot);
+    if (!st) return FilterPlugin::filter_nodes(cs, slot, pod, fork, nodes);
+    if (st->forbidden.empty() && st->affinity.empty() && st->anti_affinity.empty()) return;
+    std::erase_if(nodes, [&](int n) { return judge(*st, static_cast<size_t>(n)).code != Code::kSuccess; });
+  }
+
+ private:
+  struct Verdict {
+    Code code;
+    const char* reason;
+  };
+  static Verdict judge(const InterPodState& st, size_t node) {
+    for (const auto& [table, domains] : st.forbidden) {
       int d = (*table)[node];
-      if (d >= 0 && domains.count(d)) return Status::unschedulable("node(s) didn't satisfy existing pods anti-affinity rules");
+      if (d >= 0 && domains.count(d)) return {Code::kUnschedulable, "node(s) didn't satisfy existing pods anti-affinity rules"};
     }
-    if (!st->affinity.empty()) {
-      if (st->affinity_unknown_namespaces)
-        return Status::unresolvable("pod affinity uses a namespaceSelector, which the planner cannot evaluate");
+    if (!st.affinity.empty()) {
+      if (st.affinity_unknown_namespaces)
+        return {Code::kUnschedulableAndUnresolvable, "pod affinity uses a namespaceSelector, which the planner cannot evaluate"};
       bool all_empty = true;
-      for (const auto& c : st->affinity) all_empty = all_empty && c.total == 0;
+      for (const auto& c : st.affinity) all_empty = all_empty && c.total == 0;
       // The first pod of a group that matches its own affinity may go anywhere with the keys.
-      bool first_of_group = all_empty && st->self_matches_all_affinity;
-      for (const auto& c : st->affinity) {
+      bool first_of_group = all_empty && st.self_matches_all_affinity;
+      for (const auto& c : st.affinity) {
         int d = (*c.node_domain)[node];
-        if (d < 0) return Status::unresolvable("node(s) didn't match pod affinity rules");
+        if (d < 0) return {Code::kUnschedulableAndUnresolvable, "node(s) didn't match pod affinity rules"};
         if (!first_of_group && c.per_domain[static_cast<size_t>(d)] == 0)
-          return Status::unschedulable("node(s) didn't match pod affinity rules");
+          return {Code::kUnschedulable, "node(s) didn't match pod affinity rules"};
       }
     }
-    for (const auto& c : st->anti_affinity) {
+    for (const auto& c : st.anti_affinity) {
       int d = (*c.node_domain)[node];
       if (d >= 0 && c.per_domain[static_cast<size_t>(d)] > 0)
-        return Status::unschedulable("node(s) didn't match pod anti-affinity rules");
+        return {Code::kUnschedulable, "node(s) didn't match pod anti-affinity rules"};
     }
-    (void)pod;
-    return Status::success();
+    return {Code::kSuccess, nullptr};
   }
 };
 

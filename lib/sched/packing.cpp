@@ -44,10 +44,11 @@ struct Free {
 };
 
 Free free_on(const Fork& fork, int n, model::InternedString resource) {
-  const NodeInfo& info = fork.base().node(n);
-  const Usage& u = fork.used(n);
-  return {info.allocatable.cpu_milli - u.cpu_milli, info.allocatable.memory - u.memory,
-          resource.empty() ? 0 : info.allocatable.get(resource.view()) - u.scalar(resource), info.allocatable.pods - u.pods};
+  const BasicResources& a = fork.base().allocatable_basic(n);
+  const BasicResources u = fork.used_basic(n);
+  return {a.cpu_milli - u.cpu_milli, a.memory - u.memory,
+          resource.empty() ? 0 : fork.base().node(n).allocatable.get(resource.view()) - fork.used(n).scalar(resource),
+          a.pods - u.pods};
 }
 
 double fragmentation(const Free& f, const Demand& d) {
@@ -74,13 +75,9 @@ class Fragmentation final : public ScorePlugin {
     // In thousandths of the resource's unit, so that small differences still order nodes.
     return std::llround((fragmentation(after, d) - fragmentation(before, d)) * 1000.0);
   }
-  void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
-                   std::vector<int64_t>& out) const override {
-    if (state.demand->resource().empty()) {  // nothing scarce: every node alike, without a look at any
-      std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nodes.size()), 0);
-      return;
-    }
-    for (size_t k = 0; k < nodes.size(); ++k) out[k] = score(state, slot, pod, fork, nodes[k]);
+  // Nothing scarce: every node alike, without a look at any.
+  bool uniform(const CycleState& state, size_t, const model::Pod&, const Fork&) const override {
+    return state.demand->resource().empty();
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 };

@@ -21,8 +21,8 @@ class LeastAllocated final : public ScorePlugin {
  public:
   std::string_view name() const override { return "LeastAllocated"; }
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
-    const auto& a = fork.base().node(n).allocatable;
-    const auto& u = fork.used(n);
+    const auto& a = fork.base().allocatable_basic(n);
+    const auto u = fork.used_basic(n);
     double cpu = 1.0 - fraction(u.cpu_milli, pod.requests.cpu_milli, a.cpu_milli);
     double mem = 1.0 - fraction(u.memory, pod.requests.memory, a.memory);
     return static_cast<int64_t>((cpu + mem) * 50.0);
@@ -33,8 +33,8 @@ class MostAllocated final : public ScorePlugin {
  public:
   std::string_view name() const override { return "MostAllocated"; }
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
-    const auto& a = fork.base().node(n).allocatable;
-    const auto& u = fork.used(n);
+    const auto& a = fork.base().allocatable_basic(n);
+    const auto u = fork.used_basic(n);
     return static_cast<int64_t>((fraction(u.cpu_milli, pod.requests.cpu_milli, a.cpu_milli) +
                                  fraction(u.memory, pod.requests.memory, a.memory)) * 50.0);
   }
@@ -44,8 +44,8 @@ class BalancedAllocation final : public ScorePlugin {
  public:
   std::string_view name() const override { return "BalancedAllocation"; }
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
-    const auto& a = fork.base().node(n).allocatable;
-    const auto& u = fork.used(n);
+    const auto& a = fork.base().allocatable_basic(n);
+    const auto u = fork.used_basic(n);
     double cpu = fraction(u.cpu_milli, pod.requests.cpu_milli, a.cpu_milli);
     double mem = fraction(u.memory, pod.requests.memory, a.memory);
     double std_dev = std::fabs(cpu - mem) / 2.0;
@@ -93,13 +93,13 @@ class FreeCPU final : public ScorePlugin {
   explicit FreeCPU(bool fullest) : fullest_(fullest) {}
   std::string_view name() const override { return "FreeCPU"; }
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
-    return fork.base().node(n).allocatable.cpu_milli - fork.used(n).cpu_milli - pod.requests.cpu_milli;
+    return fork.base().allocatable_basic(n).cpu_milli - fork.used_basic(n).cpu_milli - pod.requests.cpu_milli;
   }
   void score_nodes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                    std::vector<int64_t>& out) const override {
     const ClusterSnapshot& snap = fork.base();
     for (size_t k = 0; k < nodes.size(); ++k)
-      out[k] = snap.node(nodes[k]).allocatable.cpu_milli - fork.used(nodes[k]).cpu_milli - pod.requests.cpu_milli;
+      out[k] = snap.allocatable_basic(nodes[k]).cpu_milli - fork.used_basic(nodes[k]).cpu_milli - pod.requests.cpu_milli;
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override {
     if (fullest_) scale_lower_better(raw, out);

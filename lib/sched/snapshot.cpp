@@ -53,6 +53,8 @@ ClusterSnapshot::ClusterSnapshot(ClusterSnapshot&& o) noexcept { *this = std::mo
 
 ClusterSnapshot& ClusterSnapshot::operator=(ClusterSnapshot&& o) noexcept {
   nodes_ = std::move(o.nodes_);
+  allocatable_basic_ = std::move(o.allocatable_basic_);
+  used_basic_ = std::move(o.used_basic_);
   volumes_ = std::move(o.volumes_);
   pod_count_ = o.pod_count_;
   anti_affinity_pods_ = std::move(o.anti_affinity_pods_);
@@ -92,6 +94,10 @@ ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::ve
     info.used.pods += 1;
     info.pods.push_back(p);
     ++s.pod_count_;
+  }
+  for (const auto& n : s.nodes_) {
+    s.allocatable_basic_.push_back(BasicResources::of(n.allocatable));
+    s.used_basic_.push_back(BasicResources::of(n.used));
   }
   for (auto& n : s.nodes_) {
     std::sort(n.pods.begin(), n.pods.end(), [](const PodPtr& a, const PodPtr& b) { return a->key() < b->key(); });

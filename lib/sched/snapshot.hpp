@@ -33,6 +33,20 @@ struct Usage {
   bool operator==(const Usage&) const = default;
 };
 
+// The four resources every node has, packed so that loops over thousands of nodes read 32
+// contiguous bytes per node instead of a NodeInfo and a Usage each (the filter and score loops of
+// a plan were bound by those cache misses).
+struct BasicResources {
+  int64_t cpu_milli = 0;
+  int64_t memory = 0;
+  int64_t ephemeral_storage = 0;
+  int64_t pods = 0;
+
+  static BasicResources of(const Usage& u) { return {u.cpu_milli, u.memory, u.ephemeral_storage, u.pods}; }
+  static BasicResources of(const model::ResourceList& r) { return {r.cpu_milli, r.memory, r.ephemeral_storage, r.pods}; }
+  bool operator==(const BasicResources&) const = default;
+};
+
 struct NodeInfo {
   NodePtr node;
   std::string name;
@@ -103,6 +117,9 @@ class ClusterSnapshot {
   int size() const { return static_cast<int>(nodes_.size()); }
   const NodeInfo& node(int i) const { return nodes_[static_cast<size_t>(i)]; }
   const std::vector<NodeInfo>& nodes() const { return nodes_; }
+  // node(i).allocatable and node(i).used, packed.
+  const BasicResources& allocatable_basic(int i) const { return allocatable_basic_[static_cast<size_t>(i)]; }
+  const std::vector<BasicResources>& used_basic() const { return used_basic_; }
   std::optional<int> index_of(std::string_view name) const;
   const VolumeRequirements& volumes() const { return volumes_; }
   size_t pod_count() const { return pod_count_; }
@@ -139,6 +156,8 @@ class ClusterSnapshot {
   const TopologyKey& topology(model::InternedString key) const;
 
   std::vector<NodeInfo> nodes_;
+  std::vector<BasicResources> allocatable_basic_;
+  std::vector<BasicResources> used_basic_;
   std::unordered_map<std::string_view, int> by_name_;
   VolumeRequirements volumes_;
   size_t pod_count_ = 0;

@@ -105,6 +105,49 @@ TEST_CASE("forks add and remove pods, nest, commit and drop", "[framework]") {
   CHECK(added == std::vector<std::string>{"big@1"});
 }
 
+TEST_CASE("a fork's packed usage follows adds, removes, nesting and commits", "[framework]") {
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("4"), make_node("b").cpu("4"), make_node("c").cpu("4")},
+                                     {make_pod("x").cpu("1").memory("1Gi").on("a"), make_pod("y").cpu("2").on("b")});
+  auto same = [&](const Fork& f) {
+    for (int n = 0; n < snap.size(); ++n) {
+      INFO("node " << n);
+      CHECK(f.used_basic(n) == BasicResources::of(f.used(n)));
+    }
+  };
+  Fork plan(snap);
+  same(plan);
+  PodPtr p1 = make_pod("p1").cpu("500m").memory("256Mi");
+  PodPtr p2 = make_pod("p2").cpu("1500m");
+  Fork attempt = plan.fork();
+  attempt.add_pod(2, p1);
+  CHECK(attempt.remove_pod(0, *make_pod("x").build()));
+  same(attempt);
+  same(plan);
+  plan.commit(std::move(attempt));
+  same(plan);
+  CHECK(plan.used_basic(2).cpu_milli == 500);
+  CHECK(plan.used_basic(0).memory == 0);
+  {
+    Fork deeper = plan.fork();
+    Fork deepest = deeper.fork();
+    deepest.add_pod(2, p2);
+    same(deepest);
+    CHECK(deepest.used_basic(2).cpu_milli == 2000);
+    CHECK(deeper.used_basic(2).cpu_milli == 500);
+    deeper.commit(std::move(deepest));
+    same(deeper);
+    CHECK(deeper.used_basic(2).cpu_milli == 2000);
+    // Dropped: the plan is untouched.
+  }
+  CHECK(plan.used_basic(2).cpu_milli == 500);
+  plan.add_pod(1, p2);
+  same(plan);
+  CHECK(plan.used_basic(1).cpu_milli == 3500);
+  CHECK(plan.remove_pod(2, *p1));
+  same(plan);
+  CHECK(plan.used_basic(2) == BasicResources{});
+}
+
 TEST_CASE("a fork's label and anti-affinity indexes follow adds, removes, nesting and commits", "[framework]") {
   const char* anti = R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})";
   auto snap = ClusterSnapshot::build({make_node("a"), make_node("b")}, {make_pod("placed").label("app", "web").affinity(anti).on("a")});
