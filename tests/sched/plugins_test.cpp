@@ -20,6 +20,12 @@ struct Case {
   const char* verdict;  // "" for success, else the reason
 };
 
+std::vector<int> all(const ClusterSnapshot& s) {
+  std::vector<int> v;
+  for (int i = 0; i < s.size(); ++i) v.push_back(i);
+  return v;
+}
+
 // Runs just one filter and returns its first reason ("" when it passes).
 std::string verdict(const std::string& filter, const Case& c) {
   auto snap = ClusterSnapshot::build(c.nodes, c.existing);
@@ -183,4 +189,38 @@ TEST_CASE("VolumeZone", "[plugins]") {
   CHECK(fw.check(*pod, fork, 1)[0].second.reasons.at(0) == "node(s) had volume node affinity conflict");
   PodPtr unknown = make_pod("q").pvc("other");  // a claim nothing is known about is not a constraint
   CHECK(fw.check(*unknown, fork, 1)[0].second.ok());
+}
+
+TEST_CASE("NodeResourcesFit gives the same verdict over many nodes as node by node", "[plugins]") {
+  // place() runs the batch form; check() the single-node one. They must agree, including on an
+  // overcommitted node, which still takes a pod that asks for none of the exceeded resource.
+  auto snap = ClusterSnapshot::build(
+      {make_node("full-cpu").cpu("1").memory("4Gi"), make_node("full-memory").cpu("4").memory("1Gi"),
+       make_node("full-pods").cpu("4").memory("4Gi").pods(1), make_node("roomy").cpu("4").memory("4Gi"),
+       make_node("gpu").cpu("4").memory("4Gi").scalar("nvidia.com/gpu", "1")},
+      {make_pod("e1").cpu("1500m").memory("0").on("full-cpu"), make_pod("e2").cpu("0").memory("1536Mi").on("full-memory"),
+       make_pod("e3").cpu("0").memory("0").on("full-pods")});
+  Fork fork(snap);
+  ProfileConfig p;
+  p.filters = {"NodeResourcesFit"};
+  auto fw = Framework::create(p).value();
+  std::vector<PodPtr> pods = {make_pod("none").cpu("0").memory("0"), make_pod("cpu").cpu("500m").memory("0"),
+                              make_pod("memory").cpu("0").memory("256Mi"), make_pod("both").cpu("500m").memory("256Mi"),
+                              make_pod("best-effort").best_effort(), make_pod("gpu").cpu("100m").scalar("nvidia.com/gpu", "1")};
+  for (const auto& pod : pods) {
+    INFO(pod->meta.name);
+    std::vector<int> one_by_one;
+    for (int n = 0; n < snap.size(); ++n)
+      if (fw.check(*pod, fork, n).at(0).second.ok()) one_by_one.push_back(n);
+    CHECK(fw.place(*pod, fork, all(snap)).feasible == one_by_one);
+  }
+  auto names = [&](const PodPtr& pod) {
+    std::vector<std::string> out;
+    for (int n : fw.place(*pod, fork, all(snap)).feasible) out.push_back(snap.node(n).name);
+    return out;
+  };
+  CHECK(names(pods[0]) == std::vector<std::string>{"full-cpu", "full-memory", "gpu", "roomy"});
+  CHECK(names(pods[1]) == std::vector<std::string>{"full-memory", "gpu", "roomy"});
+  CHECK(names(pods[2]) == std::vector<std::string>{"full-cpu", "gpu", "roomy"});
+  CHECK(names(pods[5]) == std::vector<std::string>{"gpu"});
 }
