@@ -6,6 +6,10 @@ namespace spotshift::sched {
 
 namespace {
 bool has_anti_affinity(const model::Pod& p) { return p.affinity && !p.affinity->pod_anti_affinity_required.empty(); }
+// Whether two pods have the same namespace/name, without building either key.
+bool same_key(const model::Pod& a, const model::Pod& b) {
+  return a.meta.namespace_ == b.meta.namespace_ && a.meta.name == b.meta.name;
+}
 }  // namespace
 
 Fork::Fork(const ClusterSnapshot& base) : base_(&base), bits_((static_cast<size_t>(base.size()) + 63) / 64, 0) {}
@@ -43,7 +47,7 @@ size_t Fork::changes() const {
 
 bool Fork::removed(const Delta& d, const model::Pod* p) {
   for (const auto* r : d.removed)
-    if (r == p || (r->meta.namespace_ == p->meta.namespace_ && r->meta.name == p->meta.name)) return true;
+    if (r == p || same_key(*r, *p)) return true;
   return false;
 }
 
@@ -97,7 +101,7 @@ void Fork::add_pod(int node, PodPtr pod) {
 
 bool Fork::remove_pod(int node, const model::Pod& pod) {
   Delta& d = edit(node);
-  auto added = std::find_if(d.added.begin(), d.added.end(), [&](const PodPtr& p) { return p->key() == pod.key(); });
+  auto added = std::find_if(d.added.begin(), d.added.end(), [&](const PodPtr& p) { return same_key(*p, pod); });
   if (added != d.added.end()) {
     d.used.add((*added)->requests, -1);
     d.used.pods -= 1;
@@ -110,7 +114,7 @@ bool Fork::remove_pod(int node, const model::Pod& pod) {
     return true;
   }
   for (const auto& p : base_->node(node).pods) {
-    if (p->key() != pod.key()) continue;
+    if (!same_key(*p, pod)) continue;
     if (removed(d, p.get())) return false;
     d.removed.push_back(p.get());
     d.used.add(p->requests, -1);

@@ -156,6 +156,7 @@ void figure_ingest() {
 
 struct ReactionSample {
   double plan_ms = 0, eviction_ms = 0;
+  std::string plan_duration;  // the status's lastPlanDuration: the plan alone
 };
 
 // Where a reaction is measured: a cluster, the spot node that turns Ready, and what in the
@@ -245,6 +246,10 @@ spec:
   s.plan_ms = ms_between(t0, clock_type::now());
   bool first = setup.dry_run || testing::eventually(evicted, 20s, 1ms);
   s.eviction_ms = ms_between(t0, clock_type::now());
+  sim.run([&](kubesim::Cluster& c) {
+    if (const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies"))
+      for (const auto& [k, obj] : c.store().objects(*rt)) s.plan_duration = std::string(kubesim::get_str(obj->doc, {"status", "lastPlanDuration"}));
+  });
   stop();
   if (!planned || !first)
     fail(fmt::format("run {}: no {} after the spot node turned Ready:\n{}", run_index, planned ? "eviction" : "new plan",
@@ -290,7 +295,8 @@ void figure_reaction() {
   std::vector<double> big_plan;
   for (int i = 0; i < 3; ++i) {
     auto s = one_reaction(big, i);
-    std::fprintf(stderr, "reaction (1,000 nodes, 30,000 pods, dry run) run %d: plan in the status after %.1f ms\n", i, s.plan_ms);
+    std::fprintf(stderr, "reaction (1,000 nodes, 30,000 pods, dry run) run %d: plan in the status after %.1f ms (the plan itself %s)\n",
+                 i, s.plan_ms, s.plan_duration.c_str());
     big_plan.push_back(s.plan_ms);
   }
   bench::report("reaction_spot_ready_to_plan_in_status_1000_nodes_30000_pods_median", median(big_plan), "ms", "<= 50 ms");
