@@ -27,7 +27,20 @@ class BudgetIndex {
   bool covers(const model::Pod& pod) const;
 
  private:
-  std::unordered_map<std::string_view, std::vector<PdbPtr>> by_namespace_;
+  // Per namespace, the budgets that can match a pod, indexed by a label their selector requires
+  // (the first key with exactly one value), so a pod is checked against the budgets of its own
+  // labels instead of every budget of its namespace. A budget's position in the input keeps the
+  // answer in input order.
+  struct Entry {
+    size_t order;
+    const model::PodDisruptionBudget* pdb;
+  };
+  struct Namespace {
+    std::vector<Entry> unanchored;
+    std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<Entry>>> by_label;
+  };
+  std::vector<PdbPtr> pdbs_;
+  std::unordered_map<model::InternedString, Namespace> by_namespace_;
 };
 
 struct BudgetCheck {

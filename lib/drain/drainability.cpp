@@ -20,7 +20,9 @@ std::string_view to_string(Verdict v) {
 SpotReach::SpotReach(std::vector<std::shared_ptr<const model::Node>> spot_nodes) : spot_(std::move(spot_nodes)) {}
 
 bool SpotReach::reachable(const model::Pod& pod) {
-  sched::Framework::signature(pod, scratch_);
+  // Without the node name: the replicas of a workload on different nodes share an answer (node
+  // selection, affinity and tolerations decide it, not where the pod runs now).
+  sched::Framework::signature(pod, scratch_, false);
   if (auto it = memo_.find(scratch_); it != memo_.end()) return it->second;
   bool any = false;
   for (const auto& n : spot_)

@@ -166,6 +166,8 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
                    [&](const model::Pod& pod) { return budgets.covers(pod); }, &reach};
 
   sched::Fork committed(snap);
+  committed.track_candidates(spot);
+  model::Pod unbound;
   for (int idx : on_demand) {
     const sched::NodeInfo& info = snap.node(idx);
     if (in.only_node && info.name != *in.only_node) continue;
@@ -233,16 +235,18 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
       rejection.reasons.push_back("no Ready, schedulable node matches the spotNodeSelector");
     } else {
       for (const auto& c : moving) {
-        // Where the pod's controller would see it scheduled: the same pod, not bound anywhere.
-        auto unbound = std::make_shared<model::Pod>(*c.pod);
-        unbound->node_name = {};
+        // Where the pod's controller would see it scheduled: the same pod, not bound anywhere
+        // (assigned into one reused Pod, whose buffers outlive the loop).
+        unbound = *c.pod;
+        unbound.node_name = {};
         leave_demand(c.pod.get());
-        auto placed = framework->place(*unbound, attempt, spot, &cache);
+        auto placed = framework->place_on_tracked(unbound, attempt, cache);
         if (placed.node < 0) {
           rejection.reasons.push_back(fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));
           break;
         }
-        attempt.add_pod(placed.node, std::move(unbound));
+        // The what-if holds the pod itself: nothing in a fork reads an added pod's node name.
+        attempt.add_pod(placed.node, c.pod);
         PodMove move;
         move.pod = c.pod;
         move.target = snap.node(placed.node).name;

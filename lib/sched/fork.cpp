@@ -1,6 +1,7 @@
 #include "sched/fork.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace spotshift::sched {
 
@@ -77,7 +78,24 @@ Fork::Delta& Fork::edit(int node) {
 void Fork::changed(const Delta& d) {
   if (parent_) return;
   if (dense_used_.empty()) dense_used_ = base_->used_basic();
-  dense_used_[static_cast<size_t>(d.node)] = BasicResources::of(d.used);
+  const auto n = static_cast<size_t>(d.node);
+  if (!is_tracked_.empty() && is_tracked_[n]) {
+    const int64_t alloc = base_->allocatable_basic(d.node).cpu_milli;
+    by_free_cpu_.erase({alloc - dense_used_[n].cpu_milli, d.node});
+    by_free_cpu_.insert({alloc - d.used.cpu_milli, d.node});
+  }
+  dense_used_[n] = BasicResources::of(d.used);
+}
+
+void Fork::track_candidates(std::vector<int> nodes) {
+  if (parent_) throw std::logic_error("Fork::track_candidates: only a fork without a parent tracks candidates");
+  tracked_ = std::move(nodes);
+  is_tracked_.assign(static_cast<size_t>(base_->size()), false);
+  by_free_cpu_.clear();
+  for (int n : tracked_) {
+    is_tracked_[static_cast<size_t>(n)] = true;
+    by_free_cpu_.insert({base_->allocatable_basic(n).cpu_milli - used_basic(n).cpu_milli, n});
+  }
 }
 
 const Usage& Fork::used(int node) const {

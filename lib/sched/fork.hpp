@@ -7,7 +7,9 @@
 #include "sched/snapshot.hpp"
 
 #include <algorithm>
+#include <set>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace spotshift::sched {
@@ -30,6 +32,24 @@ class Fork {
   bool remove_pod(int node, const model::Pod& pod);
 
   const ClusterSnapshot& base() const { return *base_; }
+  const Fork* parent() const { return parent_; }
+
+  // The candidate nodes a planner places onto, tracked by a fork without a parent: the list,
+  // and the same nodes ordered by free CPU (allocatable minus used, then by index), kept current
+  // through every later change, so that a "fullest first" placement can stop at the first node
+  // that passes the filters instead of scoring every node (Framework::place without candidates).
+  void track_candidates(std::vector<int> nodes);
+  const std::vector<int>& tracked() const { return tracked_; }
+  bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
+  const std::set<std::pair<int64_t, int>>& tracked_by_free_cpu() const { return by_free_cpu_; }
+  // Whether this fork itself (not an ancestor) changed the node, and each node it changed.
+  bool changed_here(int node) const {
+    return !index_.empty() && index_[static_cast<size_t>(node)] >= 0;
+  }
+  template <class F>
+  void for_each_changed_here(F&& f) const {
+    for (const auto& d : deltas_) f(d.node);
+  }
   const Usage& used(int node) const;
   // used(node) without the extended resources, from packed arrays: for loops over many nodes.
   BasicResources used_basic(int node) const {
@@ -147,6 +167,9 @@ class Fork {
   // A fork without a parent (the one a planner commits into) keeps every node's basic usage
   // packed once it has changed anything, so used_basic() ends at it without a delta lookup.
   std::vector<BasicResources> dense_used_;
+  std::vector<int> tracked_;
+  std::vector<bool> is_tracked_;
+  std::set<std::pair<int64_t, int>> by_free_cpu_;  // (free CPU, node) of the tracked nodes
   int added_anti_affinity_ = 0;  // over every effective delta, ancestors' included
   AntiAffinityTerms added_anti_terms_;  // of the pods added in this fork itself
   // The pods added in this fork itself, by label key and value (a pod may appear again after a

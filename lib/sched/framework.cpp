@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 
 namespace spotshift::sched {
 
@@ -106,6 +107,7 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
     auto p = make_filter(name);
     if (!p) return p.error();
     f.filters_.push_back(std::move(*p));
+    f.resource_fit_ = f.resource_fit_ || name == "NodeResourcesFit";
   }
   for (const auto& s : config.scores) {
     if (s.weight < 0 || s.weight > 100)
@@ -113,16 +115,18 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
     auto p = make_score(s);
     if (!p) return p.error();
     f.uses_demand_ = f.uses_demand_ || (s.weight > 0 && (*p)->uses_demand());
+    if (s.weight > 0 && (*p)->fullest_cpu_first()) f.fullest_score_ = static_cast<int>(f.scores_.size());
     f.scores_.emplace_back(std::move(*p), s.weight);
   }
   return f;
 }
 
-void Framework::signature(const model::Pod& pod, std::string& s) {
+void Framework::signature(const model::Pod& pod, std::string& s, bool with_node_name) {
   // Plain appends into a reused buffer: this runs per placement.
   s.clear();
   s.append(pod.meta.namespace_.view()).push_back('|');
-  s.append(pod.node_name.view()).push_back(pod.best_effort ? 'B' : '|');
+  if (with_node_name) s.append(pod.node_name.view());
+  s.push_back(pod.best_effort ? 'B' : '|');
   for (const auto& t : pod.tolerations) {
     s.append(t.key.view()).push_back(t.op == model::TolerationOp::kExists ? '?' : '=');
     s.append(t.value.view()).push_back(t.effect ? static_cast<char>('0' + static_cast<int>(*t.effect)) : '*');
@@ -147,50 +151,63 @@ const Demand& PlacementCache::demand() {
   return *snapshot_demand_;
 }
 
-Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
-                           PlacementCache* cache) const {
-  Placement out;
-  CycleState state;
-  if (cache && uses_demand_) state.demand = &cache->demand();
-  // The relevant filters as bit sets over filters_ (a profile lists each filter once, and there
-  // are fewer than 64), so a placement allocates nothing for them.
-  uint64_t statics = 0, dynamics = 0;
+namespace {
+template <class F>
+void each_bit(uint64_t set, F&& f) {
+  for (; set; set &= set - 1) f(static_cast<size_t>(std::countr_zero(set)));
+}
+}  // namespace
+
+void Framework::prepare(CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t& statics,
+                        uint64_t& dynamics) const {
+  // Bit sets over filters_ (a profile lists each filter once, and there are fewer than 64), so a
+  // placement allocates nothing for them.
+  statics = dynamics = 0;
   for (size_t i = 0; i < filters_.size(); ++i) {
     if (!filters_[i]->relevant(pod, fork)) continue;
     filters_[i]->pre_filter(state, i, pod, fork);
     (filters_[i]->node_static() ? statics : dynamics) |= uint64_t(1) << i;
   }
-  auto each = [](uint64_t set, auto&& f) {
-    for (; set; set &= set - 1) f(static_cast<size_t>(std::countr_zero(set)));
-  };
-  const std::vector<uint8_t>* verdicts = nullptr;
-  if (cache && cache->snapshot_ == &fork.base()) {
-    thread_local std::string sig;
-    signature(pod, sig);
-    auto it = cache->static_verdicts_.find(std::string_view(sig));
-    if (it == cache->static_verdicts_.end()) {
-      std::vector<uint8_t> v(static_cast<size_t>(fork.base().size()), 0);
-      for (int n = 0; n < fork.base().size(); ++n)
-        for (size_t i = 0; i < filters_.size(); ++i)
-          if (((statics >> i) & 1) && !filters_[i]->filter(state, i, pod, fork, n).ok()) {
-            v[static_cast<size_t>(n)] = static_cast<uint8_t>(1 + i);
-            break;
-          }
-      it = cache->static_verdicts_.emplace(sig, std::move(v)).first;
-    }
-    verdicts = &it->second;
+}
+
+const std::vector<uint8_t>& Framework::static_verdicts(const CycleState& state, const model::Pod& pod, const Fork& fork,
+                                                       uint64_t statics, PlacementCache& cache) const {
+  thread_local std::string sig;
+  signature(pod, sig);
+  auto it = cache.static_verdicts_.find(std::string_view(sig));
+  if (it == cache.static_verdicts_.end()) {
+    std::vector<uint8_t> v(static_cast<size_t>(fork.base().size()), 0);
+    for (int n = 0; n < fork.base().size(); ++n)
+      for (size_t i = 0; i < filters_.size(); ++i)
+        if (((statics >> i) & 1) && !filters_[i]->filter(state, i, pod, fork, n).ok()) {
+          v[static_cast<size_t>(n)] = static_cast<uint8_t>(1 + i);
+          break;
+        }
+    it = cache.static_verdicts_.emplace(sig, std::move(v)).first;
   }
+  return it->second;
+}
+
+Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
+                           PlacementCache* cache) const {
+  Placement out;
+  CycleState state;
+  if (cache && uses_demand_) state.demand = &cache->demand();
+  uint64_t statics, dynamics;
+  prepare(state, pod, fork, statics, dynamics);
+  const std::vector<uint8_t>* verdicts = nullptr;
+  if (cache && cache->snapshot_ == &fork.base()) verdicts = &static_verdicts(state, pod, fork, statics, *cache);
   out.feasible.reserve(candidates.size());
   for (int n : candidates) {
     bool fits = true;
     if (verdicts) {
       fits = (*verdicts)[static_cast<size_t>(n)] == 0;
     } else {
-      each(statics, [&](size_t i) { fits = fits && filters_[i]->filter(state, i, pod, fork, n).ok(); });
+      each_bit(statics, [&](size_t i) { fits = fits && filters_[i]->filter(state, i, pod, fork, n).ok(); });
     }
     if (fits) out.feasible.push_back(n);
   }
-  each(dynamics, [&](size_t i) {
+  each_bit(dynamics, [&](size_t i) {
     if (!out.feasible.empty()) filters_[i]->filter_nodes(state, i, pod, fork, out.feasible);
   });
   if (out.feasible.empty()) {
@@ -242,6 +259,91 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
     if (total[k] > total[best] || (total[k] == total[best] && out.feasible[k] < out.feasible[best])) best = k;
   out.node = out.feasible[best];
   out.score = total[best];
+  return out;
+}
+
+Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, PlacementCache& cache) const {
+  const Fork* top = &fork;
+  while (top->parent()) top = top->parent();
+  // Only a tracking fork or its direct child: the child's own changes are the only ones the
+  // tracking order does not already reflect.
+  const bool shallow = top == &fork || top == fork.parent();
+  if (shallow && fullest_score_ >= 0 && cache.snapshot_ == &fork.base())
+    if (auto p = place_fullest(pod, fork, *top, cache)) return std::move(*p);
+  return place(pod, fork, top->tracked(), &cache);
+}
+
+std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top,
+                                                  PlacementCache& cache) const {
+  CycleState state;
+  if (uses_demand_) state.demand = &cache.demand();
+  // Every other weighted score must give every node the same value for this pod.
+  for (size_t s = 0; s < scores_.size(); ++s) {
+    const auto& [plugin, weight] = scores_[s];
+    if (weight == 0) continue;
+    plugin->pre_score(state, filters_.size() + s, pod, fork);
+    if (static_cast<int>(s) != fullest_score_ && !plugin->uniform(state, filters_.size() + s, pod, fork)) return std::nullopt;
+  }
+  uint64_t statics, dynamics;
+  prepare(state, pod, fork, statics, dynamics);
+  const std::vector<uint8_t>& verdicts = static_verdicts(state, pod, fork, statics, cache);
+  const ClusterSnapshot& snap = fork.base();
+  // NodeResourcesFit rejects every node with less free CPU than a pod asking for some.
+  const int64_t want = pod.requests.cpu_milli;
+  const bool bounded = resource_fit_ && want > 0;
+  auto free_cpu = [&](int n) { return snap.allocatable_basic(n).cpu_milli - fork.used_basic(n).cpu_milli; };
+  // Candidates in (free CPU, index) order: the tracking fork's index, except the nodes the child
+  // changed, merged with those, ordered here.
+  const Fork* child = &top == &fork ? nullptr : &fork;
+  thread_local std::vector<std::pair<int64_t, int>> changed;
+  changed.clear();
+  if (child)
+    child->for_each_changed_here([&](int n) {
+      if (!top.is_tracked(n)) return;
+      int64_t f = free_cpu(n);
+      if (!bounded || f >= want) changed.emplace_back(f, n);
+    });
+  std::sort(changed.begin(), changed.end());
+  const auto& index = top.tracked_by_free_cpu();
+  auto it = bounded ? index.lower_bound({want, std::numeric_limits<int>::min()}) : index.begin();
+  size_t j = 0;
+  auto passes = [&](int n) {
+    if (verdicts[static_cast<size_t>(n)] != 0) return false;
+    bool ok = true;
+    each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i]->filter(state, i, pod, fork, n).ok(); });
+    return ok;
+  };
+  int best = -1;
+  for (;;) {
+    while (it != index.end() && child && child->changed_here(it->second)) ++it;
+    const bool from_index = it != index.end() && (j == changed.size() || *it < changed[j]);
+    if (!from_index && j == changed.size()) break;
+    const int n = from_index ? (it++)->second : changed[j++].second;
+    if (passes(n)) {
+      best = n;
+      break;
+    }
+  }
+  if (best < 0) return std::nullopt;
+  Placement out;
+  out.node = best;
+  // The sum place() would compute for this node, in the same order: FreeCPU normalises the
+  // fullest feasible node to 100; a uniform score normalises like one node alone.
+  double total = 0;
+  for (size_t s = 0; s < scores_.size(); ++s) {
+    const auto& [plugin, weight] = scores_[s];
+    if (weight == 0) continue;
+    if (static_cast<int>(s) == fullest_score_) {
+      total += 100.0 * weight;
+      continue;
+    }
+    thread_local std::vector<int64_t> one_raw(1);
+    thread_local std::vector<double> one(1);
+    one_raw[0] = plugin->score(state, filters_.size() + s, pod, fork, best);
+    plugin->normalize(one_raw, one);
+    total += one[0] * weight;
+  }
+  out.score = total;
   return out;
 }
 

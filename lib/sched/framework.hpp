@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -126,6 +127,9 @@ class ScorePlugin {
   // Whether, after pre_score, every node gets the same raw score for this pod: the framework
   // then scores one node instead of each (Fragmentation with nothing scarce to keep).
   virtual bool uniform(const CycleState&, size_t /*slot*/, const model::Pod&, const Fork&) const { return false; }
+  // Whether the best node is the one with the least free CPU (then the lowest index): FreeCPU
+  // fullest first. The framework can then find it without scoring every node.
+  virtual bool fullest_cpu_first() const { return false; }
   // Raw scores for many nodes at once (out has nodes.size() entries); the default calls score().
   virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
                            const std::vector<int>& nodes, std::vector<int64_t>& out) const;
@@ -213,6 +217,12 @@ class Framework {
   // it, pass a copy with node_name cleared.
   Placement place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
                   PlacementCache* cache = nullptr) const;
+  // place() over the nodes the fork, or the fork it was forked from, tracks
+  // (Fork::track_candidates). When the only score that tells nodes apart is FreeCPU fullest
+  // first, it visits the tracked nodes from the least free CPU up and stops at the first that
+  // passes every filter: the node and score place() would give, without `feasible`. Otherwise,
+  // and to explain a pod that fits nowhere, it is place().
+  Placement place_on_tracked(const model::Pod& pod, const Fork& fork, PlacementCache& cache) const;
   // Every filter's verdict on one node, for explanations and tests.
   std::vector<std::pair<std::string, Status>> check(const model::Pod& pod, const Fork& fork, int node) const;
   // The weighted score of one node among a set (normalisation needs the set).
@@ -222,14 +232,24 @@ class Framework {
 
   // Writes into `out` (cleared first) everything a node-static filter reads from the pod: pods
   // with equal signatures get equal node-static verdicts on every node.
-  static void signature(const model::Pod& pod, std::string& out);
+  // Without the node name, it stands for the pod as if unbound (where its controller would
+  // see a replica scheduled).
+  static void signature(const model::Pod& pod, std::string& out, bool with_node_name = true);
 
  private:
   Framework() = default;
+  // The filters relevant to the pod, pre-filtered, as bit sets over filters_.
+  void prepare(CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t& statics, uint64_t& dynamics) const;
+  // The cached node-static verdicts for the pod's signature (computed on first use).
+  const std::vector<uint8_t>& static_verdicts(const CycleState& state, const model::Pod& pod, const Fork& fork,
+                                              uint64_t statics, PlacementCache& cache) const;
+  std::optional<Placement> place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top, PlacementCache& cache) const;
   ProfileConfig config_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;
   std::vector<std::pair<std::unique_ptr<ScorePlugin>, int>> scores_;
   bool uses_demand_ = false;  // some weighted score reads CycleState::demand
+  int fullest_score_ = -1;    // index in scores_ of a weighted FreeCPU fullest first
+  bool resource_fit_ = false;  // NodeResourcesFit is one of the filters
 };
 
 // Registration: every plugin is created here, by name, with its arguments validated.

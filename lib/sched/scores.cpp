@@ -92,6 +92,7 @@ class FreeCPU final : public ScorePlugin {
  public:
   explicit FreeCPU(bool fullest) : fullest_(fullest) {}
   std::string_view name() const override { return "FreeCPU"; }
+  bool fullest_cpu_first() const override { return fullest_; }
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     return fork.base().allocatable_basic(n).cpu_milli - fork.used_basic(n).cpu_milli - pod.requests.cpu_milli;
   }

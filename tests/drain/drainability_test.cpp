@@ -195,3 +195,39 @@ TEST_CASE("budgets are charged for all of a node's pods together", "[budget]") {
     CHECK(check_budgets({other.get()}, index).budgets_of.empty());
   }
 }
+
+TEST_CASE("the budget index finds what checking every budget finds, in input order", "[budget]") {
+  auto pdb = [](std::string name, std::string ns, std::string selector) {
+    std::string json = fmt::format(R"({{"metadata":{{"name":"{}","namespace":"{}"}},"spec":{{"minAvailable":1{}}}}})", name, ns,
+                                   selector.empty() ? "" : ",\"selector\":" + selector);
+    model::JsonDocument d;
+    model::parse_json(json, d).value();
+    return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(d).value());
+  };
+  std::vector<PdbPtr> pdbs = {
+      pdb("in-two", "default", R"({"matchExpressions":[{"key":"app","operator":"In","values":["web","api"]}]})"),
+      pdb("web", "default", R"({"matchLabels":{"app":"web"}})"),
+      pdb("web-fe", "default", R"({"matchLabels":{"app":"web","tier":"fe"}})"),
+      pdb("not-db", "default", R"({"matchExpressions":[{"key":"app","operator":"NotIn","values":["db"]}]})"),
+      pdb("has-tier", "default", R"({"matchExpressions":[{"key":"tier","operator":"Exists"}]})"),
+      pdb("empty", "default", "{}"),
+      pdb("absent", "default", ""),
+      pdb("web-other", "other", R"({"matchLabels":{"app":"web"}})"),
+      pdb("tier-in", "default", R"({"matchExpressions":[{"key":"tier","operator":"In","values":["fe"]}],"matchLabels":{"app":"api"}})"),
+  };
+  BudgetIndex index(pdbs);
+  std::vector<PodPtr> pods = {replica("a", "web"), replica("b", "web").label("tier", "fe"), replica("c", "api").label("tier", "fe"),
+                              replica("d", "db"), replica("e", "web").ns("other"), replica("f", "api"), replica("g", "none").ns("nowhere")};
+  for (const auto& pod : pods) {
+    INFO(pod->key());
+    std::vector<std::string> every, indexed;
+    for (const auto& p : pdbs)
+      if (p->matches(*pod)) every.push_back(p->meta.name);
+    for (const auto* p : index.matching(*pod)) indexed.push_back(p->meta.name);
+    CHECK(indexed == every);
+  }
+  std::vector<std::string> b;
+  for (const auto* p : index.matching(*pods[1])) b.push_back(p->meta.name);
+  CHECK(b == std::vector<std::string>{"in-two", "web", "web-fe", "not-db", "has-tier"});
+  CHECK(index.matching(*pods[3]).empty());
+}

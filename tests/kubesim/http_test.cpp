@@ -160,10 +160,16 @@ TEST_CASE("kubectl drain evicts through the eviction API, respecting the PodDisr
 
   // ondemand-4 holds two pods of web, whose budget allows one disruption: an eviction of the
   // second answers 429 while the first's replacement is not Ready, so drain keeps retrying.
-  auto direct = h.curl(fmt::format("-X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
+  // Deterministically: once the drained pod's replacement is Ready (the budget allows one
+  // again), every node is cordoned, so the next replacement stays Pending whatever the timing
+  // (the simulation runs 20 times faster than the wall clock: a replacement is Ready in 50 ms).
+  REQUIRE(eventually(
+      [&] { return h.k("get pdb web-pdb -n shop -o jsonpath={.status.disruptionsAllowed}").output == "1"; }, std::chrono::seconds(20)));
+  REQUIRE(h.k("cordon --selector=kubernetes.io/hostname").status == 0);
+  auto direct = h.curl(fmt::format("-o /dev/null -w '%{{http_code}}' -X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
                                    shell_quote(R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-7d4b9c-b5d6f"}})"),
                                    h.sim->url(), "web-7d4b9c-b5d6f"));
-  REQUIRE(direct.status == 0);
+  CHECK(direct.output == "201");
   auto blocked = h.curl(fmt::format("-o /dev/null -w '%{{http_code}}' -X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
                                     shell_quote(R"({"metadata":{"name":"web-7d4b9c-g7l8q"}})"), h.sim->url(), "web-7d4b9c-g7l8q"));
   CHECK(blocked.output == "429");
