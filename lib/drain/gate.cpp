@@ -28,7 +28,7 @@ GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const mod
   for (const auto& p : pods) {
     if (!pending_unschedulable(*p)) continue;
     if (scope == GateScope::kSpotOnly && !spot_reach.reachable(*p)) continue;
-    if (!first || p->key() < first->key()) first = p.get();
+    if (!first || p->key_less(*first)) first = p.get();
     ++count;
   }
   if (count == 0) return {};

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace spotshift::model {
 
 std::string_view to_string(PodPhase p) {
@@ -186,6 +188,18 @@ void decode_spread(JsonDecoder& d, const JsonValue& spec, const Labels& pod_labe
 }  // namespace
 
 bool Pod::same_content(const Pod& other) const { return equal_except_rv(*this, other); }
+
+bool Pod::key_less(const Pod& other) const {
+  std::string_view a = meta.namespace_.view(), b = other.meta.namespace_.view();
+  if (a == b) return meta.name < other.meta.name;
+  if (a.empty() || b.empty()) return key() < other.key();  // no namespace: the key is the bare name
+  // "a/..." against "b/...": the first difference within the shorter namespace decides; when one
+  // namespace is a prefix of the other, its '/' meets the other's next character (never a '/').
+  const size_t n = std::min(a.size(), b.size());
+  if (int c = a.substr(0, n).compare(b.substr(0, n)); c != 0) return c < 0;
+  const auto next = [n](std::string_view s) { return static_cast<unsigned char>(s.size() > n ? s[n] : '/'); };
+  return next(a) < next(b);
+}
 
 bool Pod::operator==(const Pod& other) const {
   return meta.resource_version == other.meta.resource_version && equal_except_rv(*this, other);

@@ -107,6 +107,8 @@ struct Pod {
 
   const std::string& name() const { return meta.name; }
   std::string key() const { return meta.key(); }
+  // key() < other.key(), without building either string.
+  bool key_less(const Pod& other) const;
   bool terminating() const { return meta.deletion_timestamp.has_value(); }
   bool terminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
   bool owned_by(std::string_view kind) const { return controller && controller->kind.view() == kind; }

@@ -99,12 +99,8 @@ ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::ve
     s.allocatable_basic_.push_back(BasicResources::of(n.allocatable));
     s.used_basic_.push_back(BasicResources::of(n.used));
   }
-  std::vector<std::pair<std::string, PodPtr>> keyed;  // each key built once, not per comparison
   for (auto& n : s.nodes_) {
-    keyed.clear();
-    for (auto& p : n.pods) keyed.emplace_back(p->key(), std::move(p));
-    std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (size_t k = 0; k < keyed.size(); ++k) n.pods[k] = std::move(keyed[k].second);
+    std::sort(n.pods.begin(), n.pods.end(), [](const PodPtr& a, const PodPtr& b) { return a->key_less(*b); });
     for (const auto& p : n.pods) {
       if (p->affinity && !p->affinity->pod_anti_affinity_required.empty()) {
         n.any_required_anti_affinity = true;

@@ -259,3 +259,21 @@ TEST_CASE("member lookups honour the key's length, not a NUL terminator", "[deco
   REQUIRE(spec);
   CHECK(d.integer(*spec, path.substr(5)) == 5);
 }
+
+TEST_CASE("pods order by namespace/name key without building it", "[decode]") {
+  // Namespaces that are prefixes of one another, or differ just where the other has its '/'.
+  const char* keys[][2] = {{"a", "x"},   {"a", "y"},   {"a-b", "x"}, {"ab", "a"},  {"a.b", "z"}, {"", "node-pod"},
+                           {"a", "a-b"}, {"b", "a"},   {"a0", "x"},  {"a", "0"},   {"aa", ""},   {"a", "~"}};
+  std::vector<Pod> pods;
+  for (const auto& [ns, name] : keys) {
+    Pod p;
+    p.meta.namespace_ = InternedString(ns);
+    p.meta.name = name;
+    pods.push_back(p);
+  }
+  for (const auto& a : pods)
+    for (const auto& b : pods) {
+      INFO(a.key() << " vs " << b.key());
+      CHECK(a.key_less(b) == (a.key() < b.key()));
+    }
+}
