@@ -37,7 +37,7 @@ class Fork {
   // The candidate nodes a planner places onto, tracked by a fork without a parent: the list,
   // and the same nodes ordered by free CPU (allocatable minus used, then by index), kept current
   // through every later change, so that a "fullest first" placement can stop at the first node
-  // that passes the filters instead of scoring every node (Framework::place without candidates).
+  // that passes the filters instead of scoring every node (Framework::place_on_tracked).
   void track_candidates(std::vector<int> nodes);
   const std::vector<int>& tracked() const { return tracked_; }
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
@@ -134,7 +134,8 @@ class Fork {
   }
   const Delta* find(int node) const;
   Delta& edit(int node);
-  // Keeps dense_used_ current after a change to d (a fork without a parent only).
+  // Keeps dense_used_ and the tracked order current after a change to d (a fork without a
+  // parent only).
   void changed(const Delta& d);
   bool chain_has_deltas() const {
     for (const Fork* f = parent_; f; f = f->parent_)
