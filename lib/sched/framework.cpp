@@ -156,6 +156,16 @@ template <class F>
 void each_bit(uint64_t set, F&& f) {
   for (; set; set &= set - 1) f(static_cast<size_t>(std::countr_zero(set)));
 }
+// What a score that is the same on every node normalises to: its value on one node, normalised
+// as if that node were alone.
+double normalized_alone(const ScorePlugin& plugin, const CycleState& state, size_t slot, const model::Pod& pod,
+                        const Fork& fork, int node) {
+  thread_local std::vector<int64_t> raw(1);
+  thread_local std::vector<double> out(1);
+  raw[0] = plugin.score(state, slot, pod, fork, node);
+  plugin.normalize(raw, out);
+  return out[0];
+}
 }  // namespace
 
 void Framework::prepare(CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t& statics,
@@ -243,11 +253,8 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
     plugin->pre_score(state, slot, pod, fork);
     if (plugin->uniform(state, slot, pod, fork)) {
       // The same raw score everywhere normalises to the same value everywhere: one node decides.
-      thread_local std::vector<int64_t> one_raw(1);
-      thread_local std::vector<double> one(1);
-      one_raw[0] = plugin->score(state, slot, pod, fork, out.feasible[0]);
-      plugin->normalize(one_raw, one);
-      for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += one[0] * weight;
+      const double value = normalized_alone(*plugin, state, slot, pod, fork, out.feasible[0]);
+      for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += value * weight;
       continue;
     }
     plugin->score_nodes(state, slot, pod, fork, out.feasible, raw);
@@ -337,11 +344,7 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
       total += 100.0 * weight;
       continue;
     }
-    thread_local std::vector<int64_t> one_raw(1);
-    thread_local std::vector<double> one(1);
-    one_raw[0] = plugin->score(state, filters_.size() + s, pod, fork, best);
-    plugin->normalize(one_raw, one);
-    total += one[0] * weight;
+    total += normalized_alone(*plugin, state, filters_.size() + s, pod, fork, best) * weight;
   }
   out.score = total;
   return out;
