@@ -98,10 +98,13 @@ class VolumeZone final : public FilterPlugin {
   }
 };
 
-// The common case of NodeResourcesFit: a pod without extended resources that fits.
+// NodeResourcesFit's verdict on the four basic resources: room for one more pod, and for each
+// resource the pod requests (an overcommitted node still takes a pod that asks for none of the
+// exceeded resource, as in kube-scheduler). Branch-free: it runs per node in the batch loop.
 bool fits_basic(const BasicResources& used, const BasicResources& a, const model::ResourceList& r) {
-  return r.scalars().empty() && used.pods + 1 <= a.pods && used.cpu_milli + r.cpu_milli <= a.cpu_milli &&
-         used.memory + r.memory <= a.memory && used.ephemeral_storage + r.ephemeral_storage <= a.ephemeral_storage;
+  return (used.pods + 1 <= a.pods) & (!r.cpu_milli | (used.cpu_milli + r.cpu_milli <= a.cpu_milli)) &
+         (!r.memory | (used.memory + r.memory <= a.memory)) &
+         (!r.ephemeral_storage | (used.ephemeral_storage + r.ephemeral_storage <= a.ephemeral_storage));
 }
 
 class NodeResourcesFit final : public FilterPlugin {
@@ -112,26 +115,18 @@ class NodeResourcesFit final : public FilterPlugin {
     const model::ResourceList& r = pod.requests;
     // Extended resources: filter() node by node.
     if (!r.scalars().empty()) return FilterPlugin::filter_nodes(cs, slot, pod, fork, nodes);
-    // Otherwise filter()'s verdict without a Status, in one pass over the packed arrays: a
-    // resource the pod does not request is not checked (an overcommitted node still takes a
-    // pod that asks for none of it, as in kube-scheduler).
+    // Otherwise filter()'s verdict without a Status, in one pass over the packed arrays.
     const ClusterSnapshot& snap = fork.base();
     size_t kept = 0;
-    for (int n : nodes) {
-      const BasicResources used = fork.used_basic(n);
-      const BasicResources& a = snap.allocatable_basic(n);
-      const bool fits = (used.pods + 1 <= a.pods) & (!r.cpu_milli | (used.cpu_milli + r.cpu_milli <= a.cpu_milli)) &
-                        (!r.memory | (used.memory + r.memory <= a.memory)) &
-                        (!r.ephemeral_storage | (used.ephemeral_storage + r.ephemeral_storage <= a.ephemeral_storage));
-      if (fits) nodes[kept++] = n;
-    }
+    for (int n : nodes)
+      if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r)) nodes[kept++] = n;
     nodes.resize(kept);
   }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const BasicResources used = fork.used_basic(n);
     const BasicResources& a = fork.base().allocatable_basic(n);
     const model::ResourceList& r = pod.requests;
-    if (fits_basic(used, a, r)) return Status::success();
+    if (r.scalars().empty() && fits_basic(used, a, r)) return Status::success();
     Status s;
     if (used.pods + 1 > a.pods) s.reasons.add("Too many pods");
     if (r.cpu_milli && used.cpu_milli + r.cpu_milli > a.cpu_milli) s.reasons.add("Insufficient cpu");
