@@ -1,7 +1,5 @@
 #include "drain/budget.hpp"
 
-#include "sched/snapshot.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,10 +10,7 @@ BudgetIndex::BudgetIndex(const std::vector<PdbPtr>& pdbs) : pdbs_(pdbs) {
   for (size_t i = 0; i < pdbs_.size(); ++i) {
     const model::PodDisruptionBudget& p = *pdbs_[i];
     if (!p.selector || p.selector->empty()) continue;  // matches nothing
-    Namespace& ns = by_namespace_[p.meta.namespace_];
-    const model::Requirement* anchor = sched::single_value_requirement(*p.selector);
-    if (!anchor) ns.unanchored.push_back({i, &p});
-    else ns.by_label[anchor->key][anchor->values[0]].push_back({i, &p});
+    by_namespace_[p.meta.namespace_].add(*p.selector, Entry{i, &p});
   }
 }
 
@@ -23,20 +18,10 @@ std::vector<const model::PodDisruptionBudget*> BudgetIndex::matching(const model
   std::vector<const model::PodDisruptionBudget*> out;
   auto it = by_namespace_.find(pod.meta.namespace_);
   if (it == by_namespace_.end()) return out;
-  const Namespace& ns = it->second;
   std::vector<Entry> found;
-  auto consider = [&](const Entry& e) {
+  it->second.for_each(pod.meta.labels, [&](const Entry& e) {
     if (e.pdb->matches(pod)) found.push_back(e);
-  };
-  for (const auto& e : ns.unanchored) consider(e);
-  if (!ns.by_label.empty())
-    for (const auto& [key, value] : pod.meta.labels) {
-      auto k = ns.by_label.find(key);
-      if (k == ns.by_label.end()) continue;
-      auto v = k->second.find(value);
-      if (v == k->second.end()) continue;
-      for (const auto& e : v->second) consider(e);
-    }
+  });
   std::sort(found.begin(), found.end(), [](const Entry& a, const Entry& b) { return a.order < b.order; });
   for (const auto& e : found) out.push_back(e.pdb);
   return out;

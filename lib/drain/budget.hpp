@@ -7,6 +7,7 @@
 
 #include "model/pdb.hpp"
 #include "model/pod.hpp"
+#include "sched/snapshot.hpp"
 
 #include <map>
 #include <memory>
@@ -35,12 +36,8 @@ class BudgetIndex {
     size_t order;
     const model::PodDisruptionBudget* pdb;
   };
-  struct Namespace {
-    std::vector<Entry> unanchored;
-    std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<Entry>>> by_label;
-  };
   std::vector<PdbPtr> pdbs_;
-  std::unordered_map<model::InternedString, Namespace> by_namespace_;
+  std::unordered_map<model::InternedString, sched::SelectorIndex<Entry>> by_namespace_;
 };
 
 struct BudgetCheck {

@@ -31,12 +31,7 @@ void Fork::commit(Fork&& child) {
     changed(mine);
   }
   added_anti_terms_.merge(std::move(child.added_anti_terms_));
-  for (auto& [key, values] : child.added_by_label_)
-    for (auto& [value, pods] : values) {
-      auto& mine = added_by_label_[key][value];
-      mine.insert(mine.end(), pods.begin(), pods.end());
-    }
-  child.added_by_label_.clear();
+  added_by_label_.merge(std::move(child.added_by_label_));
   child.deltas_.clear();
 }
 
@@ -107,11 +102,11 @@ void Fork::add_pod(int node, PodPtr pod) {
   Delta& d = edit(node);
   d.used.add(pod->requests, 1);
   d.used.pods += 1;
-  for (const auto& [key, value] : pod->meta.labels) added_by_label_[key][value].push_back({pod.get(), node});
+  for (const auto& [key, value] : pod->meta.labels) added_by_label_.add(key, value, {pod.get(), node});
   if (has_anti_affinity(*pod)) {
     ++d.added_anti_affinity;
     ++added_anti_affinity_;
-    added_anti_terms_.add(pod.get(), node);
+    added_anti_terms_.add_pod(pod.get(), node);
   }
   d.added.push_back(std::move(pod));
   changed(d);

@@ -93,12 +93,8 @@ class Fork {
   template <class F>
   void for_each_added_with_label(model::InternedString key, model::InternedString value, F&& f) const {
     std::vector<const std::vector<PlacedPod>*> buckets;
-    for (const Fork* fk = this; fk; fk = fk->parent_) {
-      auto it = fk->added_by_label_.find(key);
-      if (it == fk->added_by_label_.end()) continue;
-      auto bucket = it->second.find(value);
-      if (bucket != it->second.end()) buckets.push_back(&bucket->second);
-    }
+    for (const Fork* fk = this; fk; fk = fk->parent_)
+      if (const auto* bucket = fk->added_by_label_.find(key, value)) buckets.push_back(bucket);
     std::unordered_set<const model::Pod*> seen;
     for (const auto* bucket : buckets)
       for (const auto& placed : *bucket)
@@ -175,7 +171,7 @@ class Fork {
   AntiAffinityTerms added_anti_terms_;  // of the pods added in this fork itself
   // The pods added in this fork itself, by label key and value (a pod may appear again after a
   // remove and re-add; still_added() filters the removed).
-  std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<PlacedPod>>> added_by_label_;
+  LabelBuckets<PlacedPod> added_by_label_;
 };
 
 }  // namespace spotshift::sched

@@ -27,26 +27,10 @@ const model::Requirement* single_value_requirement(const model::LabelSelector& s
   return nullptr;
 }
 
-void AntiAffinityTerms::add(const model::Pod* pod, int node) {
+void AntiAffinityTerms::add_pod(const model::Pod* pod, int node) {
   if (!pod->affinity) return;
-  for (const auto& term : pod->affinity->pod_anti_affinity_required) {
-    if (!term.has_selector) continue;
-    const model::Requirement* anchor = single_value_requirement(term.selector);
-    AntiAffinityTerm t{pod, node, &term};
-    if (!anchor) unanchored_.push_back(t);
-    else by_label_[anchor->key][anchor->values[0]].push_back(t);
-  }
-}
-
-void AntiAffinityTerms::merge(AntiAffinityTerms&& other) {
-  for (auto& [key, values] : other.by_label_)
-    for (auto& [value, terms] : values) {
-      auto& mine = by_label_[key][value];
-      mine.insert(mine.end(), terms.begin(), terms.end());
-    }
-  unanchored_.insert(unanchored_.end(), other.unanchored_.begin(), other.unanchored_.end());
-  other.by_label_.clear();
-  other.unanchored_.clear();
+  for (const auto& term : pod->affinity->pod_anti_affinity_required)
+    if (term.has_selector) add(term.selector, AntiAffinityTerm{pod, node, &term});
 }
 
 ClusterSnapshot::ClusterSnapshot(ClusterSnapshot&& o) noexcept { *this = std::move(o); }
@@ -105,7 +89,7 @@ ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::ve
       if (p->affinity && !p->affinity->pod_anti_affinity_required.empty()) {
         n.any_required_anti_affinity = true;
         s.anti_affinity_pods_.push_back({p.get(), n.index});
-        s.anti_affinity_terms_.add(p.get(), n.index);
+        s.anti_affinity_terms_.add_pod(p.get(), n.index);
       }
     }
   }

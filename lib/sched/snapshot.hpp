@@ -71,6 +71,66 @@ struct PlacedPod {
 // one value), or null: a key for indexes of pods by label.
 const model::Requirement* single_value_requirement(const model::LabelSelector& selector);
 
+// Items filed by a label key and value, in the order added.
+template <class T>
+class LabelBuckets {
+ public:
+  void add(model::InternedString key, model::InternedString value, T item) { map_[key][value].push_back(std::move(item)); }
+  // The items filed under key=value, or null.
+  const std::vector<T>* find(model::InternedString key, model::InternedString value) const {
+    auto k = map_.find(key);
+    if (k == map_.end()) return nullptr;
+    auto v = k->second.find(value);
+    return v == k->second.end() ? nullptr : &v->second;
+  }
+  // Appends other's items after this one's, bucket by bucket, and empties other.
+  void merge(LabelBuckets&& other) {
+    for (auto& [key, values] : other.map_)
+      for (auto& [value, items] : values) {
+        auto& mine = map_[key][value];
+        mine.insert(mine.end(), items.begin(), items.end());
+      }
+    other.map_.clear();
+  }
+  bool empty() const { return map_.empty(); }
+
+ private:
+  std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<T>>> map_;
+};
+
+// Items that carry a label selector (anti-affinity terms, PodDisruptionBudgets), indexed by a
+// label their selector requires (single_value_requirement), so that the items that could select
+// a pod are found from the pod's own labels: the buckets of its labels plus the items whose
+// selector has no such requirement. The caller still matches each one.
+template <class T>
+class SelectorIndex {
+ public:
+  void add(const model::LabelSelector& selector, T item) {
+    if (const model::Requirement* anchor = single_value_requirement(selector))
+      by_label_.add(anchor->key, anchor->values[0], std::move(item));
+    else
+      unanchored_.push_back(std::move(item));
+  }
+  void merge(SelectorIndex&& other) {
+    by_label_.merge(std::move(other.by_label_));
+    unanchored_.insert(unanchored_.end(), other.unanchored_.begin(), other.unanchored_.end());
+    other.unanchored_.clear();
+  }
+  bool empty() const { return by_label_.empty() && unanchored_.empty(); }
+  template <class F>
+  void for_each(const model::Labels& labels, F&& f) const {
+    for (const auto& item : unanchored_) f(item);
+    if (by_label_.empty()) return;
+    for (const auto& [key, value] : labels)
+      if (const std::vector<T>* bucket = by_label_.find(key, value))
+        for (const auto& item : *bucket) f(item);
+  }
+
+ private:
+  LabelBuckets<T> by_label_;
+  std::vector<T> unanchored_;
+};
+
 // A required anti-affinity term of a pod on a node.
 struct AntiAffinityTerm {
   const model::Pod* pod;
@@ -78,31 +138,12 @@ struct AntiAffinityTerm {
   const model::PodAffinityTerm* term;
 };
 
-// Pods' required anti-affinity terms, indexed by a label their selector requires (the first
-// key with exactly one value, from matchLabels or In), so that the terms that could select an
-// incoming pod are found from the pod's own labels: its buckets plus the terms without such a
-// requirement. Terms without a selector match nothing and are left out.
-class AntiAffinityTerms {
+// Pods' required anti-affinity terms, found from the labels of a pod they could select. Terms
+// without a selector match nothing and are left out.
+class AntiAffinityTerms : public SelectorIndex<AntiAffinityTerm> {
  public:
-  void add(const model::Pod* pod, int node);
-  void merge(AntiAffinityTerms&& other);
-  bool empty() const { return by_label_.empty() && unanchored_.empty(); }
-  template <class F>
-  void for_each(const model::Labels& labels, F&& f) const {
-    for (const auto& t : unanchored_) f(t);
-    if (by_label_.empty()) return;
-    for (const auto& [key, value] : labels) {
-      auto it = by_label_.find(key);
-      if (it == by_label_.end()) continue;
-      auto bucket = it->second.find(value);
-      if (bucket == it->second.end()) continue;
-      for (const auto& t : bucket->second) f(t);
-    }
-  }
-
- private:
-  std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<AntiAffinityTerm>>> by_label_;
-  std::vector<AntiAffinityTerm> unanchored_;
+  // Files every required anti-affinity term of the pod on that node.
+  void add_pod(const model::Pod* pod, int node);
 };
 
 class ClusterSnapshot {
