@@ -123,4 +123,11 @@ class PodBuilder {
 inline NodeBuilder make_node(std::string name) { return NodeBuilder(std::move(name)); }
 inline PodBuilder make_pod(std::string name) { return PodBuilder(std::move(name)); }
 
+// Every node of a snapshot, as placement candidates.
+inline std::vector<int> all_nodes(const ClusterSnapshot& s) {
+  std::vector<int> v;
+  for (int i = 0; i < s.size(); ++i) v.push_back(i);
+  return v;
+}
+
 }  // namespace spotshift::sched::testing

@@ -10,11 +10,6 @@ using namespace spotshift::sched;
 using namespace spotshift::sched::testing;
 
 namespace {
-std::vector<int> all(const ClusterSnapshot& s) {
-  std::vector<int> v;
-  for (int i = 0; i < s.size(); ++i) v.push_back(i);
-  return v;
-}
 ProfileConfig free_cpu(std::string order) {
   ProfileConfig p = default_profile();
   p.scores = {ScoreConfig{"FreeCPU", 1, {{"order", order}}}};
@@ -31,10 +26,10 @@ TEST_CASE("FreeCPU packs onto the fullest spot node by default and spreads when 
   auto fullest = Framework::create(default_profile()).value();
   auto emptiest = Framework::create(free_cpu("emptiest")).value();
   PodPtr pod = make_pod("p").cpu("100m");
-  CHECK(snap.node(fullest.place(*pod, fork, all(snap)).node).name == "s3");  // least free that fits
-  CHECK(snap.node(emptiest.place(*pod, fork, all(snap)).node).name == "s1");
+  CHECK(snap.node(fullest.place(*pod, fork, all_nodes(snap)).node).name == "s3");  // least free that fits
+  CHECK(snap.node(emptiest.place(*pod, fork, all_nodes(snap)).node).name == "s1");
   PodPtr medium = make_pod("q").cpu("300m");
-  CHECK(snap.node(fullest.place(*medium, fork, all(snap)).node).name == "s2");
+  CHECK(snap.node(fullest.place(*medium, fork, all_nodes(snap)).node).name == "s2");
 }
 
 TEST_CASE("weights combine normalised scores; ties go to the first node by name", "[framework]") {
@@ -45,9 +40,9 @@ TEST_CASE("weights combine normalised scores; ties go to the first node by name"
   ProfileConfig p = default_profile();
   p.scores = {ScoreConfig{"TaintToleration", 3, {}}, ScoreConfig{"LeastAllocated", 1, {}}};
   auto fw = Framework::create(p).value();
-  auto placed = fw.place(*make_pod("p").build(), fork, all(snap));
+  auto placed = fw.place(*make_pod("p").build(), fork, all_nodes(snap));
   CHECK(snap.node(placed.node).name == "a");
-  auto scores = fw.scores(*make_pod("p").build(), fork, all(snap));
+  auto scores = fw.scores(*make_pod("p").build(), fork, all_nodes(snap));
   CHECK(scores[2] < scores[0]);  // the PreferNoSchedule taint costs
 }
 
@@ -58,7 +53,7 @@ TEST_CASE("when nothing fits, the diagnosis reads like kube-scheduler's", "[fram
   auto snap = ClusterSnapshot::build(nodes, {});
   Fork fork(snap);
   auto fw = Framework::create(default_profile()).value();
-  auto placed = fw.place(*make_pod("p").cpu("1").build(), fork, all(snap));
+  auto placed = fw.place(*make_pod("p").cpu("1").build(), fork, all_nodes(snap));
   CHECK(placed.node == -1);
   CHECK(placed.diagnosis.message() ==
         "0/37 nodes are available: 17 node(s) had untolerated taint {dedicated: gpu}, 20 Insufficient cpu.");
@@ -221,8 +216,8 @@ TEST_CASE("the placement cache gives the same answers as evaluating every filter
   PlacementCache cache(snap);
   for (auto pod : {make_pod("a").cpu("2").build(), make_pod("b").selector("disk", "ssd").build(),
                    make_pod("c").toleration(R"({"key":"dedicated","operator":"Exists"})").cpu("3").build()}) {
-    auto cached = fw.place(*pod, fork, all(snap), &cache);
-    auto plain = fw.place(*pod, fork, all(snap));
+    auto cached = fw.place(*pod, fork, all_nodes(snap), &cache);
+    auto plain = fw.place(*pod, fork, all_nodes(snap));
     CHECK(cached.node == plain.node);
     CHECK(cached.feasible == plain.feasible);
   }

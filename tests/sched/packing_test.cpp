@@ -14,12 +14,6 @@ namespace {
 
 constexpr const char* kGpu = "example.com/gpu";
 
-std::vector<int> all(const ClusterSnapshot& s) {
-  std::vector<int> v;
-  for (int i = 0; i < s.size(); ++i) v.push_back(i);
-  return v;
-}
-
 Framework scored_by(std::vector<ScoreConfig> scores) {
   ProfileConfig p = default_profile();
   p.scores = std::move(scores);
@@ -30,7 +24,7 @@ std::string place(const Framework& fw, const ClusterSnapshot& snap, const model:
   Fork fork(snap);
   PlacementCache cache(snap);
   cache.set_demand(demand);
-  auto placed = fw.place(pod, fork, all(snap), &cache);
+  auto placed = fw.place(pod, fork, all_nodes(snap), &cache);
   return placed.node < 0 ? "nowhere" : snap.node(placed.node).name;
 }
 
@@ -106,7 +100,7 @@ TEST_CASE("without a demand, the packing scores use the snapshot's pods", "[pack
   auto pod = make_pod("p").cpu("1").scalar(kGpu, "1").build();
   auto fw = scored_by({{"Fragmentation", 1, {}}});
   Fork fork(snap);
-  CHECK(snap.node(fw.place(*pod, fork, all(snap)).node).name == "a");
+  CHECK(snap.node(fw.place(*pod, fork, all_nodes(snap)).node).name == "a");
 }
 
 TEST_CASE("without extended resources Fragmentation scores every node alike and FreeCPU decides", "[packing]") {
@@ -114,7 +108,7 @@ TEST_CASE("without extended resources Fragmentation scores every node alike and 
                                      {make_pod("a").cpu("300m").on("s1"), make_pod("b").cpu("700m").on("s2")});
   Fork fork(snap);
   auto fw = scored_by({{"Fragmentation", 1, {}}});
-  auto scores = fw.scores(*make_pod("p").cpu("100m").build(), fork, all(snap));
+  auto scores = fw.scores(*make_pod("p").cpu("100m").build(), fork, all_nodes(snap));
   CHECK(scores == std::vector<double>{100, 100, 100});
   CHECK(place(Framework::create(default_profile()).value(), snap, *make_pod("p").cpu("100m").build()) == "s2");
 }

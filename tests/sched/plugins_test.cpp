@@ -20,12 +20,6 @@ struct Case {
   const char* verdict;  // "" for success, else the reason
 };
 
-std::vector<int> all(const ClusterSnapshot& s) {
-  std::vector<int> v;
-  for (int i = 0; i < s.size(); ++i) v.push_back(i);
-  return v;
-}
-
 // Runs just one filter and returns its first reason ("" when it passes).
 std::string verdict(const std::string& filter, const Case& c) {
   auto snap = ClusterSnapshot::build(c.nodes, c.existing);
@@ -212,11 +206,11 @@ TEST_CASE("NodeResourcesFit gives the same verdict over many nodes as node by no
     std::vector<int> one_by_one;
     for (int n = 0; n < snap.size(); ++n)
       if (fw.check(*pod, fork, n).at(0).second.ok()) one_by_one.push_back(n);
-    CHECK(fw.place(*pod, fork, all(snap)).feasible == one_by_one);
+    CHECK(fw.place(*pod, fork, all_nodes(snap)).feasible == one_by_one);
   }
   auto names = [&](const PodPtr& pod) {
     std::vector<std::string> out;
-    for (int n : fw.place(*pod, fork, all(snap)).feasible) out.push_back(snap.node(n).name);
+    for (int n : fw.place(*pod, fork, all_nodes(snap)).feasible) out.push_back(snap.node(n).name);
     return out;
   };
   CHECK(names(pods[0]) == std::vector<std::string>{"full-cpu", "full-memory", "gpu", "roomy"});

@@ -70,8 +70,7 @@ TEST_CASE("every placement satisfies every filter recomputed from scratch", "[pr
     auto snap = ClusterSnapshot::build(w.nodes, w.pods);
     Fork plan(snap);
     PlacementCache cache(snap);
-    std::vector<int> all;
-    for (int i = 0; i < snap.size(); ++i) all.push_back(i);
+    const std::vector<int> all = all_nodes(snap);
     std::vector<PodPtr> accepted = w.pods;
     for (int i = 0; i < 8; ++i) {
       PodPtr pod = random_incoming(rng, i);
