@@ -209,13 +209,17 @@ spec:
                             ">{} 2>&1 & echo $!",
                             SPOTSHIFT_BIN, dir.file("kubeconfig"), log));
   auto stop = [&] { testing::run("kill -9 " + std::string(pid.output.substr(0, pid.output.find('\n'))) + " 2>/dev/null"); };
+  // Reads the policy's status inside kubesim's store.
+  auto with_status = [&](auto&& read) {
+    sim.run([&](kubesim::Cluster& c) {
+      if (const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies"))
+        for (const auto& [k, obj] : c.store().objects(*rt)) read(obj->doc);
+    });
+  };
   auto status_field = [&](std::string_view field) {
     std::string v;
-    sim.run([&](kubesim::Cluster& c) {
-      const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies");
-      if (!rt) return;
-      for (const auto& [k, obj] : c.store().objects(*rt))
-        if (auto n = kubesim::get_int(obj->doc, {"status", field})) v = std::to_string(*n);
+    with_status([&](const kubesim::Value& doc) {
+      if (auto n = kubesim::get_int(doc, {"status", field})) v = std::to_string(*n);
     });
     return v;
   };
@@ -246,10 +250,7 @@ spec:
   s.plan_ms = ms_between(t0, clock_type::now());
   bool first = setup.dry_run || testing::eventually(evicted, 20s, 1ms);
   s.eviction_ms = ms_between(t0, clock_type::now());
-  sim.run([&](kubesim::Cluster& c) {
-    if (const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies"))
-      for (const auto& [k, obj] : c.store().objects(*rt)) s.plan_duration = std::string(kubesim::get_str(obj->doc, {"status", "lastPlanDuration"}));
-  });
+  with_status([&](const kubesim::Value& doc) { s.plan_duration = std::string(kubesim::get_str(doc, {"status", "lastPlanDuration"})); });
   stop();
   if (!planned || !first)
     fail(fmt::format("run {}: no {} after the spot node turned Ready:\n{}", run_index, planned ? "eviction" : "new plan",
@@ -263,7 +264,7 @@ double median(std::vector<double> v) {
 }
 
 void figure_reaction() {
-  if (testing::run("command -v kubectl").status != 0) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
+  if (!testing::tool_installed("kubectl")) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
   // Small: one on-demand node with 3 pods; its drain starts as soon as the spot node is Ready.
   ReactionSetup small;
   small.scenario = kNamespace + node_yaml("ondemand-1", "worker", true) + node_yaml("spot-1", "spot-worker", true);

@@ -23,6 +23,8 @@ CommandResult run(const std::string& cmd) {
   return r;
 }
 
+bool tool_installed(const std::string& name) { return run("command -v " + name).status == 0; }
+
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {

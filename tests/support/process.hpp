@@ -15,6 +15,9 @@ struct CommandResult {
 // Runs cmd with /bin/sh, capturing stdout and stderr.
 CommandResult run(const std::string& cmd);
 
+// Whether a tool is on PATH.
+bool tool_installed(const std::string& name);
+
 // Fails the test loudly when a tool the test needs is not on PATH (Catch tests only:
 // support/require_tool.cpp, in catch2_main; everything else here is in test_process).
 void require_tool(const std::string& name);

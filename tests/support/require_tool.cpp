@@ -7,8 +7,7 @@
 namespace spotshift::testing {
 
 void require_tool(const std::string& name) {
-  auto r = run("command -v " + name);
-  if (r.status != 0) FAIL(name << " is not installed; run scripts/setup.sh (make test does)");
+  if (!tool_installed(name)) FAIL(name << " is not installed; run scripts/setup.sh (make test does)");
 }
 
 }  // namespace spotshift::testing
