@@ -170,7 +170,6 @@ Outcome greedy(const Cluster& c, bool spot_fullest_first, bool pods_biggest_firs
   for (const auto* node : od) {
     auto spot = c.spot;
     std::stable_sort(spot.begin(), spot.end(), [&](auto* a, auto* b) {
-      if (getenv("BYFREE")) { auto fa = a->allocatable.cpu_milli - used[a->meta.name].cpu, fb = b->allocatable.cpu_milli - used[b->meta.name].cpu; return spot_fullest_first ? fa < fb : fa > fb; }
       return spot_fullest_first ? used[a->meta.name].cpu > used[b->meta.name].cpu : used[a->meta.name].cpu < used[b->meta.name].cpu;
     });
     auto it = c.pods_by_node.find(node->meta.name);

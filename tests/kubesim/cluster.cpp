@@ -43,14 +43,27 @@ bool spec_changed(const Value& a, const Value& b) {
   return false;
 }
 
-bool same_ignoring_rv(const Value& a, const Value& b, Alloc& scratch) {
-  Value ca, cb;
-  ca.CopyFrom(a, scratch);
-  cb.CopyFrom(b, scratch);
-  if (Value* m = get_mut(ca, "metadata")) drop_field(*m, "resourceVersion");
-  if (Value* m = get_mut(cb, "metadata")) drop_field(*m, "resourceVersion");
-  return json_equal(ca, cb);
+// Equal JSON, leaving member `ignore` of a and b out, and "resourceVersion" inside member
+// `ignore_rv_in` (either may be null).
+bool equal_except(const Value& a, const Value& b, const char* ignore, const char* ignore_rv_in) {
+  if (!a.IsObject() || !b.IsObject()) return json_equal(a, b);
+  auto counted = [&](const Value& v) { return v.MemberCount() - (ignore && v.HasMember(ignore) ? 1 : 0); };
+  if (counted(a) != counted(b)) return false;
+  for (auto it = a.MemberBegin(); it != a.MemberEnd(); ++it) {
+    std::string_view name(it->name.GetString(), it->name.GetStringLength());
+    if (ignore && name == ignore) continue;
+    auto other = b.FindMember(it->name);
+    if (other == b.MemberEnd()) return false;
+    bool same = ignore_rv_in && name == ignore_rv_in ? equal_except(it->value, other->value, "resourceVersion", nullptr)
+                                                     : json_equal(it->value, other->value);
+    if (!same) return false;
+  }
+  return true;
 }
+
+// Whether a write changes nothing but metadata.resourceVersion. Compared in place: copying both
+// documents to drop the field first was a quarter of kubesim's cost per write.
+bool same_ignoring_rv(const Value& a, const Value& b) { return equal_except(a, b, nullptr, "metadata"); }
 
 bool has_finalizers(const Value& obj) {
   const Value* f = get_path(obj, {"metadata", "finalizers"});
@@ -278,7 +291,7 @@ Result<ObjectPtr> Cluster::update_internal(const ResourceType& rt, const ObjectP
   if (status && rt.crd && rt.schema) {
     if (auto r = validate_custom(rt, next, name, opts); !r) return r.error();
   }
-  if (same_ignoring_rv(old->doc, next, a)) return old;  // a no-op write does not bump resourceVersion
+  if (same_ignoring_rv(old->doc, next)) return old;  // a no-op write does not bump resourceVersion
   if (opts.dry_run) {
     auto stored = std::make_shared<StoredObject>();
     stored->json = to_json(next);
@@ -416,10 +429,10 @@ Result<ObjectPtr> Cluster::mutate(const ResourceType& rt, std::string_view key,
                                   const std::function<void(Value& obj, Alloc& a)>& fn) {
   auto old = store_.get(rt, key);
   if (!old) return not_found(rt, key);
-  Doc next;
-  next.CopyFrom(old->doc, next.GetAllocator());
-  fn(next, next.GetAllocator());
-  if (same_ignoring_rv(old->doc, next, next.GetAllocator())) return old;
+  PooledDoc next;
+  next.doc.CopyFrom(old->doc, *next.pool);
+  fn(next.doc, *next.pool);
+  if (same_ignoring_rv(old->doc, next.doc)) return old;
   auto stored = store_.put(rt, std::move(next));
   after_write(rt, stored);
   return stored;

@@ -45,6 +45,22 @@ TEST_CASE("the scheduler binds to the least allocated feasible node and emits Sc
   CHECK(parse(events.body)["items"].Size() == 3);
 }
 
+TEST_CASE("the scheduler keeps a pod's charge through metadata writes and frees it when the pod ends", "[scheduler]") {
+  TestCluster t({}, node_yaml("only", "1"));
+  t.apply(pod_yaml("first", "800m"));
+  REQUIRE(node_of(t, "first") == "only");
+  const auto& pods = *t.cluster().registry().pods();
+  t.cluster().mutate(pods, "default/first", [](Value& o, Alloc& a) {
+    set_str(ensure_object(ensure_object(o, "metadata", a), "labels", a), "touched", "yes", a);
+  });
+  t.apply(pod_yaml("second", "500m"));
+  CHECK(node_of(t, "second").empty());  // the label write did not drop first's 800m
+  t.cluster().options().kubelet = false;  // keeps the phase this test sets
+  t.cluster().mutate(pods, "default/first", [](Value& o, Alloc& a) { set_str(ensure_object(o, "status", a), "phase", "Succeeded", a); });
+  t.settle();
+  CHECK(node_of(t, "second") == "only");
+}
+
 TEST_CASE("the scheduler explains why nothing fits, in kube-scheduler's words", "[scheduler]") {
   TestCluster t({}, node_yaml("a", "1") + node_yaml("b", "1", "spec: {unschedulable: true}\n") +
                         node_yaml("c", "8", "spec: {taints: [{key: dedicated, value: gpu, effect: NoSchedule}]}\n") +

@@ -16,10 +16,16 @@ Result<void> parse_into(std::string_view text, Doc& doc) {
 }
 
 std::string to_json(const Value& v) {
-  rapidjson::StringBuffer buf;
+  thread_local rapidjson::StringBuffer buf;  // keeps its capacity: no regrowth per object written
+  buf.Clear();
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   v.Accept(w);
-  return std::string(buf.GetString(), buf.GetSize());
+  std::string out(buf.GetString(), buf.GetSize());
+  if (buf.GetSize() > (1u << 20)) {  // a big list's text is not kept per thread
+    buf.Clear();
+    buf.ShrinkToFit();
+  }
+  return out;
 }
 
 const Value* field(const Value& v, std::string_view key) {

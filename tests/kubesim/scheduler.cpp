@@ -4,6 +4,7 @@
 #include "controllers.hpp"
 
 #include "model/pod.hpp"
+#include "patch.hpp"
 
 #include <fmt/format.h>
 
@@ -71,7 +72,14 @@ void SimScheduler::observe(const Change& c) {
   if (c.rt != reg.pods()) return;
   const std::string& key = c.obj->key;
   const Value* pod = c.type == EventType::kDeleted ? nullptr : &c.obj->doc;
-  charge(key, pod);
+  // A pod's charge comes from its spec and status alone: a metadata-only write (labels,
+  // annotations, finalizers) keeps it without decoding the pod again.
+  auto same_part = [&](const char* part) {
+    const Value* a = field(c.prev->doc, part);
+    const Value* b = field(c.obj->doc, part);
+    return a && b ? json_equal(*a, *b) : a == b;
+  };
+  if (!(pod && c.prev && same_part("spec") && same_part("status"))) charge(key, pod);
   if (pod && wants_scheduling(*pod)) {
     if (!unschedulable_.count(key)) pending_.insert(key);
   } else {

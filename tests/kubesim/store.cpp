@@ -37,18 +37,22 @@ ObjectPtr Store::get(const ResourceType& rt, std::string_view key) const {
   return it == objs.end() ? nullptr : it->second;
 }
 
-ObjectPtr Store::stamp(const ResourceType& rt, Doc doc, uint64_t rv) const {
+ObjectPtr Store::stamp(const ResourceType& rt, PooledDoc in, uint64_t rv) const {
   auto obj = std::make_shared<StoredObject>();
+  Doc& doc = in.doc;
   Value& m = ensure_object(doc, "metadata", doc.GetAllocator());
   set_str(m, "resourceVersion", std::to_string(rv), doc.GetAllocator());
   obj->key = key_of(rt, get_str(doc, {"metadata", "namespace"}), get_str(doc, {"metadata", "name"}));
   obj->rv = rv;
   obj->json = to_json(doc);
+  obj->pool = std::move(in.pool);
   obj->doc = std::move(doc);
   return obj;
 }
 
-ObjectPtr Store::put(const ResourceType& rt_in, Doc doc) {
+ObjectPtr Store::put(const ResourceType& rt, Doc doc) { return put(rt, PooledDoc{nullptr, std::move(doc)}); }
+
+ObjectPtr Store::put(const ResourceType& rt_in, PooledDoc doc) {
   const ResourceType& rt = rt_in.stored();
   auto obj = stamp(rt, std::move(doc), ++rv_);
   Objects& objs = objects_[&rt];
@@ -72,8 +76,8 @@ ObjectPtr Store::erase(const ResourceType& rt_in, std::string_view key) {
   if (it == oit->second.end()) return nullptr;
   ObjectPtr prev = it->second;
   oit->second.erase(it);
-  Doc copy;
-  copy.CopyFrom(prev->doc, copy.GetAllocator());
+  PooledDoc copy;
+  copy.doc.CopyFrom(prev->doc, *copy.pool);
   auto last = stamp(rt, std::move(copy), ++rv_);
   record(Change{rv_, EventType::kDeleted, &rt, last, prev});
   return last;

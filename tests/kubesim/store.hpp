@@ -22,6 +22,7 @@ std::string_view to_string(EventType t);
 
 // An immutable stored version of an object: the document and its serialized form.
 struct StoredObject {
+  std::unique_ptr<Alloc> pool;  // doc's pool when it came from a PooledDoc (declared first: outlives doc)
   Doc doc;
   std::string json;
   std::string key;  // "ns/name" or "name"
@@ -49,6 +50,7 @@ class Store {
 
   // Commits doc as the new state of its key (ADDED or MODIFIED) and stamps its resourceVersion.
   ObjectPtr put(const ResourceType& rt, Doc doc);
+  ObjectPtr put(const ResourceType& rt, PooledDoc doc);
   // Removes the key (DELETED). Returns the final state, or null when absent.
   ObjectPtr erase(const ResourceType& rt, std::string_view key);
 
@@ -76,7 +78,7 @@ class Store {
   static std::string key_of(const ResourceType& rt, std::string_view ns, std::string_view name);
 
  private:
-  ObjectPtr stamp(const ResourceType& rt, Doc doc, uint64_t rv) const;
+  ObjectPtr stamp(const ResourceType& rt, PooledDoc doc, uint64_t rv) const;
   void record(Change c);
 
   uint64_t rv_ = 0;

@@ -88,3 +88,32 @@ TEST_CASE("compaction makes older resourceVersions expire", "[store]") {
   CHECK_FALSE(s.can_resume(4));
   CHECK(s.can_resume(5));
 }
+
+TEST_CASE("a write that changes nothing but resourceVersion is not a write", "[store]") {
+  testing::TestCluster t({}, "apiVersion: v1\nkind: Pod\nmetadata: {name: a, labels: {app: web}}\nspec: {containers: [{name: c}]}\n");
+  const auto& pods = *t.cluster().registry().pods();
+  auto before = t.pod("default/a");
+  uint64_t rv = t.cluster().store().resource_version();
+  auto write = [&](const std::function<void(Value&, Alloc&)>& fn) { return t.cluster().mutate(pods, "default/a", fn).value(); };
+
+  CHECK(write([](Value&, Alloc&) {}) == before);
+  CHECK(write([](Value& o, Alloc& a) { set_str(*get_mut(o, "metadata"), "resourceVersion", "1", a); }) == before);
+  CHECK(write([](Value& o, Alloc& a) { set_str(*get_mut(*get_mut(o, "metadata"), "labels"), "app", "web", a); }) == before);
+  CHECK(t.cluster().store().resource_version() == rv);
+
+  // Any other difference, at any depth, in metadata or elsewhere, is a write.
+  auto changed = [&](const std::function<void(Value&, Alloc&)>& fn) {
+    auto after = write(fn);
+    bool bumped = after != before && after->rv > before->rv;
+    before = after;
+    return bumped;
+  };
+  CHECK(changed([](Value& o, Alloc& a) { set_str(*get_mut(*get_mut(o, "metadata"), "labels"), "app", "api", a); }));
+  CHECK(changed([](Value& o, Alloc& a) { set_str(*get_mut(o, "metadata"), "generateName", "a-", a); }));
+  CHECK(changed([](Value& o, Alloc&) { drop_field(*get_mut(o, "metadata"), "labels"); }));
+  CHECK(changed([](Value& o, Alloc& a) { set_str(*get_mut(*get_mut(o, "spec"), "containers")->Begin(), "image", "x", a); }));
+  CHECK(changed([](Value& o, Alloc&) { drop_field(o, "spec"); }));
+  // A stored version keeps its document and text after later writes replace it.
+  CHECK(get_str(before->doc, {"metadata", "generateName"}) == "a-");
+  CHECK(before->json.find("\"generateName\":\"a-\"") != std::string::npos);
+}
