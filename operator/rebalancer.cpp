@@ -44,6 +44,8 @@ struct SpotRebalancer::PolicyState {
   std::map<std::string, std::string> reported_reasons;
   std::string announced;  // the node last announced by DrainPlanned or WouldDrain
   std::shared_ptr<const drain::Plan> last_plan;
+  Time last_plan_end{};      // when the last plan was made
+  Duration last_plan_took{};  // and how long it took
 };
 
 class SpotRebalancer::Observer final : public drain::DrainObserver {
@@ -148,6 +150,13 @@ drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const
   if (auto it = states_.find(policy); it != states_.end())
     for (auto& [node, reason] : it->second->backoff.active(timers_.now())) in.excluded.emplace(node, reason);
   return in;
+}
+
+Duration SpotRebalancer::plan_cooldown(const PolicyState& st, Time now) const {
+  const int percent = options_.max_planning_cpu_percent;
+  if (percent >= 100 || st.last_plan_took <= Duration::zero()) return Duration::zero();
+  const Time ready = st.last_plan_end + st.last_plan_took * (100 - percent) / percent;
+  return ready > now ? ready - now : Duration::zero();
 }
 
 asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::ReschedulePolicy& policy, PolicyState& st, StatusInput in) {
@@ -419,8 +428,14 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
   if (st.invalid_reported_generation >= 0) st.invalid_reported_generation = -1;
 
   co_await clean_stale_taints(key, st);
+  // Every change to nodes, pods or budgets asks for a plan. In a small cluster a plan takes
+  // milliseconds; at thousands of nodes under steady pod churn, plans back to back would hold a
+  // core, so a plan waits until the previous one is a small enough share of the time.
+  if (Duration wait = plan_cooldown(st, timers_.now()); wait > Duration::zero()) co_return runtime::Action::requeue_after(wait);
   auto plan = std::make_shared<const drain::Plan>(drain::make_plan(plan_input(spec, key), spec));
   st.last_plan = plan;
+  st.last_plan_end = timers_.now();
+  st.last_plan_took = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(plan->summary.plan_millis));
   update_metrics(key, *plan);
   report_undrainable(*policy, st, *plan);
 

@@ -45,6 +45,9 @@ struct RebalancerOptions {
   Duration replacement_timeout = std::chrono::seconds(30);   // waiting for replacements to schedule
   Duration status_refresh = std::chrono::seconds(60);        // rewrite an unchanged status this often
   size_t node_events_per_reconcile = 20;                     // NodeNotDrainable events per plan, at most
+  // The most of one CPU core planning may take, in percent: after a plan that took d, the next
+  // one waits until d * (100 / percent - 1) has passed since it ended (100: no wait).
+  int max_planning_cpu_percent = 50;
   // The node labels zonal volumes require (VolumeZone); unset when volumes are not watched.
   std::function<sched::VolumeRequirements()> volumes;
 };
@@ -77,6 +80,8 @@ class SpotRebalancer final : public runtime::Reconciler {
   class Observer;
 
   drain::PlanInput plan_input(const drain::PolicySpec& spec, const std::string& policy) const;
+  // How long the policy's next plan must still wait (RebalancerOptions::max_planning_cpu_percent).
+  Duration plan_cooldown(const PolicyState& st, Time now) const;
   std::map<std::string, std::string> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;
   asio::awaitable<Result<void>> write_status(const drain::ReschedulePolicy& policy, PolicyState& state, StatusInput in);
   asio::awaitable<void> write_progress(std::string policy);

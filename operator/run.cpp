@@ -39,6 +39,7 @@ struct RunFlags {
   int workers = 4;
   int qps = 20;
   int burst = 40;
+  int max_planning_cpu = 50;
   bool watch_volumes = true;
   std::string lease_duration = "15s";
   std::string renew_deadline = "10s";
@@ -103,11 +104,18 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   flags.add_int("workers", &f.workers, "Policies reconciled at the same time.");
   flags.add_int("kube-api-qps", &f.qps, "Requests per second to the API server (client-side limit).");
   flags.add_int("kube-api-burst", &f.burst, "Burst above the QPS limit.");
+  flags.add_int("max-planning-cpu", &f.max_planning_cpu,
+                "The most of one CPU core planning may take, in percent (1 to 100): after a plan that took d, the next waits "
+                "until d * (100 / percent - 1) has passed.");
   flags.add_bool("watch-volumes", &f.watch_volumes,
                  "Watch PersistentVolumeClaims and PersistentVolumes so VolumeZone keeps pods with zonal volumes in their zone.");
   if (auto stop = flags.parse_command(args, out, err)) return *stop;
   if (f.verbosity < 0 || f.workers < 1 || f.qps < 0 || f.burst < 1) {
     err << "error: -v, --kube-api-qps must be at least 0 and --workers, --kube-api-burst at least 1\n";
+    return 2;
+  }
+  if (f.max_planning_cpu < 1 || f.max_planning_cpu > 100) {
+    err << "error: --max-planning-cpu must be a percentage from 1 to 100, not " << f.max_planning_cpu << "\n";
     return 2;
   }
   log::configure(*log::parse_format(f.log_format), f.verbosity);
@@ -148,6 +156,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   runtime::EventRecorder events(*client, timers, eo);
 
   RebalancerOptions ro;
+  ro.max_planning_cpu_percent = f.max_planning_cpu;
   if (f.watch_volumes) {
     ro.volumes = [&claims, &volumes] {
       std::vector<const model::PersistentVolumeClaim*> c;

@@ -94,6 +94,51 @@ TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   CHECK(env.pods() == before);
 }
 
+// A sample's value from the /metrics text ("name{labels}" as written there), or -1.
+double metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, and the last change is planned", "[e2e]") {
+  Env env;
+  env.apply("policy", policy_yaml("default", "  dryRun: true\n"));
+  auto op = env.start("operator", "--max-planning-cpu 1");
+  REQUIRE(eventually([&] { return env.status("default", {"drainableNodes"}) == "2"; }, 20s));
+  const std::string count = R"(spotshift_plan_duration_seconds_count{policy="default"})";
+  const std::string sum = R"(spotshift_plan_duration_seconds_sum{policy="default"})";
+  std::string before = op->metrics();
+  REQUIRE(metric(before, count) >= 1);
+
+  // A label changes on a pod every millisecond for 1.5 s: each change asks for a plan.
+  std::string pod;
+  for (const auto& [key, node] : env.pods())
+    if (key.starts_with("shop/api-")) pod = key;
+  REQUIRE(!pod.empty());
+  auto started = std::chrono::steady_clock::now();
+  int changes = 0;
+  while (std::chrono::steady_clock::now() - started < 1500ms) {
+    env.sim->run([&](kubesim::Cluster& c) {
+      c.mutate(*c.registry().pods(), pod, [&](kubesim::Value& o, kubesim::Alloc& a) {
+        kubesim::set_str(kubesim::ensure_object(kubesim::ensure_object(o, "metadata", a), "labels", a), "churn",
+                         std::to_string(changes), a);
+      });
+    });
+    ++changes;
+    std::this_thread::sleep_for(1ms);
+  }
+  // Then a change the plan must show: no spot node takes pods any more.
+  env.kubectl("cordon spot-1 spot-2");
+  REQUIRE(eventually([&] { return env.status("default", {"drainableNodes"}) == "0"; }, 10s));
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::string after = op->metrics();
+  double plans = metric(after, count) - metric(before, count);
+  double planning = metric(after, sum) - metric(before, sum);
+  INFO(changes << " changes in " << elapsed << " s: " << plans << " plans, " << planning << " s planning\n" << op->log());
+  CHECK(plans < changes / 2.0);
+  CHECK(planning <= 0.01 * elapsed + 0.02);  // 1 % of the time, and a plan or two at either end
+}
+
 TEST_CASE("no drain starts while a pod is Pending and unschedulable", "[e2e]") {
   Env env(R"(
 ---
