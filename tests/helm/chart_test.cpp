@@ -155,6 +155,7 @@ TEST_CASE("value sets: a default policy, a ServiceMonitor, a budget, placement a
   dir.write("values.yaml", R"(fullnameOverride: shift
 replicaCount: 3
 watchVolumes: false
+maxPlanningCpu: 25
 extraArgs: ["--workers=2"]
 log: {format: text, verbosity: 2}
 nodeSelector: {node-role.kubernetes.io/worker: ""}
@@ -195,7 +196,7 @@ defaultPolicy:
   CHECK(rules.size() == kMinimalClusterRules.size() - 1);
   CHECK_FALSE(has(rules, " persistentvolumeclaims,persistentvolumes: list,watch"));
   auto args = container_args(r);
-  for (auto a : {"--watch-volumes=false", "--workers=2", "--log-format=text", "--v=2", "--lease-name=shift", "--leader-election-namespace=ops"})
+  for (auto a : {"--watch-volumes=false", "--max-planning-cpu=25", "--workers=2", "--log-format=text", "--v=2", "--lease-name=shift", "--leader-election-namespace=ops"})
     CHECK(has(args, a));
   const auto& c = container(r);
   CHECK(kubesim::get_str(c, {"image"}) == "ghcr.io/spotshift/spotshift:1.2.3");
