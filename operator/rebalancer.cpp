@@ -154,7 +154,7 @@ drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const
 
 Duration SpotRebalancer::plan_cooldown(const PolicyState& st, Time now) const {
   const int percent = options_.max_planning_cpu_percent;
-  if (percent >= 100 || st.last_plan_took <= Duration::zero()) return Duration::zero();
+  if (percent <= 0 || percent >= 100 || st.last_plan_took <= Duration::zero()) return Duration::zero();
   const Time ready = st.last_plan_end + st.last_plan_took * (100 - percent) / percent;
   return ready > now ? ready - now : Duration::zero();
 }

@@ -46,7 +46,8 @@ struct RebalancerOptions {
   Duration status_refresh = std::chrono::seconds(60);        // rewrite an unchanged status this often
   size_t node_events_per_reconcile = 20;                     // NodeNotDrainable events per plan, at most
   // The most of one CPU core planning may take, in percent: after a plan that took d, the next
-  // one waits until d * (100 / percent - 1) has passed since it ended (100: no wait).
+  // one waits until d * (100 / percent - 1) has passed since it ended (100, or 0 and below: no
+  // wait; `spotshift run` accepts 1 to 100).
   int max_planning_cpu_percent = 50;
   // The node labels zonal volumes require (VolumeZone); unset when volumes are not watched.
   std::function<sched::VolumeRequirements()> volumes;

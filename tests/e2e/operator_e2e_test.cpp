@@ -94,11 +94,13 @@ TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   CHECK(env.pods() == before);
 }
 
+namespace {
 // A sample's value from the /metrics text ("name{labels}" as written there), or -1.
 double metric(const std::string& text, const std::string& series) {
   auto at = text.find("\n" + series + " ");
   return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
 }
+}  // namespace
 
 TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, and the last change is planned", "[e2e]") {
   Env env;
