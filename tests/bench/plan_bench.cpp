@@ -22,10 +22,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <malloc.h>
 
@@ -201,11 +206,62 @@ Outcome greedy(const Cluster& c, bool spot_fullest_first, bool pods_biggest_firs
   return out;
 }
 
+// What the spot nodes can take, at most, of the GPUs of the pods asking for at least t GPU-milli.
+// A spot node takes a subset of those pods, so no more GPU than the largest sum that a subset of
+// all such pods on on-demand nodes reaches within its free GPUs while asking no more CPU, memory
+// and pod slots than it has free. least[r][g]: the least of resource r any subset summing to
+// exactly g GPU (in units of the pods' common divisor) asks, a 0/1 knapsack. The pods are counted
+// for every node at once (each node could take the same pods), which keeps it a bound. Sizes are
+// visited largest first, adding each size's pods to the same tables.
+class GpuRoom {
+ public:
+  GpuRoom(std::vector<const model::Pod*> gpu_pods, std::vector<Capacity> spot_free)
+      : pods_(std::move(gpu_pods)), free_(std::move(spot_free)) {
+    std::sort(pods_.begin(), pods_.end(), [](auto* a, auto* b) { return a->requests.get(kGpu) > b->requests.get(kGpu); });
+    for (const auto* p : pods_) unit_ = std::gcd(unit_, p->requests.get(kGpu));
+    int64_t most = 0;
+    for (const auto& f : free_) most = std::max(most, f.gpu);
+    if (unit_ == 0) unit_ = 1;
+    size_t states = static_cast<size_t>(std::max<int64_t>(most, 0) / unit_) + 1;
+    for (auto& t : least_) t.assign(states, kNever);
+    for (auto& t : least_) t[0] = 0;
+  }
+  // Adds the pods asking at least t (the sizes must come largest first) and returns the room.
+  int64_t room_for_at_least(int64_t t) {
+    for (; next_ < pods_.size() && pods_[next_]->requests.get(kGpu) >= t; ++next_) {
+      const auto& r = pods_[next_]->requests;
+      const int64_t cost[3] = {r.cpu_milli, r.memory, 1};
+      const size_t g = static_cast<size_t>(r.get(kGpu) / unit_);
+      for (size_t k = 0; k < 3; ++k)
+        for (size_t s = least_[k].size(); s-- > g;)
+          if (least_[k][s - g] != kNever) least_[k][s] = std::min(least_[k][s], least_[k][s - g] + cost[k]);
+    }
+    int64_t room = 0;
+    for (const auto& f : free_) {
+      if (f.gpu < t) continue;
+      for (size_t s = static_cast<size_t>(f.gpu / unit_) + 1; s-- > 0;)
+        if (least_[0][s] <= f.cpu && least_[1][s] <= f.mem && least_[2][s] <= f.pods) {
+          room += static_cast<int64_t>(s) * unit_;
+          break;
+        }
+    }
+    return room;
+  }
+
+ private:
+  static constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  std::vector<const model::Pod*> pods_;
+  std::vector<Capacity> free_;
+  int64_t unit_ = 0;
+  std::array<std::vector<int64_t>, 3> least_;
+  size_t next_ = 0;
+};
+
 // The most nodes any plan can drain: for each constraint, the k on-demand nodes needing least of
 // it must fit in what the spot nodes offer for it, so no plan drains more than the smallest such
 // k over all constraints. Constraints: each resource against the spot nodes' free total; and,
 // for each GPU request size t, the GPUs (and the count) of pods asking for at least t against
-// the free GPUs of spot nodes with at least t free, which are the only nodes those pods fit on.
+// what the spot nodes can take of them (GpuRoom), and against the whole t-sized slots there.
 int upper_bound(const Cluster& c) {
   auto smallest_k = [&](auto need_of, int64_t capacity) {
     std::vector<int64_t> need;
@@ -237,17 +293,20 @@ int upper_bound(const Cluster& c) {
                                 },
                                 free));
   }
-  std::set<int64_t> sizes;
-  for (const auto& [node, pods] : c.pods_by_node)
-    for (const auto* p : pods)
-      if (p->requests.get(kGpu) > 0) sizes.insert(p->requests.get(kGpu));
+  std::vector<const model::Pod*> gpu_pods;
+  for (const auto* n : c.on_demand)
+    if (auto it = c.pods_by_node.find(n->meta.name); it != c.pods_by_node.end())
+      for (const auto* p : it->second)
+        if (p->requests.get(kGpu) > 0) gpu_pods.push_back(p);
+  std::set<int64_t, std::greater<>> sizes;
+  for (const auto* p : gpu_pods) sizes.insert(p->requests.get(kGpu));
+  std::vector<Capacity> spot_free;
+  for (const auto* s : c.spot) spot_free.push_back(free_of(s));
+  GpuRoom room(gpu_pods, spot_free);
   for (int64_t t : sizes) {
-    int64_t gpus = 0, slots = 0;
-    for (const auto* s : c.spot)
-      if (int64_t f = free_of(s).gpu; f >= t) {
-        gpus += f;
-        slots += f / t;
-      }
+    int64_t slots = 0;
+    for (const auto& f : spot_free)
+      if (f.gpu >= t) slots += f.gpu / t;
     auto big = [t](const model::Pod* p) { return p->requests.get(kGpu) >= t; };
     bound = std::min(bound, smallest_k(
                                 [&](const std::vector<const model::Pod*>& pods) {
@@ -255,7 +314,7 @@ int upper_bound(const Cluster& c) {
                                   for (const auto* p : pods) g += big(p) ? p->requests.get(kGpu) : 0;
                                   return g;
                                 },
-                                gpus));
+                                room.room_for_at_least(t)));
     bound = std::min(bound, smallest_k(
                                 [&](const std::vector<const model::Pod*>& pods) {
                                   return static_cast<int64_t>(std::count_if(pods.begin(), pods.end(), big));
@@ -286,9 +345,9 @@ drain::PolicySpec packing_spec() {
 
 double per_node(int moved, int drained) { return drained > 0 ? double(moved) / drained : 0; }
 
-void figure_quality() {
+void figure_quality(const std::vector<uint64_t>& seeds) {
   double worst_ratio = 1e9, worst_gap_closed = 1e9, worst_margin = 1e9, worst_evictions = -1e9;
-  for (uint64_t seed : {1, 2, 3}) {
+  for (uint64_t seed : seeds) {
     bench::OpenbOptions o;
     o.data_dir = bench::default_openb_dir();
     o.seed = seed;
@@ -316,6 +375,11 @@ void figure_quality() {
     free_cpu.profile.scores = {sched::ScoreConfig{"FreeCPU", 1, {}}};
     auto cpu_only = run_profile(snap, free_cpu);
     int bound = upper_bound(c);
+    if (std::max({def.drained, packing.drained, cpu_only.drained, best_greedy.drained}) > bound) {
+      std::fprintf(stderr, "openb seed %llu: a plan drains more than the upper bound %d: the bound is wrong\n",
+                   static_cast<unsigned long long>(seed), bound);
+      std::exit(1);
+    }
     double gap_closed = bound > best_greedy.drained ? double(packing.drained - best_greedy.drained) / (bound - best_greedy.drained) : 1.0;
     std::fprintf(stderr,
                  "openb seed %llu: %zu on-demand, %zu spot nodes, %zu pods; default profile %d drained (%d moved, %.3f s); "
@@ -349,14 +413,27 @@ void figure_quality() {
 int main(int argc, char** argv) {
   std::string which = argc > 1 ? argv[1] : "all";
   bool all = which == "all";
-  if (!all && which != "plan" && which != "decode" && which != "memory" && which != "quality") {
-    std::fprintf(stderr, "usage: plan_bench [plan|decode|memory|quality]\n");
+  // quality takes the openb seeds to run (default 1 2 3).
+  std::vector<uint64_t> seeds;
+  for (int i = 2; i < argc && which == "quality"; ++i) {
+    char* end = nullptr;
+    unsigned long long seed = std::strtoull(argv[i], &end, 10);
+    if (end == argv[i] || *end != '\0') {
+      std::fprintf(stderr, "plan_bench quality: a seed is a whole number, got \"%s\"\n", argv[i]);
+      return 2;
+    }
+    seeds.push_back(seed);
+  }
+  if (seeds.empty()) seeds = {1, 2, 3};
+  if ((!all && which != "plan" && which != "decode" && which != "memory" && which != "quality") ||
+      (which != "quality" && argc > 2)) {
+    std::fprintf(stderr, "usage: plan_bench [plan|decode|memory|quality [seed...]]\n");
     return 2;
   }
   // memory first: a fresh heap measures best.
   if (all || which == "memory") figure_memory();
   if (all || which == "decode") figure_decode();
   if (all || which == "plan") figure_plan();
-  if (all || which == "quality") figure_quality();
+  if (all || which == "quality") figure_quality(seeds);
   return 0;
 }
