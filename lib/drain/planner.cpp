@@ -163,7 +163,9 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
                      auto it = in.namespaces.find(std::string(ns));
                      return it == in.namespaces.end() ? nullptr : &it->second;
                    },
-                   [&](const model::Pod& pod) { return budgets.covers(pod); }, &reach};
+                   [&](const model::Pod& pod) { return budgets.covers(pod); },
+                   // With no spot node at all, no pod is pinned: every node says there is none.
+                   spot_nodes.empty() ? nullptr : &reach};
 
   sched::Fork committed(snap);
   committed.track_candidates(spot);

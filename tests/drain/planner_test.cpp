@@ -201,6 +201,24 @@ TEST_CASE("nodes are classified by the policy's selectors, Ready and schedulable
   for (const auto& t : targets(plan.drainable[0])) CHECK(t.second == "spot-1");
 }
 
+TEST_CASE("with every spot node cordoned or NotReady, each node says there is none, not that its pods are pinned", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-cordoned").cpu("8").unschedulable());
+  in.nodes.push_back(spot("spot-notready").cpu("8").condition("Ready", "False"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.pods.push_back(replica("a", "a").on("od-1"));
+  in.pods.push_back(replica("b", "b").on("od-1"));
+  Plan plan = make_plan(in, default_policy_spec());
+  CHECK(plan.drainable.empty());
+  CHECK(all_reasons(plan, "od-1") == "no Ready, schedulable node matches the spotNodeSelector\n");
+
+  // One usable spot node that a pod's selector rules out: that pod is pinned.
+  in.nodes.push_back(spot("spot-1").cpu("8"));
+  in.pods.push_back(replica("c", "c").selector("disk", "ssd").on("od-1"));
+  Plan pinned = make_plan(in, default_policy_spec());
+  CHECK(all_reasons(pinned, "od-1").find("pod default/c: pinned to on-demand") != std::string::npos);
+}
+
 TEST_CASE("custom selectors, excluded nodes, empty nodes and the single-node re-check", "[planner]") {
   PolicySpec spec = spec_from(R"({"onDemandNodeSelector":{"matchLabels":{"karpenter.sh/capacity-type":"on-demand"}},
                                   "spotNodeSelector":{"matchLabels":{"karpenter.sh/capacity-type":"spot"}}})")
