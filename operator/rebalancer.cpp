@@ -321,6 +321,26 @@ asio::awaitable<runtime::Action> SpotRebalancer::reconcile_invalid(const drain::
   co_return runtime::Action::done();  // a fix is a spec change, which enqueues the policy again
 }
 
+// The cluster's scheduler put replacements of this drain on on-demand nodes of the policy (the
+// emptiest node often wins its scores, and a node drained a moment ago is empty): draining such a
+// node next would likely send them to another on-demand node, and back. Hold it instead.
+void SpotRebalancer::hold_nodes_that_took_replacements(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec,
+                                                      PolicyState& st, const drain::DrainReport& report) {
+  for (const auto& [target, pods] : report.landed_off_spot) {
+    auto obj = stores_.nodes.get(target);
+    if (!obj || drain::classify_node(*obj, spec) != drain::NodeClass::kOnDemand) continue;
+    const bool one = pods.size() == 1;
+    std::string why = fmt::format("it took {} meant for spot nodes in the drain of {} ({}); draining it now would likely move {} to "
+                                  "another on-demand node again",
+                                  one ? "a replacement pod" : fmt::format("{} replacement pods", pods.size()), report.node,
+                                  fmt::join(pods, ", "), one ? "it" : "them");
+    Time until = st.backoff.held(target, timers_.now(), why);
+    events_.record(node_ref(target), "Normal", "NodeHeld", "Drain",
+                   fmt::format("Policy {} leaves {} alone until {}: {}", policy.name(), target, format_time(until), why),
+                   policy_ref(policy));
+  }
+}
+
 asio::awaitable<void> SpotRebalancer::run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
                                                 const drain::NodePlan& node_plan) {
   const std::string name = policy.name();
@@ -384,6 +404,7 @@ asio::awaitable<void> SpotRebalancer::run_drain(const drain::ReschedulePolicy& p
                             report.replacements_not_on_spot.size() == 1 ? "" : "s");
       events_.record(node_ref(node), "Normal", "DrainSucceeded", "Drain", note, policy_ref(policy));
       events_.record(policy_ref(policy), "Normal", "DrainSucceeded", "Drain", note, node_ref(node));
+      hold_nodes_that_took_replacements(policy, spec, st, report);
       break;
     }
     case drain::DrainOutcome::kAborted: {

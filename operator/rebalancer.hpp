@@ -87,6 +87,8 @@ class SpotRebalancer final : public runtime::Reconciler {
   asio::awaitable<Result<void>> write_status(const drain::ReschedulePolicy& policy, PolicyState& state, StatusInput in);
   asio::awaitable<void> write_progress(std::string policy);
   asio::awaitable<runtime::Action> reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& state);
+  void hold_nodes_that_took_replacements(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
+                                         const drain::DrainReport& report);
   asio::awaitable<void> run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& state,
                                   const drain::NodePlan& node_plan);
   asio::awaitable<void> clean_stale_taints(const std::string& policy, PolicyState& state);

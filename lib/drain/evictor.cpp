@@ -275,6 +275,7 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
         std::string msg = fmt::format("replacement pod {} ({} {}) was scheduled on {}, which is not a spot node", p.key(),
                                       owner.kind.view(), owner.name.view(), p.node_name.view());
         report.replacements_not_on_spot.push_back(msg);
+        report.landed_off_spot[std::string(p.node_name.view())].push_back(p.key());
         if (observer) observer->replacement_not_on_spot(*e.example, msg);
       }
     }

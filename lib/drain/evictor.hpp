@@ -63,6 +63,8 @@ struct DrainReport {
   std::vector<std::string> evicted;            // pod keys, in order
   int remaining = 0;                           // pods of the plan not evicted
   std::vector<std::string> replacements_not_on_spot;  // one sentence each
+  // The nodes that are not spot nodes where replacements were scheduled, with those pods' keys.
+  std::map<std::string, std::vector<std::string>> landed_off_spot;
   bool taint_removed = true;                   // false if the taint could not be removed (retried later)
   Time started{}, finished{};
 };

@@ -40,22 +40,53 @@ GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const mod
                       std::nullopt};
 }
 
+Duration NodeBackoff::wait_for(int count) const {
+  Duration wait = base_;
+  for (int i = 1; i < count && wait < cap_; ++i) wait *= 2;
+  return std::min(wait, cap_);
+}
+
 Time NodeBackoff::failed(const std::string& node, Time now) {
   Entry& e = entries_[node];
   ++e.failures;
-  Duration wait = base_;
-  for (int i = 1; i < e.failures && wait < cap_; ++i) wait *= 2;
-  wait = std::min(wait, cap_);
-  e.until = now + std::chrono::duration_cast<Time::duration>(wait);
+  Time until = now + std::chrono::duration_cast<Time::duration>(wait_for(e.failures));
+  if (until >= e.until) {
+    e.until = until;
+    e.why.clear();
+  }
   return e.until;
+}
+
+Time NodeBackoff::held(const std::string& node, Time now, std::string why) {
+  Entry& e = entries_[node];
+  if (e.holds > 0 && now - e.last_hold > std::chrono::duration_cast<Time::duration>(cap_)) e.holds = 0;
+  ++e.holds;
+  e.last_hold = now;
+  Time until = now + std::chrono::duration_cast<Time::duration>(wait_for(e.holds));
+  if (until >= e.until) {
+    e.until = until;
+    e.why = std::move(why);
+  }
+  return e.until;
+}
+
+void NodeBackoff::succeeded(const std::string& node) {
+  auto it = entries_.find(node);
+  if (it == entries_.end()) return;
+  if (it->second.holds == 0) {
+    entries_.erase(it);
+    return;
+  }
+  it->second.failures = 0;
 }
 
 std::map<std::string, std::string> NodeBackoff::active(Time now) const {
   std::map<std::string, std::string> out;
   for (const auto& [node, e] : entries_)
     if (now < e.until)
-      out.emplace(node, fmt::format("backing off until {} after {} aborted drain{}", format_time(e.until), e.failures,
-                                    e.failures == 1 ? "" : "s"));
+      out.emplace(node, e.why.empty() ? fmt::format("backing off until {} after {} aborted drain{}", format_time(e.until),
+                                                    e.failures, e.failures == 1 ? "" : "s")
+                                      : fmt::format("held until {}: {}", format_time(e.until), e.why));
   return out;
 }
 

@@ -10,6 +10,10 @@
 //   onto spot nodes would compete with them.
 // - Node backoff: a node whose drain was aborted is left alone for 5 minutes, then 10, 20, ...
 //   up to 2 hours, so the next plans try other nodes first. A success clears it.
+// - Node hold: an on-demand node that took replacement pods of a drain (meant for spot nodes)
+//   is left alone the same way, so that two on-demand nodes do not hand the same pods back and
+//   forth. Holds keep counting across successful drains and start over after a quiet period as
+//   long as the cap.
 
 #include "drain/drainability.hpp"
 #include "drain/policy.hpp"
@@ -42,7 +46,11 @@ class NodeBackoff {
       : base_(base), cap_(cap) {}
   // An aborted drain of `node` at `now`: returns when the node may be tried again.
   Time failed(const std::string& node, Time now);
-  void succeeded(const std::string& node) { entries_.erase(node); }
+  // `node` took replacement pods of a drain at `now`; `why` is the plan's reason while it lasts.
+  // Returns when the node may be drained again.
+  Time held(const std::string& node, Time now, std::string why);
+  // A drain of `node` succeeded: its aborted drains are forgotten (its holds are not).
+  void succeeded(const std::string& node);
   // Nodes still backing off at `now`, with a reason for the plan.
   std::map<std::string, std::string> active(Time now) const;
   std::optional<Time> until(const std::string& node) const;
@@ -50,8 +58,12 @@ class NodeBackoff {
  private:
   struct Entry {
     int failures = 0;
+    int holds = 0;
     Time until{};
+    Time last_hold{};
+    std::string why;  // set by the hold that set `until`, empty after an aborted drain
   };
+  Duration wait_for(int count) const;
   Duration base_, cap_;
   std::map<std::string, Entry> entries_;
 };

@@ -445,6 +445,11 @@ TEST_CASE("replacements that do not land on a spot node are reported", "[evictor
   REQUIRE(r.replacements_not_on_spot.size() == 3);
   CHECK(rec.replacements.size() == 3);
   CHECK(r.replacements_not_on_spot[0].find("was scheduled on od-2, which is not a spot node") != std::string::npos);
+  // Where they went, by node: what the operator holds back from the next drains.
+  REQUIRE(r.landed_off_spot.size() == 1);
+  REQUIRE(r.landed_off_spot.count("od-2"));
+  CHECK(r.landed_off_spot.at("od-2").size() == 3);
+  for (const auto& key : r.landed_off_spot.at("od-2")) CHECK(key.starts_with("default/"));
   CHECK_FALSE(env.has_our_taint("od-1"));
 }
 

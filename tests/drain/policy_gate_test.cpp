@@ -176,3 +176,30 @@ TEST_CASE("a node backs off exponentially after aborted drains, up to a cap", "[
   CHECK_FALSE(backoff.until("od-1"));
   CHECK(backoff.failed("od-1", clock.now()) == clock.now() + 5min);
 }
+
+TEST_CASE("a node that took replacement pods is held, longer each time, through successful drains", "[gate]") {
+  ManualClock clock;
+  NodeBackoff backoff(5min, 30min);
+  CHECK(backoff.held("od-2", clock.now(), "took 1 replacement pod of the drain of od-1") == clock.now() + 5min);
+  auto active = backoff.active(clock.now());
+  REQUIRE(active.count("od-2"));
+  CHECK(active.at("od-2").starts_with("held until "));
+  CHECK(active.at("od-2").ends_with(": took 1 replacement pod of the drain of od-1"));
+  clock.advance(5min);
+  CHECK(backoff.active(clock.now()).empty());
+  // A successful drain of the node does not forget the hold: the next one is twice as long.
+  backoff.succeeded("od-2");
+  CHECK(backoff.held("od-2", clock.now(), "again") == clock.now() + 10min);
+  clock.advance(10min);
+  CHECK(backoff.held("od-2", clock.now(), "again") == clock.now() + 20min);
+  // An aborted drain meanwhile does not shorten a hold, and keeps the hold's reason.
+  CHECK(backoff.failed("od-2", clock.now()) == clock.now() + 20min);
+  CHECK(backoff.active(clock.now()).at("od-2").ends_with(": again"));
+  // After a quiet period as long as the cap, holds start over.
+  clock.advance(20min + 31min);
+  CHECK(backoff.held("od-2", clock.now(), "later") == clock.now() + 5min);
+  // Aborted drains alone are still cleared by a success.
+  backoff.failed("od-3", clock.now());
+  backoff.succeeded("od-3");
+  CHECK_FALSE(backoff.until("od-3"));
+}

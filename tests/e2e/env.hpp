@@ -87,6 +87,7 @@ struct EnvOptions {
   bool tls = false;
   std::vector<std::pair<std::string, std::string>> tokens;  // token -> user; the first one is kubectl's
   bool apply_crd = true;
+  bool demo = true;  // start from tests/kubesim/scenarios/demo.yaml (the extra scenario is added to it)
 };
 
 class Env {
@@ -94,7 +95,7 @@ class Env {
   explicit Env(std::string extra_scenario = {}, EnvOptions options = {}) {
     spotshift::testing::require_tool("kubectl");
     kubesim::SimulatorOptions o;
-    o.scenario_text = read_all(kSource + "/tests/kubesim/scenarios/demo.yaml") + extra_scenario;
+    o.scenario_text = (options.demo ? read_all(kSource + "/tests/kubesim/scenarios/demo.yaml") : std::string()) + extra_scenario;
     o.cluster.kubelet_start_delay = 200ms;
     o.cluster.termination_cap = 500ms;
     o.tls = options.tls;

@@ -161,6 +161,88 @@ spec:
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 20s));
 }
 
+TEST_CASE("a node that took a drain's replacements is held, so two on-demand nodes do not hand pods back and forth", "[e2e]") {
+  // The cluster's scheduler prefers the emptiest node, and the pod tolerates the on-demand taint:
+  // the replacement of the pod drained off od-a lands on od-b, not on the fuller spot node.
+  // Draining od-b next would send it back to od-a (empty by then), and so on.
+  EnvOptions options;
+  options.demo = false;
+  auto node = [](const std::string& name, bool on_demand) {
+    return fmt::format(R"(---
+apiVersion: v1
+kind: Node
+metadata:
+  name: {0}
+  labels: {{kubernetes.io/hostname: {0}, node-role.kubernetes.io/{1}: ""}}
+spec:
+  taints: {2}
+status:
+  capacity: {{cpu: "8", memory: 32Gi, pods: "110"}}
+)",
+                       name, on_demand ? "worker" : "spot-worker",
+                       on_demand ? R"([{key: spotshift.io/on-demand, value: "true", effect: PreferNoSchedule}])" : "[]");
+  };
+  Env env(node("od-a", true) + node("od-b", true) + node("spot-1", false) + R"(---
+apiVersion: v1
+kind: Pod
+metadata: {name: filler, namespace: shop}
+spec:
+  nodeName: spot-1
+  containers: [{name: c, image: x, resources: {requests: {cpu: "6"}}}]
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: bouncer, namespace: shop, uid: rs-bouncer, labels: {app: bouncer}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: bouncer}}
+  template:
+    metadata: {labels: {app: bouncer}}
+    spec:
+      tolerations: [{key: spotshift.io/on-demand, operator: Exists}]
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: bouncer-1
+  namespace: shop
+  labels: {app: bouncer}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: bouncer, uid: rs-bouncer, controller: true}]
+spec:
+  nodeName: od-a
+  tolerations: [{key: spotshift.io/on-demand, operator: Exists}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+)",
+          options);
+  env.apply("policy", policy_yaml("default", "", "1s"));
+  auto op = env.start("operator");
+  INFO(op->log());
+
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "od-a"; }, 30s));
+  CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
+  REQUIRE(eventually([&] { return !env.events("NodeHeld").empty(); }, 20s));
+  auto held = env.events("NodeHeld");
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].starts_with("Node/od-b: Policy default leaves od-b alone until "));
+  CHECK(held[0].find("it took a replacement pod meant for spot nodes in the drain of od-a (shop/bouncer-") != std::string::npos);
+  CHECK(env.events("ReplacementNotOnSpot").size() == 1);
+  std::string bouncer;
+  for (const auto& [pod, where] : env.pods())
+    if (pod.starts_with("shop/bouncer-")) bouncer = where;
+  CHECK(bouncer == "od-b");
+
+  // The plan says why od-b is left alone, and well past the drain delay nothing else moved.
+  REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find("held until") != std::string::npos; }, 10s));
+  std::string undrainable = env.status("default", {"undrainableNodes"});
+  CHECK(undrainable.find(R"("node":"od-b")") != std::string::npos);
+  CHECK(undrainable.find("draining it now would likely move it to another on-demand node again") != std::string::npos);
+  std::this_thread::sleep_for(4s);
+  CHECK(env.status("default", {"nodesDrainedTotal"}) == "1");
+  CHECK(env.operator_requests("/eviction").size() == 1);
+  CHECK_FALSE(env.any_draining());
+}
+
 TEST_CASE("an invalid policy is reported while a valid one keeps working; overlapping policies do not drain shared nodes", "[e2e]") {
   Env env;
   env.apply("bad", policy_yaml("bad", R"(  onDemandNodeSelector: {matchLabels: {kubernetes.io/hostname: ondemand-1}}
