@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <ostream>
 
@@ -224,12 +225,28 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   manager.add_controller(controller);
 
   int code = 1;
+  bool done = false;
   boost::asio::co_spawn(ioc, [&]() -> asio::awaitable<void> { code = co_await manager.run(); },
                         [&](std::exception_ptr e) {
+                          done = true;
+                          if (!e) return;
                           runtime::log_exception("manager", e);
                           ioc.stop();
                         });
-  ioc.run();
+  while (!done && !ioc.stopped()) ioc.run_one();
+  // The manager told every part to stop; their coroutines (a cancelled watch or request, a
+  // status write) finish in a moment. Let them, before anything they point to is destroyed:
+  // handlers still queued when the io_context goes would run their destructors against the
+  // informers, the client and the rebalancer, already gone (a use after free at exit).
+  const auto grace = std::chrono::seconds(5);
+  ioc.run_for(grace);
+  if (!ioc.stopped()) {
+    // Something did not stop. Destroying what it points to would be unsafe: leave without it.
+    logger.warn("work still pending after the shutdown grace period; exiting without cleanup", {{"grace", Duration(grace)}});
+    logger.info("stopped", {{"exitCode", code}});
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
   logger.info("stopped", {{"exitCode", code}});
   return code;
 }

@@ -56,10 +56,25 @@ class Operator {
       : Operator(fmt::format("run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 {}",
                              shell_quote(kubeconfig), extra),
                  log) {}
-  // spotshift with exactly these (already quoted) arguments.
+  // spotshift with exactly these (already quoted) arguments. A small launcher script waits for it
+  // and writes its exit status next to the log, so a test sees a crash after the last log line.
   Operator(const std::string& args, const std::string& log) : log_(log) {
-    auto r = run(fmt::format("{} {} >{} 2>&1 & echo $!", SPOTSHIFT_BIN, args, shell_quote(log)));
-    pid_ = std::string(trim(r.output));
+    {
+      std::ofstream script(log + ".sh");
+      script << fmt::format("{} {} >{} 2>&1 &\necho $! >{}.pid\nwait $!\necho $? >{}.status.tmp && mv {}.status.tmp {}.status\n",
+                            SPOTSHIFT_BIN, args, shell_quote(log), shell_quote(log), shell_quote(log), shell_quote(log),
+                            shell_quote(log));
+    }
+    run(fmt::format("rm -f {0}.pid {0}.status; sh {0}.sh >/dev/null 2>&1 &", shell_quote(log)));
+    eventually([&] { return !trim(read_all(log + ".pid")).empty(); }, 10s, 5ms);
+    pid_ = std::string(trim(read_all(log + ".pid")));
+  }
+  // The process's exit status once it has ended (128 + the signal when a signal ended it), or -1
+  // if it has not ended within a few seconds.
+  int exit_status() const {
+    std::string text;
+    eventually([&] { return !(text = read_all(log_ + ".status")).empty(); }, 10s, 10ms);
+    return text.empty() ? -1 : std::stoi(std::string(trim(text)));
   }
   ~Operator() { stop(SIGKILL); }
   void stop(int sig) {

@@ -63,6 +63,7 @@ TEST_CASE("on-demand nodes empty onto spot nodes one after another, least reques
 
   op->stop(SIGTERM);
   CHECK(op->log().find("stopped exitCode=0") != std::string::npos);
+  CHECK(op->exit_status() == 0);  // and nothing went wrong after the last line (a crash at exit)
 }
 
 TEST_CASE("the drain delay spaces drains by nodeDrainDelay", "[e2e]") {
@@ -291,6 +292,7 @@ TEST_CASE("the operator killed mid-drain comes back, removes its taint and keeps
   REQUIRE(eventually([&] { return !env.status("default", {"currentDrain", "node"}).empty(); }, 10s));
   std::this_thread::sleep_for(500ms);
   op->stop(SIGKILL);
+  CHECK(op->exit_status() == 128 + SIGKILL);
   CHECK(env.draining("ondemand-1"));  // left behind by the crash
 
   auto restarted_at = std::chrono::system_clock::now();
@@ -307,6 +309,7 @@ TEST_CASE("the operator killed mid-drain comes back, removes its taint and keeps
   CHECK(env.condition("default", "Blocked", "reason") == "DrainDelay");
   CHECK(!env.events("DrainAborted").empty());
   again->stop(SIGTERM);
+  CHECK(again->exit_status() == 0);
 }
 
 TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e2e]") {
@@ -338,4 +341,5 @@ TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e
   CHECK_FALSE(env.any_draining());
   CHECK(follower->log().find("removed the taint of an interrupted drain") != std::string::npos);
   follower->stop(SIGTERM);
+  CHECK(follower->exit_status() == 0);
 }

@@ -119,6 +119,8 @@ TEST_CASE("the operator with only the chart's RBAC and the Deployment's args dra
 
   a->stop(SIGTERM);
   b->stop(SIGTERM);
+  CHECK(a->exit_status() == 0);
+  CHECK(b->exit_status() == 0);
   // The chart asks for JSON logs.
   CHECK(a->log().find(R"("msg":"stopped","exitCode":0)") != std::string::npos);
   CHECK(b->log().find(R"("msg":"stopped","exitCode":0)") != std::string::npos);
