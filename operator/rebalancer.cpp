@@ -107,6 +107,11 @@ void SpotRebalancer::stop_all() {
     if (st->active) st->active->stop();
 }
 
+void SpotRebalancer::policy_deleted(const std::string& policy) {
+  if (auto it = states_.find(policy); it != states_.end() && it->second->active)
+    it->second->active->stop(fmt::format("ReschedulePolicy {} was deleted", policy));
+}
+
 runtime::ObjectReference SpotRebalancer::policy_ref(const drain::ReschedulePolicy& p) const {
   return {fmt::format("{}/{}", drain::kGroup, drain::kVersion), std::string(drain::kKind), "", p.name(), p.meta.uid, ""};
 }
@@ -506,7 +511,7 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
       StatusInput in;
       in.plan = plan.get();
       auto latest = stores_.policies.get(key);
-      if (!latest) latest = policy;
+      if (!latest) co_return runtime::Action::requeue_after(std::chrono::milliseconds(1));  // deleted: no status to write
       if (auto r = co_await write_status(*latest, st, std::move(in)); !r)
         logger.warn("could not update the status", {{"policy", key}, {"error", r.error()}});
       co_return runtime::Action::requeue_after(std::chrono::milliseconds(1));

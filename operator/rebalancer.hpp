@@ -65,6 +65,9 @@ class SpotRebalancer final : public runtime::Reconciler {
   asio::awaitable<void> recover();
   // Asks every drain in progress to stop at its next step and remove its taint (shutdown).
   void stop_all();
+  // The policy was deleted: its drain in progress, if any, stops at its next step and removes
+  // its taint. (Its reconcile is busy with that drain, so the queue cannot tell it.)
+  void policy_deleted(const std::string& policy);
   // Every policy's key, for enqueueing after a cluster change. Node, pod and budget events ask
   // for it every time, so the list is kept until the policy store changes (walking the store's
   // shards per event showed in profiles of a 30,000-pod initial list).

@@ -178,7 +178,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     reconciles.with({std::string(result)}).inc();
     depth.get().set(static_cast<double>(queue.len()));
   };
-  policies.on_event([&queue](const runtime::ObjectEvent<drain::ReschedulePolicy>& e) {
+  policies.on_event([&queue, &rebalancer](const runtime::ObjectEvent<drain::ReschedulePolicy>& e) {
+    if (e.type == runtime::ObjectEvent<drain::ReschedulePolicy>::Type::kDeleted) rebalancer.policy_deleted(e.object->meta.key());
     if (runtime::content_changed(e)) queue.add(e.object->meta.key());
   });
   trigger_all(nodes, queue, rebalancer);

@@ -66,10 +66,13 @@ bool has_draining_taint(const model::Node& node, std::string_view policy) {
 Evictor::Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options)
     : client_(std::move(client)), timers_(timers), options_(std::move(options)), stop_signal_(timers.executor()) {}
 
-void Evictor::stop() {
+void Evictor::stop(std::string why) {
   stopping_ = true;
+  stop_reason_ = std::move(why);
   stop_signal_.notify();
 }
+
+Error Evictor::stopped() const { return Error::cancelled(fmt::format("the drain was stopped ({})", stop_reason_)); }
 
 asio::awaitable<bool> Evictor::pause(Duration d) {
   if (stopping_) co_return false;
@@ -159,7 +162,7 @@ asio::awaitable<Result<void>> Evictor::evict_one(const PodMove& move, DrainObser
   grace = std::min<int64_t>(grace, pod.termination_grace_period_seconds.value_or(30));
   Duration backoff = options_.retry_base;
   while (true) {
-    if (stopping_) co_return Error::cancelled("the drain was stopped");
+    if (stopping_) co_return stopped();
     kube::DeleteOptions o;
     o.grace_period_seconds = grace;
     o.uid_precondition = pod.meta.uid;  // never evict a newer pod that took the same name
@@ -178,7 +181,7 @@ asio::awaitable<Result<void>> Evictor::evict_one(const PodMove& move, DrainObser
     if (!e.retry_after_seconds) backoff = std::min(backoff * 2, options_.retry_cap);
     wait = std::min<Duration>(wait, std::chrono::duration_cast<Duration>(deadline - now));
     logger.info("eviction refused, retrying", {{"pod", pod.key()}, {"code", e.code}, {"wait", wait}, {"message", e.message}});
-    if (!co_await pause(wait)) co_return Error::cancelled("the drain was stopped");
+    if (!co_await pause(wait)) co_return stopped();
   }
 }
 
@@ -346,7 +349,7 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
   std::optional<std::string> failure;
   for (const auto& move : plan.moves) {
     if (stopping_) {
-      failure = "the drain was stopped (shutdown or lost leadership)";
+      failure = stopped().message;
       break;
     }
     auto r = co_await evict_one(move, observer);

@@ -90,9 +90,9 @@ class Evictor {
 
   asio::awaitable<DrainReport> drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer);
 
-  // Asks a running drain to stop at the next step (shutdown, lost leadership): it evicts nothing
-  // more and removes its taint. Wakes its waits.
-  void stop();
+  // Asks a running drain to stop at the next step (shutdown, lost leadership, the policy deleted):
+  // it evicts nothing more and removes its taint. Wakes its waits. `why` goes into the reason.
+  void stop(std::string why = "shutdown or lost leadership");
   bool draining() const { return draining_; }
   const std::optional<std::string>& current_node() const { return current_; }
 
@@ -107,6 +107,7 @@ class Evictor {
                                            const IsSpot& is_spot, DrainObserver* observer, DrainReport& report);
   asio::awaitable<std::map<std::string, std::set<std::string>>> controller_pod_uids(const std::vector<PodMove>& moves);
   asio::awaitable<bool> pause(Duration d);
+  Error stopped() const;  // why a stopped drain ended
   asio::awaitable<void> untaint(DrainReport& report);
 
   std::shared_ptr<kube::Client> client_;
@@ -114,6 +115,7 @@ class Evictor {
   EvictorOptions options_;
   runtime::Signal stop_signal_;
   bool stopping_ = false;
+  std::string stop_reason_;
   bool draining_ = false;
   std::optional<std::string> current_;
 };

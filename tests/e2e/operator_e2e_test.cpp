@@ -244,6 +244,30 @@ spec:
   CHECK_FALSE(env.any_draining());
 }
 
+TEST_CASE("deleting a policy stops its drain in progress: nothing more is evicted and the taint goes", "[e2e]") {
+  Env env;
+  // The first pod of ondemand-1's drain (the budget-covered one goes first) is refused for a long
+  // time: the drain sits retrying it, tainted, until podEvictionTimeout (20 s).
+  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
+  env.apply("policy", policy_yaml("default", ""));
+  auto op = env.start("operator");
+  INFO(op->log());
+  REQUIRE(eventually([&] { return env.draining("ondemand-1"); }, 30s, 10ms));
+  REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 10s, 10ms));
+  auto t0 = std::chrono::steady_clock::now();
+  env.kubectl("delete reschedulepolicy default");
+  REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
+  CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+  REQUIRE(eventually([&] { return op->log().find("drain finished") != std::string::npos; }, 10s));
+  CHECK(op->log().find("the drain was stopped (ReschedulePolicy default was deleted)") != std::string::npos);
+  for (const auto& r : env.operator_requests("/eviction")) CHECK(r.ends_with(" 429"));  // none went through
+  std::this_thread::sleep_for(1s);
+  CHECK_FALSE(env.any_draining());
+  CHECK(op->alive());
+  op->stop(SIGTERM);
+  CHECK(op->exit_status() == 0);
+}
+
 TEST_CASE("an invalid policy is reported while a valid one keeps working; overlapping policies do not drain shared nodes", "[e2e]") {
   Env env;
   env.apply("bad", policy_yaml("bad", R"(  onDemandNodeSelector: {matchLabels: {kubernetes.io/hostname: ondemand-1}}
