@@ -388,8 +388,26 @@ asio::awaitable<void> SpotRebalancer::run_drain(const drain::ReschedulePolicy& p
     auto obj = stores_.nodes.get(n);
     return obj && drain::classify_node(*obj, spec) == drain::NodeClass::kSpot;
   };
+  // Just before each eviction: the pod as the cache has it now, under the policy's rules. A pod
+  // annotated do-not-move (or otherwise protected) since the plan stops the drain.
+  auto still_movable = [this, spec](const model::Pod& planned) -> Result<void> {
+    auto live = stores_.pods.get(planned.key());
+    if (!live || live->meta.uid != planned.meta.uid) return {};  // gone or replaced: the eviction finds out
+    std::vector<drain::PdbPtr> pdbs;
+    stores_.pdbs.for_each([&](const auto& p) { pdbs.push_back(p); });
+    drain::BudgetIndex budgets(pdbs);
+    drain::DrainContext ctx{spec,
+                            [this](std::string_view ns) -> const model::Labels* {
+                              auto n = stores_.namespaces.get(ns);
+                              return n ? &n->meta.labels : nullptr;
+                            },
+                            [&](const model::Pod& pod) { return budgets.covers(pod); }, nullptr};
+    drain::PodVerdict v = drain::classify(*live, ctx);
+    if (v.verdict == drain::Verdict::kBlock) return Error::invalid(v.reason);
+    return {};
+  };
   Observer observer(*this, stores_.policies.get(name), st);
-  drain::DrainReport report = co_await evictor->drain(node_plan, recheck, is_spot, &observer);
+  drain::DrainReport report = co_await evictor->drain(node_plan, recheck, is_spot, &observer, still_movable);
   st.active.reset();
   st.current.reset();
 

@@ -163,6 +163,9 @@ asio::awaitable<Result<void>> Evictor::evict_one(const PodMove& move, DrainObser
   Duration backoff = options_.retry_base;
   while (true) {
     if (stopping_) co_return stopped();
+    if (still_movable_)
+      if (auto m = still_movable_(pod); !m)
+        co_return Error::invalid(fmt::format("pod {} may no longer be moved: {}", pod.key(), m.error().message));
     kube::DeleteOptions o;
     o.grace_period_seconds = grace;
     o.uid_precondition = pod.meta.uid;  // never evict a newer pod that took the same name
@@ -298,8 +301,10 @@ asio::awaitable<void> Evictor::untaint(DrainReport& report) {
                        {{"node", report.node}, {"error", r.error()}});
 }
 
-asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer) {
+asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer,
+                                            StillMovable still_movable) {
   DrainReport report;
+  still_movable_ = std::move(still_movable);
   report.node = plan.node;
   report.started = timers_.now();
   stopping_ = false;
@@ -311,6 +316,7 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
     report.finished = timers_.now();
     draining_ = false;
     current_.reset();
+    still_movable_ = {};
     if (observer) observer->drain_finished(plan, report);
     logger.info("drain finished", {{"node", plan.node},
                                    {"outcome", to_string(outcome)},

@@ -10,8 +10,10 @@
 //     first, each with gracePeriodSeconds = min(its own, maxGracefulTermination). A 429 (budget
 //     refusal or throttling) and a 5xx are retried with backoff, honouring Retry-After, until
 //     podEvictionTimeout; a 404 means already gone; an eviction the API refuses for good (403, a
-//     pod under two budgets) stops the drain. After each eviction, wait until the pod is gone
-//     (404, or a new UID) for up to maxGracefulTermination before the next one.
+//     pod under two budgets) stops the drain. Before each request, the caller's `still_movable`
+//     checks the pod against the policy as the cache has it now (an annotation added mid-drain
+//     stops the drain). After each eviction, wait until the pod is gone (404, or a new UID) for
+//     up to maxGracefulTermination before the next one.
 //  4. On any failure, or when told to stop: evict nothing more, remove the taint, and report
 //     why. On success: remove the taint too (the node stays schedulable; the cluster autoscaler
 //     removes it once empty) and check where the evicted pods' replacements were scheduled,
@@ -85,10 +87,14 @@ class Evictor {
   // The current plan for the node from the live cache, or an error saying why it no longer holds.
   using Recheck = std::function<Result<NodePlan>()>;
   using IsSpot = std::function<bool(std::string_view node)>;
+  // Whether the policy still lets this pod move, from the live cache (annotations and selectors
+  // can change mid-drain); an error, the reason, stops the drain before the pod is evicted.
+  using StillMovable = std::function<Result<void>(const model::Pod& planned)>;
 
   Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options);
 
-  asio::awaitable<DrainReport> drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer);
+  asio::awaitable<DrainReport> drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer,
+                                     StillMovable still_movable = {});
 
   // Asks a running drain to stop at the next step (shutdown, lost leadership, the policy deleted):
   // it evicts nothing more and removes its taint. Wakes its waits. `why` goes into the reason.
@@ -116,6 +122,7 @@ class Evictor {
   runtime::Signal stop_signal_;
   bool stopping_ = false;
   std::string stop_reason_;
+  StillMovable still_movable_;  // of the drain running
   bool draining_ = false;
   std::optional<std::string> current_;
 };

@@ -432,6 +432,32 @@ TEST_CASE("stopping a drain part-way evicts nothing more and removes the taint",
   CHECK_FALSE(env.has_our_taint("od-1"));
 }
 
+TEST_CASE("a pod the policy no longer lets move stops the drain before it is evicted", "[evictor]") {
+  Env env(scenario());
+  NodePlan plan = env.node_plan();
+  REQUIRE(plan.moves.size() == 3);
+  const std::string protected_pod = plan.moves[1].pod->key();
+  Evictor evictor(env.client, *env.timers, env.options);
+  std::vector<std::string> asked;
+  auto still_movable = [&](const model::Pod& pod) -> Result<void> {
+    asked.push_back(pod.key());
+    if (pod.key() == protected_pod) return Error::invalid("annotated spotshift.io/do-not-move=true");
+    return {};
+  };
+  DrainReport r = run_sync(env.ioc, evictor.drain(plan, [plan]() -> Result<NodePlan> { return plan; },
+                                                  [](std::string_view n) { return n.starts_with("spot-"); }, nullptr, still_movable));
+  CHECK(r.outcome == DrainOutcome::kAborted);
+  CHECK(r.evicted == std::vector<std::string>{plan.moves[0].pod->key()});
+  CHECK(r.remaining == 2);
+  CHECK(r.reason == "pod " + protected_pod + " may no longer be moved: annotated spotshift.io/do-not-move=true");
+  CHECK(asked == std::vector<std::string>{plan.moves[0].pod->key(), protected_pod});
+  // Only the first pod's eviction was asked for, and the taint is gone.
+  auto evictions = env.requests("/eviction");
+  REQUIRE(evictions.size() == 1);
+  CHECK(evictions[0].find(plan.moves[0].pod->name()) != std::string::npos);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
 TEST_CASE("replacements that do not land on a spot node are reported", "[evictor]") {
   Env env(scenario());
   NodePlan plan = env.node_plan();

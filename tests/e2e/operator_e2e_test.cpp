@@ -244,6 +244,26 @@ spec:
   CHECK_FALSE(env.any_draining());
 }
 
+TEST_CASE("a pod annotated do-not-move in the middle of its node's drain is not evicted, and the drain stops", "[e2e]") {
+  Env env;
+  // The budget-covered pod goes first; its eviction is refused for a while, so the drain is
+  // still retrying it when someone protects it.
+  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
+  env.apply("policy", policy_yaml("default", ""));
+  auto op = env.start("operator");
+  INFO(op->log());
+  REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 30s, 10ms));
+  env.kubectl("annotate pod web-7d4b9c-x1a2b -n shop spotshift.io/do-not-move=true");
+  REQUIRE(eventually([&] { return !env.events("DrainAborted").empty(); }, 15s, 10ms));
+  CHECK(env.events("DrainAborted")[0].find("pod shop/web-7d4b9c-x1a2b may no longer be moved: annotated spotshift.io/do-not-move=true") !=
+        std::string::npos);
+  for (const auto& r : env.operator_requests("/eviction")) CHECK(r.ends_with(" 429"));  // none went through
+  CHECK(env.pods().at("shop/web-7d4b9c-x1a2b") == "ondemand-1");
+  REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
+  // The next plans say why ondemand-1 stays: the annotation, and the backoff.
+  REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find("ondemand-1") != std::string::npos; }, 10s));
+}
+
 TEST_CASE("deleting a policy stops its drain in progress: nothing more is evicted and the taint goes", "[e2e]") {
   Env env;
   // The first pod of ondemand-1's drain (the budget-covered one goes first) is refused for a long
