@@ -372,6 +372,14 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
       failure = gone.error().message;
       break;
     }
+    // The cluster moves on while a drain runs (spot nodes can go away, or fill up): evict the
+    // next pod only while the rest of the node still fits on spot nodes.
+    if (report.remaining > 0)
+      if (auto again = recheck(); !again) {
+        failure = fmt::format("after {} of {} pods, the rest no longer fits: {}", evicted.size(), plan.moves.size(),
+                              again.error().message);
+        break;
+      }
   }
   co_await untaint(report);
   if (failure) {

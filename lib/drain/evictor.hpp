@@ -13,7 +13,8 @@
 //     pod under two budgets) stops the drain. Before each request, the caller's `still_movable`
 //     checks the pod against the policy as the cache has it now (an annotation added mid-drain
 //     stops the drain). After each eviction, wait until the pod is gone (404, or a new UID) for
-//     up to maxGracefulTermination before the next one.
+//     up to maxGracefulTermination before the next one, and re-check the plan: when the rest of
+//     the node no longer fits on spot nodes (spot capacity went away), stop there.
 //  4. On any failure, or when told to stop: evict nothing more, remove the taint, and report
 //     why. On success: remove the taint too (the node stays schedulable; the cluster autoscaler
 //     removes it once empty) and check where the evicted pods' replacements were scheduled,

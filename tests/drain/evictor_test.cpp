@@ -458,6 +458,26 @@ TEST_CASE("a pod the policy no longer lets move stops the drain before it is evi
   CHECK_FALSE(env.has_our_taint("od-1"));
 }
 
+TEST_CASE("after each eviction the plan is re-checked, and a drain whose rest no longer fits stops", "[evictor]") {
+  Env env(scenario());
+  NodePlan plan = env.node_plan();
+  REQUIRE(plan.moves.size() == 3);
+  int calls = 0;
+  // Before and after tainting the plan holds; after the first eviction the spot nodes are gone.
+  DrainReport r = env.drain(plan, nullptr, [&]() -> Result<NodePlan> {
+    if (++calls <= 2) return plan;
+    return Error::invalid("pod default/web-b fits on no spot node: 0/2 nodes are available: 2 node(s) were not Ready");
+  });
+  CHECK(calls == 3);
+  CHECK(r.outcome == DrainOutcome::kAborted);
+  CHECK(r.evicted.size() == 1);
+  CHECK(r.remaining == 2);
+  CHECK(r.reason == "after 1 of 3 pods, the rest no longer fits: pod default/web-b fits on no spot node: 0/2 nodes are available: "
+                    "2 node(s) were not Ready");
+  CHECK(env.requests("/eviction").size() == 1);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
 TEST_CASE("replacements that do not land on a spot node are reported", "[evictor]") {
   Env env(scenario());
   NodePlan plan = env.node_plan();

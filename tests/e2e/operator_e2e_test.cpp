@@ -264,6 +264,34 @@ TEST_CASE("a pod annotated do-not-move in the middle of its node's drain is not 
   REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find("ondemand-1") != std::string::npos; }, 10s));
 }
 
+TEST_CASE("when the spot nodes go away in the middle of a drain, the rest of the node is not evicted", "[e2e]") {
+  Env env;
+  env.apply("policy", policy_yaml("default", ""));
+  auto op = env.start("operator");
+  INFO(op->log());
+  // ondemand-1 drains web-7d4b9c-x1a2b first (budget-covered), then api-7d4b9c-k8s2q. Once the
+  // first eviction is in (its pod takes a moment to terminate), both spot nodes turn NotReady:
+  // a spot interruption.
+  REQUIRE(eventually([&] {
+    for (const auto& r : env.operator_requests("/eviction"))
+      if (r.find("web-7d4b9c-x1a2b") != std::string::npos && r.ends_with(" 201")) return true;
+    return false;
+  }, 30s, 2ms));
+  env.sim->run([&](kubesim::Cluster& c) {
+    for (const char* node : {"spot-1", "spot-2"})
+      c.mutate(*c.registry().nodes(), node, [&](kubesim::Value& obj, kubesim::Alloc& a) {
+        kubesim::Value& conditions = kubesim::ensure_array(kubesim::ensure_object(obj, "status", a), "conditions", a);
+        for (auto& cond : conditions.GetArray())
+          if (kubesim::get_str(cond, {"type"}) == "Ready") kubesim::set_str(cond, "status", "False", a);
+      });
+  });
+  REQUIRE(eventually([&] { return !env.events("DrainAborted").empty(); }, 20s, 10ms));
+  CHECK(env.events("DrainAborted")[0].find("after 1 of 2 pods, the rest no longer fits") != std::string::npos);
+  CHECK(env.operator_requests("/eviction").size() == 1);  // api-7d4b9c-k8s2q was left alone
+  CHECK(env.pods().at("shop/api-7d4b9c-k8s2q") == "ondemand-1");
+  REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
+}
+
 TEST_CASE("deleting a policy stops its drain in progress: nothing more is evicted and the taint goes", "[e2e]") {
   Env env;
   // The first pod of ondemand-1's drain (the budget-covered one goes first) is refused for a long
