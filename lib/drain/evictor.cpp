@@ -376,8 +376,7 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
     // next pod only while the rest of the node still fits on spot nodes.
     if (report.remaining > 0)
       if (auto again = recheck(); !again) {
-        failure = fmt::format("after {} of {} pods, the rest no longer fits: {}", evicted.size(), plan.moves.size(),
-                              again.error().message);
+        failure = fmt::format("the plan for the rest of the node no longer holds: {}", again.error().message);
         break;
       }
   }

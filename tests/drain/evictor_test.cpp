@@ -472,8 +472,8 @@ TEST_CASE("after each eviction the plan is re-checked, and a drain whose rest no
   CHECK(r.outcome == DrainOutcome::kAborted);
   CHECK(r.evicted.size() == 1);
   CHECK(r.remaining == 2);
-  CHECK(r.reason == "after 1 of 3 pods, the rest no longer fits: pod default/web-b fits on no spot node: 0/2 nodes are available: "
-                    "2 node(s) were not Ready");
+  CHECK(r.reason == "the plan for the rest of the node no longer holds: pod default/web-b fits on no spot node: 0/2 nodes are "
+                    "available: 2 node(s) were not Ready");
   CHECK(env.requests("/eviction").size() == 1);
   CHECK_FALSE(env.has_our_taint("od-1"));
 }
