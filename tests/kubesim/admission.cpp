@@ -269,6 +269,7 @@ Result<void> Cluster::register_crd(const Value& crd) {
       auto schema = Schema::parse(*s);
       if (!schema) return schema.error();
       t.schema = *schema;
+      t.schema_json = to_json(*s);
     }
     registry_.upsert(std::move(t));
   }

@@ -311,6 +311,11 @@ TEST_CASE("discovery lists the eviction subresource and CRDs join discovery and 
   CHECK(t.get("/apis/example.com/v1").body.find("\"widgets\"") != std::string::npos);
   CHECK(t.get("/openapi/v3").body.find("apis/example.com/v1") != std::string::npos);
   CHECK(t.get("/openapi/v3/apis/example.com/v1").body.find("fieldValidation") != std::string::npos);
+  // The CRD's schema under the apiserver's name for it, with the GVK kubectl explain looks for.
+  auto openapi = t.get("/openapi/v3/apis/example.com/v1").body;
+  CHECK(openapi.find(R"("com.example.v1.Widget":{"type":"object","x-kubernetes-preserve-unknown-fields":true,)"
+                     R"("x-kubernetes-group-version-kind":[{"group":"example.com","version":"v1","kind":"Widget"}],)") !=
+        std::string::npos);
   REQUIRE(t.post("/apis/example.com/v1/widgets", R"({"metadata":{"name":"w"},"spec":{"any":1}})").status == 201);
   CHECK(t.request("PATCH", "/apis/example.com/v1/widgets/w", "{}", "application/strategic-merge-patch+json").status == 415);
   auto bad_crd = t.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

@@ -179,10 +179,51 @@ std::string Api::openapi_document(std::string_view group_version) const {
     w.EndObject();
   }
   w.EndObject();
+  // A CRD's schema, named the way the apiserver names it (reversed group, version, kind), with
+  // the GVK extension kubectl explain looks for and the fields every object has.
   w.Key("components");
   w.StartObject();
   w.Key("schemas");
   w.StartObject();
+  for (const ResourceType* t : cluster_.registry().all()) {
+    if (t->group_version() != group_version || t->schema_json.empty()) continue;
+    Doc d;
+    d.Parse(t->schema_json.data(), t->schema_json.size());
+    if (d.HasParseError() || !d.IsObject()) continue;
+    Alloc& a = d.GetAllocator();
+    Value gvk(rapidjson::kObjectType);
+    gvk.AddMember("group", Value(t->group.c_str(), a), a);
+    gvk.AddMember("version", Value(t->version.c_str(), a), a);
+    gvk.AddMember("kind", Value(t->kind.c_str(), a), a);
+    Value list(rapidjson::kArrayType);
+    list.PushBack(gvk, a);
+    d.RemoveMember("x-kubernetes-group-version-kind");
+    d.AddMember("x-kubernetes-group-version-kind", list, a);
+    Value& props = ensure_object(d, "properties", a);
+    auto standard = [&](const char* name, const char* type, const char* description) {
+      if (!props.HasMember(name)) props.AddMember(Value(name, a), Value(rapidjson::kObjectType), a);
+      Value& p = props[name];
+      if (!p.IsObject()) return;
+      if (!p.HasMember("type")) p.AddMember("type", Value(type, a), a);
+      if (!p.HasMember("description")) p.AddMember("description", Value(description, a), a);
+    };
+    standard("apiVersion", "string",
+             "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized "
+             "schemas to the latest internal value, and may reject unrecognized values.");
+    standard("kind", "string",
+             "Kind is a string value representing the REST resource this object represents. Servers may infer this from the "
+             "endpoint the client submits requests to. Cannot be updated. In CamelCase.");
+    standard("metadata", "object", "Standard object's metadata.");
+    std::string name;
+    for (std::string_view rest = t->group; !rest.empty();) {
+      auto dot = rest.rfind('.');
+      name += std::string(dot == std::string_view::npos ? rest : rest.substr(dot + 1)) + ".";
+      rest = dot == std::string_view::npos ? std::string_view() : rest.substr(0, dot);
+    }
+    name += t->version + "." + t->kind;
+    w.Key(name.c_str());
+    d.Accept(w);
+  }
   w.EndObject();
   w.EndObject();
   w.EndObject();

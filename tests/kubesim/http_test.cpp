@@ -78,12 +78,13 @@ spec:
     schema:
       openAPIV3Schema:
         type: object
+        description: A widget of some size.
         properties:
           spec:
             type: object
             required: [size]
             properties:
-              size: {type: integer, minimum: 1}
+              size: {type: integer, minimum: 1, description: How many parts the widget has.}
               mode: {type: string, enum: [fast, slow], default: slow}
 )";
 
@@ -118,6 +119,15 @@ TEST_CASE("kubectl gets nodes, applies a CRD and a custom resource, and shows it
   INFO(get.output);
   CHECK(get.output.find("NAME   SIZE   MODE   AGE") == 0);
   CHECK(get.output.find("w1     3      slow") != std::string::npos);
+  // kubectl explain reads the CRD's schema from /openapi/v3.
+  auto explain = h.k("explain widget.spec.size");
+  INFO(explain.output);
+  CHECK(explain.status == 0);
+  CHECK(explain.output.find("FIELD: size <integer>") != std::string::npos);
+  CHECK(explain.output.find("How many parts the widget has.") != std::string::npos);
+  auto top = h.k("explain widgets");
+  CHECK(top.output.find("A widget of some size.") != std::string::npos);
+  CHECK(top.output.find("APIVersion defines the versioned schema") != std::string::npos);
   // Re-applying changes it through kubectl's merge patch; an invalid value is refused with causes.
   h.dir.write("w.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 5, mode: fast}\n");
   REQUIRE(h.k("apply -f " + h.dir.file("w.yaml")).status == 0);

@@ -39,6 +39,7 @@ struct ResourceType {
   std::vector<std::string> selectable_fields;
   std::vector<PrinterColumn> columns;       // CRD additionalPrinterColumns
   std::shared_ptr<const Schema> schema;     // CRD openAPIV3Schema
+  std::string schema_json;                  // the same, as the CRD gave it (served at /openapi/v3)
   // events.k8s.io/v1 events are a view of the core events storage.
   const ResourceType* storage = nullptr;
 
