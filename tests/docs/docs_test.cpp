@@ -1,5 +1,6 @@
 // The reference documents against what they describe: the policy reference against the CRD, the
-// events and metrics reference against the code.
+// events and metrics reference against the code; and the e2e test cases against their meson
+// registration.
 
 #include "core/strings.hpp"
 #include "model/yaml.hpp"
@@ -137,4 +138,27 @@ TEST_CASE("the metrics reference lists exactly the metrics the operator serves",
   std::set<std::string> documented;
   for (const auto& [key, cells] : table_rows(text("docs/events-and-metrics.md"), "spotshift_")) documented.insert(key);
   CHECK(documented == served);
+}
+
+// meson runs the end-to-end binary once per registered name pattern (tests/e2e/meson.build), so
+// a TEST_CASE no pattern matches would never run in CI.
+TEST_CASE("every end-to-end test case is registered with meson", "[docs]") {
+  std::vector<std::string> patterns;
+  std::string build = text("tests/e2e/meson.build");
+  std::regex pattern_re(R"re('([^'\[\]]+)\*'\],)re");
+  for (auto it = std::sregex_iterator(build.begin(), build.end(), pattern_re); it != std::sregex_iterator(); ++it)
+    patterns.push_back((*it)[1].str());
+  REQUIRE(patterns.size() >= 8);
+  std::string source = text("tests/e2e/operator_e2e_test.cpp");
+  std::regex case_re(R"re(TEST_CASE\("([^"]+)")re");
+  int cases = 0;
+  for (auto it = std::sregex_iterator(source.begin(), source.end(), case_re); it != std::sregex_iterator(); ++it) {
+    ++cases;
+    std::string name = (*it)[1].str();
+    int matches = 0;
+    for (const auto& p : patterns) matches += name.starts_with(p) ? 1 : 0;
+    INFO(name);
+    CHECK(matches == 1);
+  }
+  CHECK(cases == static_cast<int>(patterns.size()));
 }
