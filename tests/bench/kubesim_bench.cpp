@@ -177,11 +177,7 @@ ReactionSample one_reaction(const ReactionSetup& setup, int run_index) {
   if (auto r = sim.start(); !r) fail(r.error().message);
   auto set_ready = [&](bool ready) {
     sim.run([&](kubesim::Cluster& c) {
-      c.mutate(*c.registry().nodes(), setup.spot_node, [&](kubesim::Value& obj, kubesim::Alloc& a) {
-        kubesim::Value& conditions = kubesim::ensure_array(kubesim::ensure_object(obj, "status", a), "conditions", a);
-        for (auto& cond : conditions.GetArray())
-          if (kubesim::get_str(cond, {"type"}) == "Ready") kubesim::set_str(cond, "status", ready ? "True" : "False", a);
-      });
+      if (!c.set_node_condition(setup.spot_node, "Ready", ready ? "True" : "False")) fail("cannot set " + setup.spot_node + " Ready");
     });
   };
   set_ready(false);

@@ -73,6 +73,9 @@ class Cluster {
   // Internal status write for controllers: mutate receives the object's status to edit.
   Result<ObjectPtr> mutate(const ResourceType& rt, std::string_view key,
                            const std::function<void(Value& obj, Alloc& a)>& mutate);
+  // Sets a node condition (added when absent), as POST /_sim/nodes/NAME/conditions does.
+  Result<ObjectPtr> set_node_condition(std::string_view node, std::string_view type, std::string_view status,
+                                       std::string_view reason = "KubesimControl", std::string_view message = "set through /_sim");
   // Removes an object for good (kubelet finished, finalizers gone), then collects dependents.
   void erase(const ResourceType& rt, std::string_view key, bool orphan = false);
 

@@ -107,23 +107,8 @@ HttpResponse Api::control(const HttpRequest& req) {
     std::string type(get_str(body, {"type"}));
     std::string status(get_str(body, {"status"}));
     if (type.empty() || status.empty()) return bad("a condition needs type and status");
-    auto r = cluster_.mutate(*cluster_.registry().nodes(), node, [&](Value& o, Alloc& a) {
-      Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
-      Value* found = nullptr;
-      for (auto& c : conds.GetArray())
-        if (get_str(c, {"type"}) == type) found = &c;
-      if (!found) {
-        Value c(rapidjson::kObjectType);
-        set_str(c, "type", type, a);
-        conds.PushBack(c, a);
-        found = &conds[conds.Size() - 1];
-      }
-      if (get_str(*found, {"status"}) != status) set_str(*found, "lastTransitionTime", format_time(cluster_.now()), a);
-      set_str(*found, "status", status, a);
-      set_str(*found, "reason", get_str(body, {"reason"}, "KubesimControl"), a);
-      set_str(*found, "message", get_str(body, {"message"}, "set through /_sim"), a);
-      set_str(*found, "lastHeartbeatTime", format_time(cluster_.now()), a);
-    });
+    auto r = cluster_.set_node_condition(node, type, status, get_str(body, {"reason"}, "KubesimControl"),
+                                         get_str(body, {"message"}, "set through /_sim"));
     if (!r) return bad(r.error().message);
     return ok_json();
   }
