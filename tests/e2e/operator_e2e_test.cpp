@@ -244,15 +244,25 @@ spec:
   CHECK_FALSE(env.any_draining());
 }
 
-TEST_CASE("a pod annotated do-not-move in the middle of its node's drain is not evicted, and the drain stops", "[e2e]") {
-  Env env;
-  // The budget-covered pod goes first; its eviction is refused for a while, so the drain is
-  // still retrying it when someone protects it.
+namespace {
+// Starts the operator with the policy "default" and returns once ondemand-1's drain has asked to
+// evict its first pod (the budget-covered web-7d4b9c-x1a2b), whose eviction is refused for a long
+// time: the drain sits retrying it, tainted, until podEvictionTimeout (20 s).
+std::unique_ptr<Operator> start_with_first_eviction_refused(Env& env) {
   env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
   env.apply("policy", policy_yaml("default", ""));
   auto op = env.start("operator");
   INFO(op->log());
   REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 30s, 10ms));
+  return op;
+}
+}  // namespace
+
+TEST_CASE("a pod annotated do-not-move in the middle of its node's drain is not evicted, and the drain stops", "[e2e]") {
+  Env env;
+  // The drain is still retrying the first pod when someone protects it.
+  auto op = start_with_first_eviction_refused(env);
+  INFO(op->log());
   env.kubectl("annotate pod web-7d4b9c-x1a2b -n shop spotshift.io/do-not-move=true");
   REQUIRE(eventually([&] { return !env.events("DrainAborted").empty(); }, 15s, 10ms));
   CHECK(env.events("DrainAborted")[0].find("pod shop/web-7d4b9c-x1a2b may no longer be moved: annotated spotshift.io/do-not-move=true") !=
@@ -277,14 +287,11 @@ TEST_CASE("when the spot nodes go away in the middle of a drain, the rest of the
       if (r.find("web-7d4b9c-x1a2b") != std::string::npos && r.ends_with(" 201")) return true;
     return false;
   }, 30s, 2ms));
+  bool flipped = true;
   env.sim->run([&](kubesim::Cluster& c) {
-    for (const char* node : {"spot-1", "spot-2"})
-      c.mutate(*c.registry().nodes(), node, [&](kubesim::Value& obj, kubesim::Alloc& a) {
-        kubesim::Value& conditions = kubesim::ensure_array(kubesim::ensure_object(obj, "status", a), "conditions", a);
-        for (auto& cond : conditions.GetArray())
-          if (kubesim::get_str(cond, {"type"}) == "Ready") kubesim::set_str(cond, "status", "False", a);
-      });
+    for (const char* node : {"spot-1", "spot-2"}) flipped = c.set_node_condition(node, "Ready", "False").has_value() && flipped;
   });
+  REQUIRE(flipped);
   REQUIRE(eventually([&] { return !env.events("DrainAborted").empty(); }, 20s, 10ms));
   INFO(env.events("DrainAborted")[0]);
   CHECK(env.events("DrainAborted")[0].find("after 1 of 2 pods: the plan for the rest of the node no longer holds: no Ready, "
@@ -296,14 +303,9 @@ TEST_CASE("when the spot nodes go away in the middle of a drain, the rest of the
 
 TEST_CASE("deleting a policy stops its drain in progress: nothing more is evicted and the taint goes", "[e2e]") {
   Env env;
-  // The first pod of ondemand-1's drain (the budget-covered one goes first) is refused for a long
-  // time: the drain sits retrying it, tainted, until podEvictionTimeout (20 s).
-  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
-  env.apply("policy", policy_yaml("default", ""));
-  auto op = env.start("operator");
+  auto op = start_with_first_eviction_refused(env);
   INFO(op->log());
-  REQUIRE(eventually([&] { return env.draining("ondemand-1"); }, 30s, 10ms));
-  REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 10s, 10ms));
+  REQUIRE(eventually([&] { return env.draining("ondemand-1"); }, 10s, 10ms));
   auto t0 = std::chrono::steady_clock::now();
   env.kubectl("delete reschedulepolicy default");
   REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
