@@ -282,6 +282,8 @@ HttpResponse Api::resource(const HttpRequest& req, const Target& t) {
     resp = error(e, t);
   } else if (verb.empty()) {
     resp = error(Error::api(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"), t);
+  } else if (t.subresource == "scale") {
+    resp = scale(req, t, verb);
   } else if (verb == "watch") {
     Target wt = t;
     if (!t.name.empty()) wt.name.clear();
@@ -574,6 +576,51 @@ HttpResponse Api::remove(const HttpRequest& req, const Target& t) {
   auto removed = cluster_.remove(t.rt->stored(), t.ns, t.name, *opts);
   if (!removed) return error(removed.error(), t);
   return object_response(200, t, **removed, req);
+}
+
+// GET, PUT and PATCH of an autoscaling/v1 Scale (always JSON: the apiserver has no Table
+// columns of its own for Scale either, and kubectl prints what it gets).
+HttpResponse Api::scale(const HttpRequest& req, const Target& t, std::string_view verb) {
+  auto reply = [&](Result<Doc> scale) {
+    if (!scale) return error(scale.error(), t);
+    HttpResponse r;
+    r.body = to_json(*scale);
+    return r;
+  };
+  if (verb == "get") return reply(cluster_.scale_of(*t.rt, t.ns, t.name));
+  std::vector<std::string> warnings;
+  if (verb == "update") {
+    auto body = parse_body(req);
+    if (!body) return error(body.error(), t);
+    HttpResponse r = reply(cluster_.update_scale(*t.rt, t.ns, t.name, *body, write_options(req, &warnings)));
+    add_warnings(r, warnings);
+    return r;
+  }
+  if (verb == "patch") {
+    auto type = patch_type_from(req.content_type);
+    if (!type || *type == PatchType::kApply)
+      return error(Error::api(415, "UnsupportedMediaType",
+                              "the body of the request was in an unknown format - accepted media types include: "
+                              "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"),
+                   t);
+    Doc patch;
+    if (auto p = parse_into(req.body, patch); !p) return error(Cluster::bad_request(p.error().message), t);
+    auto current = cluster_.scale_of(*t.rt, t.ns, t.name);
+    if (!current) return error(current.error(), t);
+    Doc& s = *current;
+    // As for the object itself: a JSON patch that fails is 422, a strategic merge patch 400.
+    if (*type == PatchType::kJson) {
+      if (auto r = json_patch(s, patch, s.GetAllocator()); !r) return error(Error::api(422, "Invalid", r.error().message), t);
+    } else if (*type == PatchType::kStrategic) {
+      if (auto r = strategic_merge_patch(s, patch, s.GetAllocator()); !r) return error(Cluster::bad_request(r.error().message), t);
+    } else {
+      merge_patch(s, patch, s.GetAllocator());
+    }
+    HttpResponse r = reply(cluster_.update_scale(*t.rt, t.ns, t.name, s, write_options(req, &warnings)));
+    add_warnings(r, warnings);
+    return r;
+  }
+  return error(Error::api(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"), t);
 }
 
 HttpResponse Api::evict(const HttpRequest& req, const Target& t) {

@@ -76,6 +76,7 @@ class Api {
   HttpResponse patch(const HttpRequest& req, const Target& t);
   HttpResponse remove(const HttpRequest& req, const Target& t);
   HttpResponse evict(const HttpRequest& req, const Target& t);
+  HttpResponse scale(const HttpRequest& req, const Target& t, std::string_view verb);
   HttpResponse bind(const HttpRequest& req, const Target& t);
   HttpResponse control(const HttpRequest& req);
 

@@ -110,6 +110,62 @@ TEST_CASE("the status subresource and generation behave like the apiserver's", "
   CHECK(body_field(noop, {"metadata", "resourceVersion"}) == rv);  // a no-op write does not bump it
 }
 
+TEST_CASE("the scale subresource reads and writes spec.replicas as an autoscaling/v1 Scale", "[api]") {
+  TestCluster t;
+  const std::string deploy = "/apis/apps/v1/namespaces/default/deployments";
+  REQUIRE(t.post(deploy, R"({"metadata":{"name":"web"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"},)"
+                         R"("matchExpressions":[{"key":"tier","operator":"In","values":["fe","be"]}]},)"
+                         R"("template":{"metadata":{"labels":{"app":"web","tier":"fe"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}})")
+              .status == 201);
+  t.settle();
+  auto scale = t.get(deploy + "/web/scale");
+  REQUIRE(scale.status == 200);
+  CHECK(body_field(scale, {"kind"}) == "Scale");
+  CHECK(body_field(scale, {"apiVersion"}) == "autoscaling/v1");
+  CHECK(body_field(scale, {"metadata", "name"}) == "web");
+  CHECK(body_field(scale, {"metadata", "uid"}) == body_field(t.get(deploy + "/web"), {"metadata", "uid"}));
+  CHECK(body_field(scale, {"spec", "replicas"}) == "2");
+  CHECK(body_field(scale, {"status", "replicas"}) == "2");
+  CHECK(body_field(scale, {"status", "selector"}) == "app=web,tier in (be,fe)");
+  const std::string rv = body_field(scale, {"metadata", "resourceVersion"});
+
+  // kubectl scale: a merge patch. The Deployment's spec (and generation) change; the workloads follow.
+  auto patched = t.request("PATCH", deploy + "/web/scale", R"({"spec":{"replicas":4}})", "application/merge-patch+json");
+  REQUIRE(patched.status == 200);
+  CHECK(body_field(patched, {"spec", "replicas"}) == "4");
+  auto d = t.get(deploy + "/web");
+  CHECK(body_field(d, {"spec", "replicas"}) == "4");
+  CHECK(body_field(d, {"metadata", "generation"}) == "2");
+  t.settle();
+  CHECK(body_field(t.get(deploy + "/web/scale"), {"status", "replicas"}) == "4");
+
+  // kubectl scale --current-replicas: a PUT with the resourceVersion it read. A stale one is 409.
+  auto stale = t.request("PUT", deploy + "/web/scale",
+                         R"({"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"web","resourceVersion":")" + rv +
+                             R"("},"spec":{"replicas":1}})");
+  CHECK(stale.status == 409);
+  CHECK(body_field(stale, {"message"}).starts_with("Operation cannot be fulfilled on deployments.apps \"web\""));
+  auto put = t.request("PUT", deploy + "/web/scale", R"({"metadata":{"name":"web"},"spec":{"replicas":1}})");
+  CHECK(put.status == 200);
+  CHECK(body_field(t.get(deploy + "/web"), {"spec", "replicas"}) == "1");
+  auto dry = t.request("PUT", deploy + "/web/scale?dryRun=All", R"({"spec":{"replicas":7}})");
+  CHECK(body_field(dry, {"spec", "replicas"}) == "7");
+  CHECK(body_field(t.get(deploy + "/web"), {"spec", "replicas"}) == "1");
+
+  auto negative = t.request("PATCH", deploy + "/web/scale", R"({"spec":{"replicas":-1}})", "application/merge-patch+json");
+  CHECK(negative.status == 422);
+  CHECK(body_field(negative, {"message"}) ==
+        "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0");
+  auto json = t.request("PATCH", deploy + "/web/scale", R"([{"op":"replace","path":"/spec/replicas","value":3}])",
+                        "application/json-patch+json");
+  CHECK(body_field(json, {"spec", "replicas"}) == "3");
+  CHECK(t.request("PUT", deploy + "/web/scale", R"({"metadata":{"name":"other"},"spec":{"replicas":1}})").status == 400);
+  CHECK(t.request("PUT", deploy + "/web/scale", R"({"kind":"Deployment","spec":{"replicas":1}})").status == 400);
+  CHECK(t.get(deploy + "/nope/scale").status == 404);
+  CHECK(t.get("/apis/apps/v1/namespaces/default/daemonsets/x/scale").status == 404);  // DaemonSets have none
+  CHECK(t.request("DELETE", deploy + "/web/scale").status == 405);
+}
+
 TEST_CASE("patches carry resourceVersion preconditions and unknown patch types get 415", "[api]") {
   TestCluster t;
   t.post("/api/v1/nodes", R"({"metadata":{"name":"n1"}})");
@@ -300,6 +356,10 @@ TEST_CASE("discovery lists the eviction subresource and CRDs join discovery and 
   auto v1 = t.get("/api/v1");
   CHECK(v1.body.find(R"({"name":"pods/eviction","singularName":"","namespaced":true,"group":"policy","version":"v1","kind":"Eviction","verbs":["create"]})") !=
         std::string::npos);
+  auto apps = t.get("/apis/apps/v1").body;
+  CHECK(apps.find(R"({"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get","patch","update"]})") !=
+        std::string::npos);
+  CHECK(apps.find("daemonsets/scale") == std::string::npos);
   CHECK(t.get("/version").status == 200);
   CHECK(t.get("/apis").body.find("\"coordination.k8s.io/v1\"") != std::string::npos);
   CHECK(t.get("/apis/example.com/v1").status == 404);

@@ -87,6 +87,15 @@ std::string Api::api_resource_list(std::string_view group_version) const {
         w.String("Eviction");
         w.Key("verbs");
         strings(w, {"create"});
+      } else if (sub == "scale") {
+        w.Key("group");
+        w.String("autoscaling");
+        w.Key("version");
+        w.String("v1");
+        w.Key("kind");
+        w.String("Scale");
+        w.Key("verbs");
+        strings(w, {"get", "patch", "update"});
       } else if (sub == "binding") {
         w.Key("kind");
         w.String("Binding");

@@ -200,6 +200,56 @@ TEST_CASE("kubectl cordon, taint and a stale patch behave as on a real cluster",
   CHECK(test.output.find("The request is invalid: testing value /metadata/name failed") != std::string::npos);
 }
 
+TEST_CASE("kubectl scale goes through the scale subresource, and kubectl get shows workloads' columns", "[http][kubectl]") {
+  SimulatorOptions o = demo();
+  o.scenario_text = read_file(kScenarios + "/demo.yaml").value() + R"(
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cart, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: cart}}
+  template:
+    metadata: {labels: {app: cart}}
+    spec:
+      containers: [{name: cart, image: registry.example/cart:1, resources: {requests: {cpu: 100m}}}]
+)";
+  o.scenario_path.clear();
+  Harness h(std::move(o));
+  REQUIRE(eventually([&] { return h.k("get deploy cart -n shop -o jsonpath={.status.readyReplicas}").output == "2"; }));
+  auto deploys = h.k("get deploy -n shop");
+  CHECK(deploys.output.starts_with("NAME   READY   UP-TO-DATE   AVAILABLE   AGE\ncart   2/2     2            2           "));
+  CHECK(h.k("get ds -n kube-system").output.find("UP-TO-DATE   AVAILABLE   NODE SELECTOR   AGE") != std::string::npos);
+
+  auto up = h.k("scale deploy cart -n shop --replicas=3");
+  CHECK(up.output == "deployment.apps/cart scaled\n");
+  REQUIRE(eventually([&] { return h.k("get deploy cart -n shop -o jsonpath={.status.readyReplicas}").output == "3"; }));
+  auto guarded = h.k("scale deploy cart -n shop --current-replicas=2 --replicas=1");
+  CHECK(guarded.status != 0);
+  CHECK(guarded.output.find("Expected replicas to be 2, was 3") != std::string::npos);
+  CHECK(h.k("scale deploy cart -n shop --current-replicas=3 --replicas=1").status == 0);
+  REQUIRE(eventually([&] {
+    auto pods = h.k("get pods -n shop -l app=cart -o name").output;
+    return std::count(pods.begin(), pods.end(), '\n') == 1;
+  }));
+  REQUIRE(h.k("scale statefulset billing -n shop --replicas=2").status == 0);
+  REQUIRE(eventually([&] { return h.k("get pod billing-1 -n shop").status == 0; }));
+  auto ds = h.k("scale ds node-agent -n kube-system --replicas=2");
+  CHECK(ds.status != 0);  // DaemonSets have no scale subresource on a real cluster either
+  // What kubectl sent: a merge patch, then (with --current-replicas) a read and a PUT of the Scale.
+  int patches = 0, puts = 0, gets = 0;
+  for (const auto& a : h.sim->audit()) {
+    if (a.resource != "deployments/scale") continue;
+    patches += a.verb == "patch";
+    puts += a.verb == "update";
+    gets += a.verb == "get";
+  }
+  CHECK(patches == 1);
+  CHECK(puts == 1);
+  CHECK(gets == 2);
+}
+
 TEST_CASE("a forced 410 makes a watching client-go reflector relist", "[http][kubectl]") {
   Harness h(demo(1));
   h.sim->clear_audit();

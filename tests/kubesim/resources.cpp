@@ -115,6 +115,7 @@ Registry::Registry() {
     r.short_names = std::move(shorts);
     r.categories = {"all"};
     r.subresources = {"status"};
+    if (r.kind != "DaemonSet") r.subresources.push_back("scale");
     r.status_subresource = true;
     r.has_generation = true;
     return add(std::move(r));

@@ -1,6 +1,8 @@
 #include "table.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -72,6 +74,19 @@ std::string num(const Value& obj, std::initializer_list<std::string_view> path) 
   return std::to_string(get_int(obj, path).value_or(0));
 }
 
+// A DaemonSet's pod template nodeSelector as kubectl prints it: k=v pairs sorted by key, or <none>.
+std::string node_selector(const Value& ds) {
+  const Value* sel = get_path(ds, {"spec", "template", "spec", "nodeSelector"});
+  if (!sel || !sel->IsObject() || sel->MemberCount() == 0) return "<none>";
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  for (auto it = sel->MemberBegin(); it != sel->MemberEnd(); ++it)
+    pairs.emplace_back(it->name.GetString(), it->value.IsString() ? it->value.GetString() : "");
+  std::sort(pairs.begin(), pairs.end());
+  std::string out;
+  for (const auto& [k, v] : pairs) out += fmt::format("{}{}={}", out.empty() ? "" : ",", k, v);
+  return out;
+}
+
 std::string event_object(const Value& ev) {
   std::string_view kind = get_str(ev, {"involvedObject", "kind"});
   if (kind.empty()) kind = get_str(ev, {"regarding", "kind"});
@@ -136,12 +151,18 @@ BuiltIn builtin(const ResourceType& rt) {
     return {{{"Name", "string", "name"}, {"Holder", "string"}, {"Age", "string"}}, [=](const Value& o, Time now) {
               return std::vector<std::string>{name(o), std::string(get_str(o, {"spec", "holderIdentity"})), age(o, now)};
             }};
-  if (k == "Deployment" || k == "StatefulSet")
-    return {{{"Name", "string", "name"}, {"Ready", "string"}, {"Age", "string"}}, [=](const Value& o, Time now) {
-              return std::vector<std::string>{
-                  name(o), fmt::format("{}/{}", get_int(o, {"status", "readyReplicas"}).value_or(0), get_int(o, {"spec", "replicas"}).value_or(1)),
-                  age(o, now)};
+  auto ready_of_desired = [](const Value& o) {
+    return fmt::format("{}/{}", get_int(o, {"status", "readyReplicas"}).value_or(0), get_int(o, {"spec", "replicas"}).value_or(1));
+  };
+  if (k == "Deployment")
+    return {{{"Name", "string", "name"}, {"Ready", "string"}, {"Up-to-date", "string"}, {"Available", "string"}, {"Age", "string"}},
+            [=](const Value& o, Time now) {
+              return std::vector<std::string>{name(o), ready_of_desired(o), num(o, {"status", "updatedReplicas"}),
+                                              num(o, {"status", "availableReplicas"}), age(o, now)};
             }};
+  if (k == "StatefulSet")
+    return {{{"Name", "string", "name"}, {"Ready", "string"}, {"Age", "string"}},
+            [=](const Value& o, Time now) { return std::vector<std::string>{name(o), ready_of_desired(o), age(o, now)}; }};
   if (k == "ReplicaSet")
     return {{{"Name", "string", "name"}, {"Desired", "integer"}, {"Current", "integer"}, {"Ready", "integer"}, {"Age", "string"}},
             [=](const Value& o, Time now) {
@@ -149,11 +170,13 @@ BuiltIn builtin(const ResourceType& rt) {
                                               num(o, {"status", "readyReplicas"}), age(o, now)};
             }};
   if (k == "DaemonSet")
-    return {{{"Name", "string", "name"}, {"Desired", "integer"}, {"Current", "integer"}, {"Ready", "integer"}, {"Age", "string"}},
+    return {{{"Name", "string", "name"}, {"Desired", "integer"}, {"Current", "integer"}, {"Ready", "integer"},
+             {"Up-to-date", "integer"}, {"Available", "integer"}, {"Node Selector", "string"}, {"Age", "string"}},
             [=](const Value& o, Time now) {
               return std::vector<std::string>{name(o), num(o, {"status", "desiredNumberScheduled"}),
                                               num(o, {"status", "currentNumberScheduled"}), num(o, {"status", "numberReady"}),
-                                              age(o, now)};
+                                              num(o, {"status", "updatedNumberScheduled"}), num(o, {"status", "numberAvailable"}),
+                                              node_selector(o), age(o, now)};
             }};
   if (k == "CustomResourceDefinition")
     return {{{"Name", "string", "name"}, {"Created At", "date"}}, [=](const Value& o, Time) {
