@@ -311,7 +311,7 @@ asio::awaitable<void> SpotRebalancer::recover() {
   });
 }
 
-asio::awaitable<runtime::Action> SpotRebalancer::reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& st) {
+asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& st) {
   metrics_.gauge("spotshift_policy_valid", "1 when the policy's spec is valid.", {"policy"}).with({policy.name()}).set(0);
   if (st.invalid_reported_generation != policy.meta.generation) {
     st.invalid_reported_generation = policy.meta.generation;
@@ -321,8 +321,9 @@ asio::awaitable<runtime::Action> SpotRebalancer::reconcile_invalid(const drain::
   }
   StatusInput in;
   in.invalid = policy.spec_error->message;
-  auto r = co_await write_status(policy, st, std::move(in));
-  if (!r) logger.warn("could not update the status", {{"policy", policy.name()}, {"error", r.error()}});
+  // A failed write is retried with backoff: nothing else would enqueue the policy until its
+  // spec changes, and its status would not say that it is invalid.
+  if (auto r = co_await write_status(policy, st, std::move(in)); !r) co_return r.error();
   co_return runtime::Action::done();  // a fix is a spec change, which enqueues the policy again
 }
 

@@ -89,7 +89,7 @@ class SpotRebalancer final : public runtime::Reconciler {
   std::map<std::string, std::string> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;
   asio::awaitable<Result<void>> write_status(const drain::ReschedulePolicy& policy, PolicyState& state, StatusInput in);
   asio::awaitable<void> write_progress(std::string policy);
-  asio::awaitable<runtime::Action> reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& state);
+  asio::awaitable<Result<runtime::Action>> reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& state);
   void hold_nodes_that_took_replacements(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
                                          const drain::DrainReport& report);
   asio::awaitable<void> run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& state,

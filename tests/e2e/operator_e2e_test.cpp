@@ -329,8 +329,17 @@ TEST_CASE("an invalid policy is reported while a valid one keeps working; overla
   env.apply("narrow", policy_yaml("narrow", R"(  onDemandNodeSelector: {matchLabels: {kubernetes.io/hostname: ondemand-2}}
 )"));
   env.apply("default", policy_yaml("default", ""));
+  // The first status write for the invalid policy fails: it is retried, not dropped.
+  kubesim::FaultRule refused;
+  refused.verb = "update";
+  refused.resource = "reschedulepolicies/status";
+  refused.name = "bad";
+  refused.status = 503;
+  refused.count = 1;
+  env.sim->faults().add(refused);
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return env.condition("bad", "Valid") == "False"; }, 20s));
+  CHECK(op->log().find("reconcile failed; retrying") != std::string::npos);
   CHECK(env.condition("bad", "Valid", "message") ==
         "decoding ReschedulePolicy \"bad\": spec.profile.scores[0]: score plugin FreeCPU: args.order must be fullest or emptiest, got \"most\"");
   REQUIRE(eventually([&] { return !env.events("PolicyInvalid").empty(); }, 10s));
