@@ -97,6 +97,35 @@ Result<void> check_quantities(const ResourceType& rt, std::string_view name, con
   return {};
 }
 
+// Sets v if absent.
+void default_field(Value& obj, std::string_view key, Value v, Alloc& a) {
+  if (!field(obj, key)) set(obj, key, std::move(v), a);
+}
+
+Value rolling_update(std::initializer_list<std::pair<std::string_view, Value>> fields, Alloc& a) {
+  Value strategy(rapidjson::kObjectType), rolling(rapidjson::kObjectType);
+  set_str(strategy, "type", "RollingUpdate", a);
+  for (const auto& [k, v] : fields) set(rolling, k, copy_of(v, a), a);
+  set(strategy, "rollingUpdate", std::move(rolling), a);
+  return strategy;
+}
+
+// The apps/v1 defaults (SetDefaults_Deployment and friends) of the fields kubectl shows.
+void default_workload(const ResourceType& rt, Value& spec, Alloc& a) {
+  const std::string& kind = rt.kind;
+  if (kind != "DaemonSet") default_field(spec, "replicas", Value(1), a);
+  if (kind != "ReplicaSet") default_field(spec, "revisionHistoryLimit", Value(10), a);
+  if (kind == "Deployment") {
+    default_field(spec, "strategy", rolling_update({{"maxUnavailable", ref("25%")}, {"maxSurge", ref("25%")}}, a), a);
+    default_field(spec, "progressDeadlineSeconds", Value(600), a);
+  } else if (kind == "DaemonSet") {
+    default_field(spec, "updateStrategy", rolling_update({{"maxUnavailable", Value(1)}, {"maxSurge", Value(0)}}, a), a);
+  } else if (kind == "StatefulSet") {
+    default_field(spec, "podManagementPolicy", ref("OrderedReady"), a);
+    default_field(spec, "updateStrategy", rolling_update({{"partition", Value(0)}}, a), a);
+  }
+}
+
 }  // namespace
 
 Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load) {
@@ -173,9 +202,9 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
     else if (get_str(obj, {"status", "phase"}).empty()) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
     return {};
   }
-  if (&rt == registry_.deployments() || &rt == registry_.replicasets() || &rt == registry_.statefulsets()) {
-    Value& spec = ensure_object(obj, "spec", a);
-    if (!field(spec, "replicas")) set_int(spec, "replicas", 1, a);
+  if (&rt == registry_.deployments() || &rt == registry_.replicasets() || &rt == registry_.statefulsets() ||
+      &rt == registry_.daemonsets()) {
+    default_workload(rt, ensure_object(obj, "spec", a), a);
     return {};
   }
   if (&rt == registry_.crds()) {

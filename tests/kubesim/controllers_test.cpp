@@ -1,5 +1,9 @@
 #include "test_cluster.hpp"
 
+#include <fmt/format.h>
+
+#include <map>
+
 using namespace spotshift;
 using namespace spotshift::kubesim;
 using namespace std::chrono_literals;
@@ -229,6 +233,66 @@ spec:
   t.request("DELETE", "/apis/apps/v1/namespaces/default/deployments/api");
   t.advance(3s);
   CHECK(t.cluster().store().objects(*t.cluster().registry().replicasets()).empty());
+}
+
+TEST_CASE("Deployments get the apiserver's defaults, number their revisions and reuse a ReplicaSet on rollback", "[workloads]") {
+  TestCluster t({}, node_yaml("a", "4") + R"(
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: c, image: v1}]}
+)");
+  t.advance(2s);
+  const auto& reg = t.cluster().registry();
+  auto dep = t.object(reg.deployments(), "default/api");
+  CHECK(get_str(dep->doc, {"spec", "strategy", "type"}) == "RollingUpdate");
+  CHECK(get_str(dep->doc, {"spec", "strategy", "rollingUpdate", "maxSurge"}) == "25%");
+  CHECK(get_int(dep->doc, {"spec", "revisionHistoryLimit"}) == 10);
+  CHECK(get_int(dep->doc, {"spec", "progressDeadlineSeconds"}) == 600);
+  CHECK(get_str(dep->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}) == "1");
+  auto revisions = [&] {
+    std::map<std::string, std::pair<std::string, int64_t>> out;  // revision -> (name, replicas)
+    for (const auto& [k, rs] : t.cluster().store().objects(*reg.replicasets()))
+      out[std::string(get_str(rs->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}))] = {
+          std::string(name_of(rs->doc)), get_int(rs->doc, {"spec", "replicas"}).value_or(-1)};
+    return out;
+  };
+  const std::string first = revisions()["1"].first;
+
+  // A new template: a second ReplicaSet, revision 2; the first scales to zero.
+  const std::string path = "/apis/apps/v1/namespaces/default/deployments/api";
+  REQUIRE(t.request("PATCH", path, R"({"spec":{"template":{"spec":{"containers":[{"name":"c","image":"v2"}]}}}})",
+                    "application/strategic-merge-patch+json").status == 200);
+  t.advance(2s);
+  auto two = revisions();
+  REQUIRE(two.size() == 2);
+  CHECK(two["1"] == std::pair{first, int64_t{0}});
+  CHECK(two["2"].second == 2);
+  // kubectl rollout undo: revision 1's template again, with its members reordered and an explicit
+  // null (as kubectl sends it). The same ReplicaSet comes back, as revision 3.
+  REQUIRE(t.request("PATCH", path,
+                    R"([{"op":"replace","path":"/spec/template","value":{"spec":{"containers":[{"image":"v1","name":"c"}]},)"
+                    R"("metadata":{"creationTimestamp":null,"labels":{"app":"api"}}}}])",
+                    "application/json-patch+json").status == 200);
+  t.advance(2s);
+  auto three = revisions();
+  CHECK(three.size() == 2);
+  CHECK(three["3"] == std::pair{first, int64_t{2}});
+  CHECK(get_str(t.object(reg.deployments(), "default/api")->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}) == "3");
+  // up 1, up 2, down 1, up 1 again (counted into the first event, as events are), down 2
+  std::map<std::string, int64_t> scaled;  // message -> count
+  for (const auto& [k, e] : t.cluster().store().objects(*reg.events()))
+    if (get_str(e->doc, {"reason"}) == "ScalingReplicaSet")
+      scaled[std::string(get_str(e->doc, {"message"}))] += get_int(e->doc, {"count"}).value_or(1);
+  CHECK(scaled.size() == 4);
+  CHECK(scaled[fmt::format("Scaled up replica set {} from 0 to 2", first)] == 2);
+  CHECK(scaled[fmt::format("Scaled down replica set {} from 2 to 0", first)] == 1);
 }
 
 TEST_CASE("a DaemonSet pod keeps running under a NoSchedule taint added later, and goes under NoExecute", "[workloads]") {

@@ -5,6 +5,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace spotshift::kubesim {
 
 Result<void> parse_into(std::string_view text, Doc& doc) {
@@ -13,6 +16,41 @@ Result<void> parse_into(std::string_view text, Doc& doc) {
     return Error::decode(fmt::format("invalid JSON at offset {}: {}", doc.GetErrorOffset(),
                                      rapidjson::GetParseError_En(doc.GetParseError())));
   return {};
+}
+
+namespace {
+
+void write_canonical(const Value& v, rapidjson::Writer<rapidjson::StringBuffer>& w) {
+  if (v.IsObject()) {
+    std::vector<const Value::Member*> members;
+    for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it)
+      if (!it->value.IsNull()) members.push_back(&*it);
+    std::sort(members.begin(), members.end(), [](const Value::Member* a, const Value::Member* b) {
+      return std::string_view(a->name.GetString(), a->name.GetStringLength()) <
+             std::string_view(b->name.GetString(), b->name.GetStringLength());
+    });
+    w.StartObject();
+    for (const auto* m : members) {
+      w.Key(m->name.GetString(), m->name.GetStringLength());
+      write_canonical(m->value, w);
+    }
+    w.EndObject();
+  } else if (v.IsArray()) {
+    w.StartArray();
+    for (const auto& e : v.GetArray()) write_canonical(e, w);
+    w.EndArray();
+  } else {
+    v.Accept(w);
+  }
+}
+
+}  // namespace
+
+std::string canonical_json(const Value& v) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  write_canonical(v, w);
+  return std::string(buf.GetString(), buf.GetSize());
 }
 
 std::string to_json(const Value& v) {

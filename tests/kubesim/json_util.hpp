@@ -28,6 +28,9 @@ struct PooledDoc {
 
 Result<void> parse_into(std::string_view text, Doc& doc);
 std::string to_json(const Value& v);
+// The same JSON with every object's members sorted by name and null members left out (as a Go
+// struct decodes them): equal for documents that differ only in member order or explicit nulls.
+std::string canonical_json(const Value& v);
 
 // A member name for lookups. It must be a Value: a bare StringRef converts to const char* and
 // RapidJSON would then measure the key with strlen, ignoring the view's length.

@@ -4,6 +4,7 @@
 #include "controllers.hpp"
 #include "disruption.hpp"
 
+#include "core/strings.hpp"
 #include "model/node.hpp"
 #include "model/pod.hpp"
 
@@ -12,6 +13,8 @@
 namespace spotshift::kubesim {
 
 namespace {
+
+constexpr std::string_view kRevision = "deployment.kubernetes.io/revision";
 
 bool active(const Value& pod) {
   std::string_view phase = get_str(pod, {"status", "phase"});
@@ -24,7 +27,8 @@ std::string owner_key(const Value& obj, const Value& ref) {
 
 std::string template_hash(const Value& tmpl) {
   static constexpr std::string_view kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
-  size_t h = std::hash<std::string>()(to_json(tmpl));
+  // Of the template's content, not its member order (kubectl rollout undo sends it reordered).
+  size_t h = std::hash<std::string>()(canonical_json(tmpl));
   std::string out;
   for (int i = 0; i < 10; ++i) {
     out += kAlphabet[h % kAlphabet.size()];
@@ -183,14 +187,37 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     const Value* ref = controller_of(it->second->doc);
     if (ref && get_str(*ref, {"uid"}) == uid) owned.push_back(it->first);
   }
+  // Revisions as the deployment controller numbers them: the newest template's ReplicaSet has the
+  // highest deployment.kubernetes.io/revision, and the Deployment carries the same.
+  auto revision_of = [](const Value& o) {
+    return parse_int(get_str(o, {"metadata", "annotations", kRevision})).value_or(0);
+  };
+  int64_t max_revision = 0, current_revision = 0;
+  for (const auto& rs_key : owned) {
+    auto rs = cluster_.store().get(*reg.replicasets(), rs_key);
+    max_revision = std::max(max_revision, revision_of(rs->doc));
+    if (name_of(rs->doc) == rs_name) current_revision = revision_of(rs->doc);
+  }
+  // A template seen before (a rollback) becomes the newest revision again.
+  const int64_t revision = current_revision > 0 && current_revision == max_revision ? current_revision : max_revision + 1;
+  auto scaled = [&](const Value& rs, int64_t from, int64_t to) {
+    cluster_.emit_event(*reg.deployments(), d, "Normal", "ScalingReplicaSet",
+                        fmt::format("Scaled {} replica set {} from {} to {}", to > from ? "up" : "down", name_of(rs), from, to),
+                        "deployment-controller");
+  };
   for (const auto& rs_key : owned) {
     auto rs = cluster_.store().get(*reg.replicasets(), rs_key);
     bool current = name_of(rs->doc) == rs_name;
     found |= current;
     int64_t want = current ? replicas : 0;  // recreate strategy: old versions scale to zero
-    if (get_int(rs->doc, {"spec", "replicas"}).value_or(0) != want) {
-      auto r = cluster_.mutate(*reg.replicasets(), rs_key, [&](Value& o, Alloc& a) { set_int(ensure_object(o, "spec", a), "replicas", want, a); });
+    int64_t had = get_int(rs->doc, {"spec", "replicas"}).value_or(0);
+    if (had != want || (current && revision_of(rs->doc) != revision)) {
+      auto r = cluster_.mutate(*reg.replicasets(), rs_key, [&](Value& o, Alloc& a) {
+        set_int(ensure_object(o, "spec", a), "replicas", want, a);
+        if (current) set_str(ensure_object(ensure_object(o, "metadata", a), "annotations", a), kRevision, std::to_string(revision), a);
+      });
       changed |= static_cast<bool>(r);
+      if (r && had != want) scaled((*r)->doc, had, want);
     }
     ready += get_int(rs->doc, {"status", "readyReplicas"}).value_or(0);
     total += get_int(rs->doc, {"status", "replicas"}).value_or(0);
@@ -204,6 +231,7 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     Value& m = ensure_object(rs, "metadata", a);
     set_str(m, "name", rs_name, a);
     set_str(m, "namespace", namespace_of(d), a);
+    set_str(ensure_object(m, "annotations", a), kRevision, std::to_string(revision), a);
     Value labels(rapidjson::kObjectType);
     if (const Value* l = get_path(*tmpl, {"metadata", "labels"})) labels.CopyFrom(*l, a);
     set_str(labels, "pod-template-hash", hash, a);
@@ -218,7 +246,15 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     t.CopyFrom(*tmpl, a);
     set_str(ensure_object(ensure_object(t, "metadata", a), "labels", a), "pod-template-hash", hash, a);
     set(spec, "template", std::move(t), a);
-    changed |= static_cast<bool>(cluster_.create(*reg.replicasets(), namespace_of(d), std::move(rs)));
+    auto created = cluster_.create(*reg.replicasets(), namespace_of(d), std::move(rs));
+    changed |= static_cast<bool>(created);
+    if (created && replicas > 0) scaled((*created)->doc, 0, replicas);
+  }
+  if (get_str(d, {"metadata", "annotations", kRevision}) != std::to_string(revision)) {
+    auto r = cluster_.mutate(*reg.deployments(), key, [&](Value& o, Alloc& a) {
+      set_str(ensure_object(ensure_object(o, "metadata", a), "annotations", a), kRevision, std::to_string(revision), a);
+    });
+    changed |= static_cast<bool>(r);
   }
   changed |= write_status(*reg.deployments(), key, [&](Value& st, Alloc& a) {
     set_int(st, "replicas", total, a);
