@@ -140,25 +140,38 @@ TEST_CASE("the metrics reference lists exactly the metrics the operator serves",
   CHECK(documented == served);
 }
 
-// meson runs the end-to-end binary once per registered name pattern (tests/e2e/meson.build), so
-// a TEST_CASE no pattern matches would never run in CI.
-TEST_CASE("every end-to-end test case is registered with meson", "[docs]") {
-  std::vector<std::string> patterns;
-  std::string build = text("tests/e2e/meson.build");
+// Some suites run their Catch2 binary once per registered name pattern ('NAME*') or tag (an
+// entry whose pattern is ''), in tests/e2e/meson.build and tests/kubesim/meson.build: a TEST_CASE
+// that nothing registered selects would never run in CI, and one selected twice runs twice.
+void check_registration(const std::string& meson_build, const std::string& source, size_t at_least) {
+  std::vector<std::string> patterns, tags;
+  std::string build = text(meson_build);
   std::regex pattern_re(R"re('([^'\[\]]+)\*'\],)re");
   for (auto it = std::sregex_iterator(build.begin(), build.end(), pattern_re); it != std::sregex_iterator(); ++it)
     patterns.push_back((*it)[1].str());
-  REQUIRE(patterns.size() >= 8);
-  std::string source = text("tests/e2e/operator_e2e_test.cpp");
-  std::regex case_re(R"re(TEST_CASE\("([^"]+)")re");
-  int cases = 0;
-  for (auto it = std::sregex_iterator(source.begin(), source.end(), case_re); it != std::sregex_iterator(); ++it) {
-    ++cases;
-    std::string name = (*it)[1].str();
+  std::regex tag_re(R"re(\['[^']*', '(\[[^']*\])', ''\],)re");
+  for (auto it = std::sregex_iterator(build.begin(), build.end(), tag_re); it != std::sregex_iterator(); ++it)
+    tags.push_back((*it)[1].str());
+  REQUIRE(patterns.size() >= at_least);
+  std::string code = text(source);
+  std::regex case_re(R"re(TEST_CASE\("([^"]+)", "([^"]*)"\))re");
+  std::vector<int> used(patterns.size(), 0);
+  for (auto it = std::sregex_iterator(code.begin(), code.end(), case_re); it != std::sregex_iterator(); ++it) {
+    std::string name = (*it)[1].str(), case_tags = (*it)[2].str();
     int matches = 0;
-    for (const auto& p : patterns) matches += name.starts_with(p) ? 1 : 0;
-    INFO(name);
+    for (size_t i = 0; i < patterns.size(); ++i)
+      if (name.starts_with(patterns[i])) ++matches, ++used[i];
+    for (const auto& t : tags) matches += case_tags.find(t) != std::string::npos ? 1 : 0;
+    INFO(source << ": " << name);
     CHECK(matches == 1);
   }
-  CHECK(cases == static_cast<int>(patterns.size()));
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    INFO(meson_build << ": the pattern '" << patterns[i] << "*' selects no test case");
+    CHECK(used[i] > 0);
+  }
+}
+
+TEST_CASE("every end-to-end and kubesim HTTP test case is registered with meson", "[docs]") {
+  check_registration("tests/e2e/meson.build", "tests/e2e/operator_e2e_test.cpp", 8);
+  check_registration("tests/kubesim/meson.build", "tests/kubesim/http_test.cpp", 4);
 }

@@ -1,11 +1,10 @@
 #include "table.hpp"
 
 #include <fmt/format.h>
-
-#include <algorithm>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <functional>
 
 namespace spotshift::kubesim {
