@@ -188,8 +188,25 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
       }
       set(st, "conditions", std::move(list), a);
     }
+    if (!field(st, "addresses")) {
+      uint32_t n = next_node_ip_++;
+      Value list(rapidjson::kArrayType);
+      for (auto [type, address] : {std::pair<std::string_view, std::string>{"InternalIP", fmt::format("10.0.{}.{}", (n >> 8) & 255, n & 255)},
+                                   {"Hostname", name}}) {
+        Value addr(rapidjson::kObjectType);
+        set_str(addr, "type", type, a);
+        set_str(addr, "address", address, a);
+        list.PushBack(addr, a);
+      }
+      set(st, "addresses", std::move(list), a);
+    }
+    // What the kubelet reports about itself; these nodes say they are simulated.
     Value& info = ensure_object(st, "nodeInfo", a);
-    if (get_str(info, {"kubeletVersion"}).empty()) set_str(info, "kubeletVersion", "v1.32.0", a);
+    for (auto [key, value] : {std::pair{"kubeletVersion", "v1.32.0"}, {"kubeProxyVersion", "v1.32.0"},
+                              {"osImage", "kubesim simulated node"}, {"kernelVersion", "none (simulated)"},
+                              {"containerRuntimeVersion", "kubesim://1"}, {"operatingSystem", "linux"},
+                              {"architecture", "amd64"}})
+      if (get_str(info, {key}).empty()) set_str(info, key, value, a);
     return {};
   }
   if (&rt == registry_.pdbs()) {

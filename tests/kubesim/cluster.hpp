@@ -116,6 +116,7 @@ class Cluster {
   Store store_;
   Faults faults_;
   std::mt19937_64 rng_;
+  uint32_t next_node_ip_ = 1;  // InternalIP addresses of registered nodes: 10.0.0.1, 10.0.0.2, ...
   // Event deduplication: (object uid, type, reason, message) -> event key.
   std::map<std::string, std::string> event_keys_;
 };

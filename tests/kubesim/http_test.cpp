@@ -96,6 +96,13 @@ TEST_CASE("kubectl gets nodes, applies a CRD and a custom resource, and shows it
   REQUIRE(nodes.status == 0);
   CHECK(nodes.output.find("NAME         STATUS   ROLES         AGE") == 0);
   CHECK(nodes.output.find("spot-1       Ready    spot-worker") != std::string::npos);
+  // -o wide: the kubelet's addresses and system info (registered nodes get an InternalIP each).
+  auto wide = h.k("get nodes -o wide");
+  CHECK(wide.output.find("VERSION   INTERNAL-IP   EXTERNAL-IP   OS-IMAGE                 KERNEL-VERSION     CONTAINER-RUNTIME\n") !=
+        std::string::npos);
+  CHECK(wide.output.find("spot-1       Ready    spot-worker   ") != std::string::npos);
+  CHECK(h.k("get node spot-1 -o 'jsonpath={.status.addresses[?(@.type==\"Hostname\")].address}'").output == "spot-1");
+  CHECK(h.k("get pods -n shop -o wide").output.find("   NODE         NOMINATED NODE   READINESS GATES\n") != std::string::npos);
 
   // kubectl create sends built-in objects as protobuf.
   auto ns = h.k("create namespace team-a");

@@ -73,6 +73,27 @@ std::string num(const Value& obj, std::initializer_list<std::string_view> path) 
   return std::to_string(get_int(obj, path).value_or(0));
 }
 
+// The first address of a type in status.addresses, or <none>.
+std::string node_address(const Value& node, std::string_view type) {
+  if (const Value* list = get_path(node, {"status", "addresses"}); list && list->IsArray())
+    for (const auto& addr : list->GetArray())
+      if (get_str(addr, {"type"}) == type) return std::string(get_str(addr, {"address"}));
+  return "<none>";
+}
+
+// kubectl's READINESS GATES column: how many of the pod's readiness gates are True, or <none>.
+std::string readiness_gates(const Value& pod) {
+  const Value* gates = get_path(pod, {"spec", "readinessGates"});
+  if (!gates || !gates->IsArray() || gates->Empty()) return "<none>";
+  const Value* conds = get_path(pod, {"status", "conditions"});
+  int ready = 0;
+  for (const auto& g : gates->GetArray())
+    if (conds && conds->IsArray())
+      for (const auto& c : conds->GetArray())
+        if (get_str(c, {"type"}) == get_str(g, {"conditionType"}) && get_str(c, {"status"}) == "True") ++ready;
+  return fmt::format("{}/{}", ready, gates->Size());
+}
+
 // A DaemonSet's pod template nodeSelector as kubectl prints it: k=v pairs sorted by key, or <none>.
 std::string node_selector(const Value& ds) {
   const Value* sel = get_path(ds, {"spec", "template", "spec", "nodeSelector"});
@@ -113,18 +134,25 @@ BuiltIn builtin(const ResourceType& rt) {
   auto name = [](const Value& o) { return std::string(name_of(o)); };
   const std::string& k = rt.kind;
   if (k == "Node")
-    return {{{"Name", "string", "name"}, {"Status", "string"}, {"Roles", "string"}, {"Age", "string"}, {"Version", "string"}},
+    return {{{"Name", "string", "name"}, {"Status", "string"}, {"Roles", "string"}, {"Age", "string"}, {"Version", "string"},
+             {"Internal-IP", "string", "", 1}, {"External-IP", "string", "", 1}, {"OS-Image", "string", "", 1},
+             {"Kernel-Version", "string", "", 1}, {"Container-Runtime", "string", "", 1}},
             [=](const Value& o, Time now) {
-              return std::vector<std::string>{name(o), node_status(o), node_roles(o), age(o, now),
-                                              std::string(get_str(o, {"status", "nodeInfo", "kubeletVersion"}))};
+              auto info = [&](std::string_view key) { return std::string(get_str(o, {"status", "nodeInfo", key}, "<unknown>")); };
+              return std::vector<std::string>{name(o), node_status(o), node_roles(o), age(o, now), info("kubeletVersion"),
+                                              node_address(o, "InternalIP"), node_address(o, "ExternalIP"), info("osImage"),
+                                              info("kernelVersion"), info("containerRuntimeVersion")};
             }};
   if (k == "Pod")
     return {{{"Name", "string", "name"}, {"Ready", "string"}, {"Status", "string"}, {"Restarts", "string"}, {"Age", "string"},
-             {"IP", "string", "", 1}, {"Node", "string", "", 1}},
+             {"IP", "string", "", 1}, {"Node", "string", "", 1}, {"Nominated Node", "string", "", 1},
+             {"Readiness Gates", "string", "", 1}},
             [=](const Value& o, Time now) {
               std::string ip(get_str(o, {"status", "podIP"}, "<none>"));
               std::string node(get_str(o, {"spec", "nodeName"}, "<none>"));
-              return std::vector<std::string>{name(o), pod_ready(o), pod_status(o), "0", age(o, now), ip, node};
+              std::string nominated(get_str(o, {"status", "nominatedNodeName"}, "<none>"));
+              return std::vector<std::string>{name(o), pod_ready(o), pod_status(o), "0", age(o, now), ip, node, nominated,
+                                              readiness_gates(o)};
             }};
   if (k == "PodDisruptionBudget")
     return {{{"Name", "string", "name"}, {"Min Available", "string"}, {"Max Unavailable", "string"},
