@@ -306,7 +306,10 @@ spec: {unschedulable: true}
   Doc d = parse(table.body);
   CHECK(get_str(d, {"kind"}) == "Table");
   REQUIRE(d["rows"].Size() == 1);
-  CHECK(to_json(d["rows"][0]["cells"]) == R"(["a","Ready,SchedulingDisabled","worker","0s","v1.32.0"])");
+  // Every column's cell, the -o wide ones (priority 1) included: kubectl hides those itself.
+  CHECK(to_json(d["rows"][0]["cells"]) ==
+        R"x(["a","Ready,SchedulingDisabled","worker","0s","v1.32.0","10.0.0.1","<none>","kubesim simulated node",)x"
+        R"x("none (simulated)","kubesim://1"])x");
   CHECK(get_str(d["rows"][0], {"object", "kind"}) == "PartialObjectMetadata");
   auto partial = t.request("GET", "/api/v1/nodes", "", "", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
   CHECK(get_str(parse(partial.body), {"kind"}) == "PartialObjectMetadataList");
