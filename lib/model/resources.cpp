@@ -31,21 +31,22 @@ void ResourceList::set(std::string_view name, int64_t value) {
   else *scalar_slot(name) = value;
 }
 
-void ResourceList::add(const ResourceList& other) {
-  cpu_milli += other.cpu_milli;
-  memory += other.memory;
-  ephemeral_storage += other.ephemeral_storage;
-  pods += other.pods;
-  for (const auto& [n, v] : other.scalars_) *scalar_slot(n.view()) += v;
+void ResourceList::add(const ResourceList& other, int sign) {
+  // sign * v cannot overflow either: saturated values are INT64_MAX, whose negation fits, or
+  // INT64_MIN, which only a negative quantity (one the apiserver rejects) gives; it is held at
+  // INT64_MIN + 1 first.
+  auto term = [sign](int64_t v) { return sign * std::max(v, INT64_MIN + 1); };
+  cpu_milli = saturating_add(cpu_milli, term(other.cpu_milli));
+  memory = saturating_add(memory, term(other.memory));
+  ephemeral_storage = saturating_add(ephemeral_storage, term(other.ephemeral_storage));
+  pods = saturating_add(pods, term(other.pods));
+  for (const auto& [n, v] : other.scalars_) {
+    int64_t* slot = scalar_slot(n.view());
+    *slot = saturating_add(*slot, term(v));
+  }
 }
 
-void ResourceList::subtract(const ResourceList& other) {
-  cpu_milli -= other.cpu_milli;
-  memory -= other.memory;
-  ephemeral_storage -= other.ephemeral_storage;
-  pods -= other.pods;
-  for (const auto& [n, v] : other.scalars_) *scalar_slot(n.view()) -= v;
-}
+void ResourceList::subtract(const ResourceList& other) { add(other, -1); }
 
 void ResourceList::max_with(const ResourceList& other) {
   cpu_milli = std::max(cpu_milli, other.cpu_milli);

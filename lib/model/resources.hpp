@@ -17,6 +17,15 @@ inline constexpr std::string_view kResourceMemory = "memory";
 inline constexpr std::string_view kResourceEphemeralStorage = "ephemeral-storage";
 inline constexpr std::string_view kResourcePods = "pods";
 
+// a + b, held at the int64 limits instead of overflowing. Quantities saturate there
+// (Quantity::milli_value), so sums of them must too: a pod asking for more than int64 can hold,
+// plus another container, is still "too much", never a wrapped-around negative request.
+inline int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return out;
+}
+
 class ResourceList {
  public:
   int64_t cpu_milli = 0;
@@ -33,7 +42,8 @@ class ResourceList {
   void set(std::string_view name, int64_t value);
   const std::vector<Scalar>& scalars() const { return scalars_; }
 
-  void add(const ResourceList& other);
+  // Adds (sign -1: subtracts) other, each sum held at the int64 limits.
+  void add(const ResourceList& other, int sign = 1);
   void subtract(const ResourceList& other);
   // Per resource: this = max(this, other).
   void max_with(const ResourceList& other);

@@ -98,13 +98,19 @@ class VolumeZone final : public FilterPlugin {
   }
 };
 
+// Whether want more fits, 0 or 1 (an integer, for fits_basic to combine without branches). The
+// sum is taken in 128 bits: requests and usage saturate at the int64 limits.
+unsigned fits(int64_t used, int64_t want, int64_t allocatable) { return __int128(used) + want <= allocatable; }
+
 // NodeResourcesFit's verdict on the four basic resources: room for one more pod, and for each
 // resource the pod requests (an overcommitted node still takes a pod that asks for none of the
 // exceeded resource, as in kube-scheduler). Branch-free: it runs per node in the batch loop.
 bool fits_basic(const BasicResources& used, const BasicResources& a, const model::ResourceList& r) {
-  return (used.pods + 1 <= a.pods) & (!r.cpu_milli | (used.cpu_milli + r.cpu_milli <= a.cpu_milli)) &
-         (!r.memory | (used.memory + r.memory <= a.memory)) &
-         (!r.ephemeral_storage | (used.ephemeral_storage + r.ephemeral_storage <= a.ephemeral_storage));
+  unsigned ok = fits(used.pods, 1, a.pods);
+  ok &= (r.cpu_milli == 0) | fits(used.cpu_milli, r.cpu_milli, a.cpu_milli);
+  ok &= (r.memory == 0) | fits(used.memory, r.memory, a.memory);
+  ok &= (r.ephemeral_storage == 0) | fits(used.ephemeral_storage, r.ephemeral_storage, a.ephemeral_storage);
+  return ok != 0;
 }
 
 class NodeResourcesFit final : public FilterPlugin {
@@ -128,13 +134,13 @@ class NodeResourcesFit final : public FilterPlugin {
     const model::ResourceList& r = pod.requests;
     if (r.scalars().empty() && fits_basic(used, a, r)) return Status::success();
     Status s;
-    if (used.pods + 1 > a.pods) s.reasons.add("Too many pods");
-    if (r.cpu_milli && used.cpu_milli + r.cpu_milli > a.cpu_milli) s.reasons.add("Insufficient cpu");
-    if (r.memory && used.memory + r.memory > a.memory) s.reasons.add("Insufficient memory");
-    if (r.ephemeral_storage && used.ephemeral_storage + r.ephemeral_storage > a.ephemeral_storage)
+    if (!fits(used.pods, 1, a.pods)) s.reasons.add("Too many pods");
+    if (r.cpu_milli && !fits(used.cpu_milli, r.cpu_milli, a.cpu_milli)) s.reasons.add("Insufficient cpu");
+    if (r.memory && !fits(used.memory, r.memory, a.memory)) s.reasons.add("Insufficient memory");
+    if (r.ephemeral_storage && !fits(used.ephemeral_storage, r.ephemeral_storage, a.ephemeral_storage))
       s.reasons.add("Insufficient ephemeral-storage");
     for (const auto& [name, want] : r.scalars())
-      if (want > 0 && fork.used(n).scalar(name) + want > fork.base().node(n).allocatable.get(name.view()))
+      if (want > 0 && !fits(fork.used(n).scalar(name), want, fork.base().node(n).allocatable.get(name.view())))
         s.reasons.add(fmt::format("Insufficient {}", name.view()));
     if (!s.reasons.empty()) s.code = Code::kUnschedulable;
     return s;

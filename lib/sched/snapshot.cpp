@@ -5,13 +5,15 @@
 namespace spotshift::sched {
 
 void Usage::add(const model::ResourceList& r, int sign) {
-  cpu_milli += sign * r.cpu_milli;
-  memory += sign * r.memory;
-  ephemeral_storage += sign * r.ephemeral_storage;
+  // Held at the int64 limits, as ResourceList::add does (requests saturate there).
+  auto term = [sign](int64_t v) { return sign * std::max(v, INT64_MIN + 1); };
+  cpu_milli = model::saturating_add(cpu_milli, term(r.cpu_milli));
+  memory = model::saturating_add(memory, term(r.memory));
+  ephemeral_storage = model::saturating_add(ephemeral_storage, term(r.ephemeral_storage));
   for (const auto& entry : r.scalars()) {
     auto it = std::find_if(scalars.begin(), scalars.end(), [&](const auto& s) { return s.first == entry.first; });
-    if (it == scalars.end()) scalars.emplace_back(entry.first, sign * entry.second);
-    else it->second += sign * entry.second;
+    if (it == scalars.end()) scalars.emplace_back(entry.first, term(entry.second));
+    else it->second = model::saturating_add(it->second, term(entry.second));
   }
 }
 

@@ -34,3 +34,25 @@ TEST_CASE("resource lists add, subtract and take maxima per resource", "[resourc
   CHECK(is_scalar_resource_name("example.com/foo"));
   CHECK_FALSE(is_scalar_resource_name("cpu"));
 }
+
+TEST_CASE("resource sums hold at the int64 limits instead of wrapping", "[resources]") {
+  ResourceList huge;
+  huge.set("cpu", INT64_MAX);  // what Quantity::milli_value gives for "1e20" (cores)
+  huge.set("example.com/fpga", INT64_MAX);
+  ResourceList small;
+  small.set("cpu", 250);
+  small.set("example.com/fpga", 1);
+  ResourceList sum = huge;
+  sum.add(small);
+  CHECK(sum.cpu_milli == INT64_MAX);
+  CHECK(sum.get("example.com/fpga") == INT64_MAX);
+  sum.subtract(small);
+  CHECK(sum.cpu_milli == INT64_MAX - 250);
+  ResourceList negative;
+  negative.set("cpu", INT64_MIN);
+  negative.subtract(huge);
+  CHECK(negative.cpu_milli == INT64_MIN);
+  CHECK(saturating_add(INT64_MAX, 1) == INT64_MAX);
+  CHECK(saturating_add(INT64_MIN, -1) == INT64_MIN);
+  CHECK(saturating_add(5, -7) == -2);
+}

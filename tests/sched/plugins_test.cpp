@@ -88,6 +88,11 @@ TEST_CASE("NodeResourcesFit", "[plugins]") {
        "Insufficient example.com/fpga"},
       {"terminal pods use nothing", {make_node("a").cpu("1")}, {make_pod("done").cpu("1").on("a").phase("Succeeded")},
        make_pod("p").cpu("1"), "a", ""},
+      // Requests beyond int64 saturate; their sums must not wrap around to a node that looks empty.
+      {"a request beyond int64 keeps its node full", {make_node("a").cpu("4")},
+       {make_pod("huge").cpu("1e20").on("a"), make_pod("e").cpu("250m").on("a")}, make_pod("p").cpu("1"), "a", "Insufficient cpu"},
+      {"a pod asking beyond int64 fits nowhere", {make_node("a").cpu("4")}, {make_pod("e").cpu("1").on("a")},
+       make_pod("p").cpu("1e20"), "a", "Insufficient cpu"},
   });
 }
 
