@@ -32,17 +32,13 @@ void ResourceList::set(std::string_view name, int64_t value) {
 }
 
 void ResourceList::add(const ResourceList& other, int sign) {
-  // sign * v cannot overflow either: saturated values are INT64_MAX, whose negation fits, or
-  // INT64_MIN, which only a negative quantity (one the apiserver rejects) gives; it is held at
-  // INT64_MIN + 1 first.
-  auto term = [sign](int64_t v) { return sign * std::max(v, INT64_MIN + 1); };
-  cpu_milli = saturating_add(cpu_milli, term(other.cpu_milli));
-  memory = saturating_add(memory, term(other.memory));
-  ephemeral_storage = saturating_add(ephemeral_storage, term(other.ephemeral_storage));
-  pods = saturating_add(pods, term(other.pods));
+  cpu_milli = saturating_add(cpu_milli, other.cpu_milli, sign);
+  memory = saturating_add(memory, other.memory, sign);
+  ephemeral_storage = saturating_add(ephemeral_storage, other.ephemeral_storage, sign);
+  pods = saturating_add(pods, other.pods, sign);
   for (const auto& [n, v] : other.scalars_) {
     int64_t* slot = scalar_slot(n.view());
-    *slot = saturating_add(*slot, term(v));
+    *slot = saturating_add(*slot, v, sign);
   }
 }
 

@@ -17,13 +17,13 @@ inline constexpr std::string_view kResourceMemory = "memory";
 inline constexpr std::string_view kResourceEphemeralStorage = "ephemeral-storage";
 inline constexpr std::string_view kResourcePods = "pods";
 
-// a + b, held at the int64 limits instead of overflowing. Quantities saturate there
-// (Quantity::milli_value), so sums of them must too: a pod asking for more than int64 can hold,
-// plus another container, is still "too much", never a wrapped-around negative request.
-inline int64_t saturating_add(int64_t a, int64_t b) {
+// a + sign * b (sign 1 or -1), held at the int64 limits instead of overflowing. Quantities
+// saturate there (Quantity::milli_value), so sums of them must too: a pod asking for more than
+// int64 can hold, plus another container, is still "too much", never a wrapped-around negative.
+inline int64_t saturating_add(int64_t a, int64_t b, int sign = 1) {
   int64_t out;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return out;
+  if (!(sign < 0 ? __builtin_sub_overflow(a, b, &out) : __builtin_add_overflow(a, b, &out))) return out;
+  return (sign > 0) == (b > 0) ? INT64_MAX : INT64_MIN;
 }
 
 class ResourceList {

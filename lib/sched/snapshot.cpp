@@ -6,14 +6,13 @@ namespace spotshift::sched {
 
 void Usage::add(const model::ResourceList& r, int sign) {
   // Held at the int64 limits, as ResourceList::add does (requests saturate there).
-  auto term = [sign](int64_t v) { return sign * std::max(v, INT64_MIN + 1); };
-  cpu_milli = model::saturating_add(cpu_milli, term(r.cpu_milli));
-  memory = model::saturating_add(memory, term(r.memory));
-  ephemeral_storage = model::saturating_add(ephemeral_storage, term(r.ephemeral_storage));
+  cpu_milli = model::saturating_add(cpu_milli, r.cpu_milli, sign);
+  memory = model::saturating_add(memory, r.memory, sign);
+  ephemeral_storage = model::saturating_add(ephemeral_storage, r.ephemeral_storage, sign);
   for (const auto& entry : r.scalars()) {
     auto it = std::find_if(scalars.begin(), scalars.end(), [&](const auto& s) { return s.first == entry.first; });
-    if (it == scalars.end()) scalars.emplace_back(entry.first, term(entry.second));
-    else it->second = model::saturating_add(it->second, term(entry.second));
+    if (it == scalars.end()) scalars.emplace_back(entry.first, model::saturating_add(0, entry.second, sign));
+    else it->second = model::saturating_add(it->second, entry.second, sign);
   }
 }
 

@@ -55,4 +55,7 @@ TEST_CASE("resource sums hold at the int64 limits instead of wrapping", "[resour
   CHECK(saturating_add(INT64_MAX, 1) == INT64_MAX);
   CHECK(saturating_add(INT64_MIN, -1) == INT64_MIN);
   CHECK(saturating_add(5, -7) == -2);
+  CHECK(saturating_add(INT64_MAX, -1, -1) == INT64_MAX);
+  CHECK(saturating_add(INT64_MIN, INT64_MAX, -1) == INT64_MIN);
+  CHECK(saturating_add(5, 7, -1) == -2);
 }
