@@ -63,8 +63,9 @@ class Cluster {
                            const DeleteOptions& opts);
   // POST pods/NAME/eviction with the registry's algorithm (kube-api.md section 4).
   Result<void> evict(std::string_view ns, std::string_view name, const DeleteOptions& opts);
-  // The scale subresource (Deployments, ReplicaSets, StatefulSets): the object as an autoscaling/v1
-  // Scale, and a write of one, which sets spec.replicas (a stale metadata.resourceVersion is 409).
+  // The scale subresource (Deployments, ReplicaSets, StatefulSets; the API routes only resources
+  // that list it): the object as an autoscaling/v1 Scale, and a write of one, which sets
+  // spec.replicas (a stale metadata.resourceVersion is 409).
   Result<Doc> scale_of(const ResourceType& rt, std::string_view ns, std::string_view name) const;
   Result<Doc> update_scale(const ResourceType& rt, std::string_view ns, std::string_view name, const Value& scale,
                            const WriteOptions& opts = {});

@@ -42,12 +42,9 @@ Doc scale_from(const Value& o) {
   return s;
 }
 
-Error not_scalable() { return Error::api(404, "NotFound", "the server could not find the requested resource"); }
-
 }  // namespace
 
 Result<Doc> Cluster::scale_of(const ResourceType& rt, std::string_view ns, std::string_view name) const {
-  if (!rt.has_subresource("scale")) return not_scalable();
   auto obj = get(rt, ns, name);
   if (!obj) return obj.error();
   return scale_from((*obj)->doc);
@@ -55,7 +52,6 @@ Result<Doc> Cluster::scale_of(const ResourceType& rt, std::string_view ns, std::
 
 Result<Doc> Cluster::update_scale(const ResourceType& rt, std::string_view ns, std::string_view name, const Value& scale,
                                   const WriteOptions& opts) {
-  if (!rt.has_subresource("scale")) return not_scalable();
   if (!scale.IsObject()) return bad_request("the body of the request must be a JSON object");
   std::string_view kind = get_str(scale, {"kind"});
   std::string_view api_version = get_str(scale, {"apiVersion"});

@@ -182,10 +182,10 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
   bool found = false;
   std::string prefix = std::string(namespace_of(d)) + "/";
   const auto& all = cluster_.store().objects(*reg.replicasets());
-  std::vector<std::string> owned;
+  std::vector<ObjectPtr> owned;
   for (auto it = all.lower_bound(prefix); it != all.end() && it->first.starts_with(prefix); ++it) {
     const Value* ref = controller_of(it->second->doc);
-    if (ref && get_str(*ref, {"uid"}) == uid) owned.push_back(it->first);
+    if (ref && get_str(*ref, {"uid"}) == uid) owned.push_back(it->second);
   }
   // Revisions as the deployment controller numbers them: the newest template's ReplicaSet has the
   // highest deployment.kubernetes.io/revision, and the Deployment carries the same.
@@ -193,8 +193,7 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     return parse_int(get_str(o, {"metadata", "annotations", kRevision})).value_or(0);
   };
   int64_t max_revision = 0, current_revision = 0;
-  for (const auto& rs_key : owned) {
-    auto rs = cluster_.store().get(*reg.replicasets(), rs_key);
+  for (const auto& rs : owned) {
     max_revision = std::max(max_revision, revision_of(rs->doc));
     if (name_of(rs->doc) == rs_name) current_revision = revision_of(rs->doc);
   }
@@ -205,14 +204,13 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
                         fmt::format("Scaled {} replica set {} from {} to {}", to > from ? "up" : "down", name_of(rs), from, to),
                         "deployment-controller");
   };
-  for (const auto& rs_key : owned) {
-    auto rs = cluster_.store().get(*reg.replicasets(), rs_key);
+  for (const auto& rs : owned) {
     bool current = name_of(rs->doc) == rs_name;
     found |= current;
     int64_t want = current ? replicas : 0;  // recreate strategy: old versions scale to zero
     int64_t had = get_int(rs->doc, {"spec", "replicas"}).value_or(0);
     if (had != want || (current && revision_of(rs->doc) != revision)) {
-      auto r = cluster_.mutate(*reg.replicasets(), rs_key, [&](Value& o, Alloc& a) {
+      auto r = cluster_.mutate(*reg.replicasets(), rs->key, [&](Value& o, Alloc& a) {
         set_int(ensure_object(o, "spec", a), "replicas", want, a);
         if (current) set_str(ensure_object(ensure_object(o, "metadata", a), "annotations", a), kRevision, std::to_string(revision), a);
       });
