@@ -103,8 +103,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   });
   flags.add_int("v", &f.verbosity, "Log verbosity: 0 (info) to 5 (every request).");
   flags.add_int("workers", &f.workers, "Policies reconciled at the same time.");
-  flags.add_int("kube-api-qps", &f.qps, "Requests per second to the API server (client-side limit).");
-  flags.add_int("kube-api-burst", &f.burst, "Burst above the QPS limit.");
+  flags.add_int("kube-api-qps", &f.qps,
+                "Requests per second to the API server (client-side limit). Events have a budget of the same size of their own, "
+                "so they never hold back status writes, evictions or lease renewals.");
+  flags.add_int("kube-api-burst", &f.burst, "Burst above the QPS limit (for each of the two budgets).");
   flags.add_int("max-planning-cpu", &f.max_planning_cpu,
                 "The most of one CPU core planning may take, in percent (1 to 100): after a plan that took d, the next waits "
                 "until d * (100 / percent - 1) has passed.");
@@ -127,22 +129,38 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     return 1;
   }
   boost::asio::io_context ioc(1);
-  kube::ClientOptions co;
-  co.qps = f.qps;
-  co.burst = f.burst;
+  runtime::Metrics metrics;
+  metrics.set_build_info(std::string(kVersion), std::string(kRevision));
+  auto& api_requests = metrics.counter("spotshift_api_requests_total",
+                                       "Requests to the API server by client: controller (everything but events) or events.", {"client"});
+  auto& api_waits = metrics.counter("spotshift_api_rate_limit_wait_seconds_total",
+                                    "Time requests waited for the client-side rate limit (--kube-api-qps), by client.", {"client"});
+  // Each client has its own rate limit: events must never spend the controller's budget.
+  auto client_options = [&](std::string name) {
+    kube::ClientOptions co;
+    co.qps = f.qps;
+    co.burst = f.burst;
+    co.on_request = [&requests = api_requests.with({name}), &waits = api_waits.with({name})](Duration wait) {
+      requests.inc();
+      waits.inc(std::chrono::duration<double>(wait).count());
+    };
+    return co;
+  };
   const std::string identity = runtime::default_identity();
+  kube::ClientOptions co = client_options("controller");
   co.user_agent = fmt::format("spotshift/{} ({})", kVersion, identity);
   auto client = kube::Client::create(ioc.get_executor(), *config, co);
   if (!client) {
     logger.error("cannot create the API client", {{"error", client.error()}});
     return 1;
   }
+  kube::ClientOptions eco = client_options("events");
+  eco.user_agent = co.user_agent;
+  auto event_client = (*client)->sibling(eco);
   logger.info("starting", {{"version", kVersion}, {"server", config->server}, {"config", config->source},
                            {"leaderElect", f.leader_elect}});
 
   runtime::Timers timers(ioc.get_executor(), SystemClock::instance());
-  runtime::Metrics metrics;
-  metrics.set_build_info(std::string(kVersion), std::string(kRevision));
 
   runtime::Informer<model::Node> nodes("nodes", *client, timers, {});
   runtime::Informer<model::Pod> pods("pods", *client, timers, {});
@@ -154,7 +172,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
 
   runtime::EventRecorderOptions eo;
   eo.reporting_instance = identity;
-  runtime::EventRecorder events(*client, timers, eo);
+  runtime::EventRecorder events(event_client, timers, eo);
 
   RebalancerOptions ro;
   ro.max_planning_cpu_percent = f.max_planning_cpu;

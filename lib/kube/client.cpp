@@ -90,6 +90,17 @@ Result<std::shared_ptr<Client>> Client::create(asio::any_io_executor executor, c
   return std::make_shared<Client>(std::move(executor), config, std::move(*transport), std::move(creds), std::move(options));
 }
 
+std::shared_ptr<Client> Client::sibling(ClientOptions options) const {
+  return std::make_shared<Client>(executor_, config_, transport_, credentials_, std::move(options), clock_);
+}
+
+// Waits for the rate limiter's next token and tells the observer how long that took.
+asio::awaitable<void> Client::throttle() {
+  Duration wait = limiter_.reserve(clock_.now());
+  co_await sleep(wait);
+  if (options_.on_request) options_.on_request(wait);
+}
+
 asio::awaitable<void> Client::sleep(Duration d) {
   if (d <= Duration::zero()) co_return;
   asio::steady_timer t(executor_);
@@ -121,7 +132,7 @@ asio::awaitable<Result<HttpResponse>> Client::execute(Request req) {
   bool refreshed = false;
   int throttled = 0, network = 0;
   for (;;) {
-    co_await sleep(limiter_.reserve(clock_.now()));
+    co_await throttle();
     auto cred = co_await credential(false);
     if (!cred) co_return cred.error();
     Request attempt = req;
@@ -271,7 +282,7 @@ asio::awaitable<Result<void>> Client::evict(std::string_view ns, std::string_vie
 asio::awaitable<Result<RawWatch>> Client::watch(const Resource& r, std::string_view ns, WatchOptions o) {
   Request req = watch_request(r, ns, o);
   req.headers.emplace_back("User-Agent", options_.user_agent);
-  co_await sleep(limiter_.reserve(clock_.now()));
+  co_await throttle();
   Duration idle = o.timeout_seconds ? std::chrono::seconds(*o.timeout_seconds) + options_.watch_idle_margin
                                     : std::chrono::minutes(60) + options_.watch_idle_margin;
   for (int attempt = 0;; ++attempt) {

@@ -19,6 +19,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +37,9 @@ struct ClientOptions {
   Duration request_timeout = std::chrono::seconds(30);
   Duration watch_idle_margin = std::chrono::seconds(5);  // watch idle deadline: timeoutSeconds + this
   std::string user_agent = "spotshift/0.1.0";
+  // Told each time a request (or a retry of one) passes the client-side rate limit, with how long
+  // the limit held it back: for metrics.
+  std::function<void(Duration rate_limit_wait)> on_request;
 };
 
 // The apiserver's error for a non-2xx response (a Status body when there is one).
@@ -157,6 +161,12 @@ class Client {
   static Result<std::shared_ptr<Client>> create(asio::any_io_executor executor, const ClientConfig& config,
                                                 ClientOptions options = {});
 
+  // A client over the same connections and credentials with options, and so a rate limit, of its
+  // own: the event recorder's, so that a burst of events never spends the budget that status
+  // writes, evictions and lease renewals need (controller-runtime's recorder has its own client
+  // for the same reason).
+  std::shared_ptr<Client> sibling(ClientOptions options) const;
+
   const ClientConfig& config() const { return config_; }
   asio::any_io_executor executor() const { return executor_; }
 
@@ -248,6 +258,7 @@ class Client {
  private:
   asio::awaitable<Result<Credential>> credential(bool refresh);
   asio::awaitable<void> sleep(Duration d);
+  asio::awaitable<void> throttle();
   asio::awaitable<Result<model::JsonDocument>> document(Request req);
 
   asio::any_io_executor executor_;

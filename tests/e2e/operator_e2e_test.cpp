@@ -7,6 +7,14 @@
 using namespace spotshift;
 using namespace spotshift::e2e;
 
+namespace {
+// A sample's value from the /metrics text ("name{labels}" as written there), or -1.
+double metric(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
+}  // namespace
+
 TEST_CASE("on-demand nodes empty onto spot nodes one after another, least requested first, budgets respected", "[e2e]") {
   Env env;
   BudgetWatch budget(env);
@@ -54,7 +62,16 @@ TEST_CASE("on-demand nodes empty onto spot nodes one after another, least reques
   CHECK(undrainable.find("pinned to on-demand") != std::string::npos);
   CHECK(undrainable.find("PodDisruptionBudget shop/web-pdb allows 1 disruption now") != std::string::npos);
 
+  // Events go through a client of their own (its own rate limit), so they never spend the
+  // budget status writes and evictions need: every event request the cluster saw was counted
+  // there, and every other request by the controller's client.
+  const size_t event_requests = env.operator_requests("/events").size();
+  const size_t other_requests = env.operator_requests("/").size() - event_requests;
+  REQUIRE(event_requests > 0);
   std::string metrics = op->metrics();
+  CHECK(metric(metrics, R"(spotshift_api_requests_total{client="events"})") >= static_cast<double>(event_requests));
+  CHECK(metric(metrics, R"(spotshift_api_requests_total{client="controller"})") >= static_cast<double>(other_requests));
+  CHECK(metric(metrics, R"(spotshift_api_rate_limit_wait_seconds_total{client="events"})") >= 0);
   CHECK(metrics.find(R"(spotshift_drains_total{policy="default",result="succeeded"} 2)") != std::string::npos);
   CHECK(metrics.find(R"(spotshift_evictions_total{policy="default",result="evicted"} 5)") != std::string::npos);
   CHECK(metrics.find(R"(spotshift_nodes{policy="default",class="on_demand"})") != std::string::npos);
@@ -94,14 +111,6 @@ TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   CHECK(env.operator_requests("/eviction").empty());
   CHECK(env.pods() == before);
 }
-
-namespace {
-// A sample's value from the /metrics text ("name{labels}" as written there), or -1.
-double metric(const std::string& text, const std::string& series) {
-  auto at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
-}
-}  // namespace
 
 TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, and the last change is planned", "[e2e]") {
   Env env;

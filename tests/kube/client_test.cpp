@@ -336,3 +336,32 @@ TEST_CASE("the client-side rate limit spaces requests beyond the burst", "[clien
   TokenBucket unlimited(0, 1);
   for (int i = 0; i < 100; ++i) CHECK(unlimited.reserve(t) == Duration::zero());
 }
+
+TEST_CASE("a sibling client shares connections and credentials but has a rate limit of its own", "[client]") {
+  Fixture f;
+  f.options.qps = 1;  // a token a second beyond the burst
+  f.options.burst = 1;
+  std::vector<Duration> parent_waits, sibling_waits;
+  f.options.on_request = [&](Duration wait) { parent_waits.push_back(wait); };
+  for (int i = 0; i < 3; ++i) f.transport->expect("GET", "/api/v1/namespaces/ns/pods/p1", 200, kPod);
+  auto parent = std::make_shared<Client>(f.ioc.get_executor(), f.config, f.transport, f.credentials, f.options);
+  ClientOptions own = f.options;
+  own.user_agent = "events/1";
+  own.on_request = [&](Duration wait) { sibling_waits.push_back(wait); };
+  auto events = parent->sibling(own);
+
+  // The parent spends its burst; the sibling's request does not wait for the parent's next
+  // token, and the parent's next request does.
+  REQUIRE(run_sync(f.ioc, parent->get<model::Pod>("ns", "p1")));
+  REQUIRE(run_sync(f.ioc, events->get<model::Pod>("ns", "p1")));
+  REQUIRE(run_sync(f.ioc, parent->get<model::Pod>("ns", "p1")));
+  REQUIRE(parent_waits.size() == 2);
+  REQUIRE(sibling_waits.size() == 1);
+  CHECK(parent_waits[0] == Duration::zero());
+  CHECK(sibling_waits[0] == Duration::zero());
+  CHECK(parent_waits[1] > std::chrono::milliseconds(500));
+  REQUIRE(f.transport->seen.size() == 3);
+  CHECK(*f.transport->seen[1].header("Authorization") == "Bearer t0");
+  CHECK(*f.transport->seen[1].header("User-Agent") == "events/1");
+  CHECK(*f.transport->seen[2].header("User-Agent") == "spotshift/0.1.0");
+}
