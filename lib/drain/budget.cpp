@@ -16,18 +16,28 @@ BudgetIndex::BudgetIndex(const std::vector<PdbPtr>& pdbs) : pdbs_(pdbs) {
 
 std::vector<const model::PodDisruptionBudget*> BudgetIndex::matching(const model::Pod& pod) const {
   std::vector<const model::PodDisruptionBudget*> out;
+  matching(pod, out);
+  return out;
+}
+
+void BudgetIndex::matching(const model::Pod& pod, std::vector<const model::PodDisruptionBudget*>& out) const {
+  out.clear();
   auto it = by_namespace_.find(pod.meta.namespace_);
-  if (it == by_namespace_.end()) return out;
-  std::vector<Entry> found;
+  if (it == by_namespace_.end()) return;
+  thread_local std::vector<Entry> found;
+  found.clear();
   it->second.for_each(pod.meta.labels, [&](const Entry& e) {
     if (e.pdb->matches(pod)) found.push_back(e);
   });
   std::sort(found.begin(), found.end(), [](const Entry& a, const Entry& b) { return a.order < b.order; });
   for (const auto& e : found) out.push_back(e.pdb);
-  return out;
 }
 
-bool BudgetIndex::covers(const model::Pod& pod) const { return !matching(pod).empty(); }
+bool BudgetIndex::covers(const model::Pod& pod) const {
+  thread_local std::vector<const model::PodDisruptionBudget*> found;
+  matching(pod, found);
+  return !found.empty();
+}
 
 namespace {
 
@@ -45,18 +55,22 @@ std::string plural(int n, std::string_view word) { return fmt::format("{} {}{}",
 
 BudgetCheck check_budgets(const std::vector<const model::Pod*>& pods, const BudgetIndex& budgets) {
   BudgetCheck out;
+  out.budgets_of.resize(pods.size());
   struct Charge {
     const model::PodDisruptionBudget* pdb;
-    std::vector<std::string> pods;
+    std::vector<const model::Pod*> pods;
   };
   std::vector<Charge> charges;
-  for (const model::Pod* pod : pods) {
-    auto matching = budgets.matching(*pod);
+  std::vector<const model::PodDisruptionBudget*> matching;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const model::Pod* pod = pods[i];
+    budgets.matching(*pod, matching);
     if (matching.empty()) continue;
-    auto& names = out.budgets_of[pod->key()];
-    for (const auto* pdb : matching) names.push_back(pdb->meta.key());
+    out.budgets_of[i] = matching;
     if (matching.size() > 1) {
       out.ok = false;
+      std::vector<std::string> names;
+      for (const auto* pdb : matching) names.push_back(pdb->meta.key());
       out.reasons.push_back(fmt::format("pod {} is covered by more than one PodDisruptionBudget ({}), which the Eviction API refuses",
                                         pod->key(), fmt::join(names, ", ")));
       continue;
@@ -65,7 +79,7 @@ BudgetCheck check_budgets(const std::vector<const model::Pod*>& pods, const Budg
     if (!charged(*pod, *pdb)) continue;
     auto it = std::find_if(charges.begin(), charges.end(), [&](const Charge& c) { return c.pdb == pdb; });
     if (it == charges.end()) it = charges.insert(charges.end(), Charge{pdb, {}});
-    it->pods.push_back(pod->name());
+    it->pods.push_back(pod);
   }
   for (const auto& c : charges) {
     const auto& pdb = *c.pdb;
@@ -77,9 +91,11 @@ BudgetCheck check_budgets(const std::vector<const model::Pod*>& pods, const Budg
     int need = static_cast<int>(c.pods.size());
     if (need > pdb.status.disruptions_allowed) {
       out.ok = false;
+      std::vector<std::string_view> names;
+      for (const auto* p : c.pods) names.push_back(p->name());
       out.reasons.push_back(fmt::format("PodDisruptionBudget {} allows {} now, and draining this node needs {} ({})",
                                         pdb.meta.key(), plural(std::max(0, pdb.status.disruptions_allowed), "disruption"),
-                                        need, fmt::join(c.pods, ", ")));
+                                        need, fmt::join(names, ", ")));
     }
   }
   return out;

@@ -9,7 +9,6 @@
 #include "model/pod.hpp"
 #include "sched/snapshot.hpp"
 
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -23,8 +22,10 @@ using PdbPtr = std::shared_ptr<const model::PodDisruptionBudget>;
 class BudgetIndex {
  public:
   explicit BudgetIndex(const std::vector<PdbPtr>& pdbs);
-  // The budgets whose selector matches the pod.
+  // The budgets whose selector matches the pod, in input order.
   std::vector<const model::PodDisruptionBudget*> matching(const model::Pod& pod) const;
+  // The same into `out` (cleared first), so a caller checking many pods reuses one buffer.
+  void matching(const model::Pod& pod, std::vector<const model::PodDisruptionBudget*>& out) const;
   bool covers(const model::Pod& pod) const;
 
  private:
@@ -43,8 +44,9 @@ class BudgetIndex {
 struct BudgetCheck {
   bool ok = true;
   std::vector<std::string> reasons;  // one per budget (or pod) that refuses
-  // Per pod key, the budgets it is charged against (absent: no budget covers it).
-  std::map<std::string, std::vector<std::string>> budgets_of;
+  // Per pod, in the order given, the budgets that cover it (empty: none). Pointers into the
+  // BudgetIndex's budgets.
+  std::vector<std::vector<const model::PodDisruptionBudget*>> budgets_of;
 };
 
 // Whether evicting every one of `pods` is within every matching budget's disruptionsAllowed.

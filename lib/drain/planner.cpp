@@ -89,6 +89,7 @@ std::vector<double> scarcity_keys(const sched::ClusterSnapshot& snap, const std:
 struct Candidate {
   PodPtr pod;
   PodVerdict verdict;
+  std::vector<const model::PodDisruptionBudget*> budgets;  // that cover it
 };
 
 }  // namespace
@@ -206,7 +207,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
       switch (v.verdict) {
         case Verdict::kSkip: node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason)); break;
         case Verdict::kBlock: rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason)); break;
-        case Verdict::kMove: moving.push_back({pod, std::move(v)}); break;
+        case Verdict::kMove: moving.push_back({pod, std::move(v), {}}); break;
       }
     }
     if (moving.empty() && rejection.reasons.empty()) {
@@ -219,6 +220,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     for (const auto& c : moving) moving_pods.push_back(c.pod.get());
     BudgetCheck budget = check_budgets(moving_pods, budgets);
     for (auto& r : budget.reasons) rejection.reasons.push_back(std::move(r));
+    for (size_t k = 0; k < moving.size(); ++k) moving[k].budgets = std::move(budget.budgets_of[k]);
 
     // Largest CPU request first (ties by key, the pods' order on the node); with the
     // ScarceResources order, largest request of the scarce resource first.
@@ -252,7 +254,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
         PodMove move;
         move.pod = c.pod;
         move.target = snap.node(placed.node).name;
-        if (auto b = budget.budgets_of.find(c.pod->key()); b != budget.budgets_of.end()) move.budgets = b->second;
+        for (const auto* pdb : c.budgets) move.budgets.push_back(pdb->meta.key());
         if (c.verdict.warning) move.warning = c.verdict.reason;
         node_plan.moves.push_back(std::move(move));
       }

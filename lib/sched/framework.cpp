@@ -122,27 +122,45 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
 }
 
 void Framework::signature(const model::Pod& pod, std::string& s, bool with_node_name) {
-  // Plain appends into a reused buffer: this runs per placement.
+  // Plain appends into a reused buffer: this runs per placement. Interned strings go in as their
+  // handles (one pool holds one copy of each string, so equal handles are equal strings): no
+  // string is read, and a signature is a key only within this process. Every list is preceded
+  // by its length and every string by its size, so two different pods never write the same
+  // bytes.
+  auto raw = [&](const auto& v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  auto id = [&](model::InternedString v) { raw(v.id()); };
+  auto count = [&](size_t n) { raw(static_cast<uint32_t>(n)); };
+  auto text = [&](const std::string& t) {
+    count(t.size());
+    s.append(t);
+  };
   s.clear();
-  s.append(pod.meta.namespace_.view()).push_back('|');
-  if (with_node_name) s.append(pod.node_name.view());
-  s.push_back(pod.best_effort ? 'B' : '|');
+  id(pod.meta.namespace_);
+  id(with_node_name ? pod.node_name : model::InternedString());
+  s.push_back(pod.best_effort ? 'B' : '-');
+  count(pod.tolerations.size());
   for (const auto& t : pod.tolerations) {
-    s.append(t.key.view()).push_back(t.op == model::TolerationOp::kExists ? '?' : '=');
-    s.append(t.value.view()).push_back(t.effect ? static_cast<char>('0' + static_cast<int>(*t.effect)) : '*');
-    s.push_back(';');
+    id(t.key);
+    s.push_back(t.op == model::TolerationOp::kExists ? '?' : '=');
+    id(t.value);
+    s.push_back(t.effect ? static_cast<char>('0' + static_cast<int>(*t.effect)) : '*');
   }
-  s.push_back('|');
-  for (const auto& [k, v] : pod.node_selector) s.append(k.view()).append("=").append(v.view()).push_back(',');
-  s.push_back('|');
-  if (pod.affinity && pod.affinity->node_required)
+  count(pod.node_selector.size());
+  for (const auto& [k, v] : pod.node_selector) {
+    id(k);
+    id(v);
+  }
+  const bool required = pod.affinity && pod.affinity->node_required;
+  count(required ? pod.affinity->node_required->terms.size() : 0);
+  if (required)
     for (const auto& term : pod.affinity->node_required->terms) {
-      for (const auto& r : term.match_expressions) s.append(r.to_string()).push_back('&');
-      for (const auto& r : term.match_fields) s.append("f:").append(r.to_string()).push_back('&');
-      s.append("||");
+      count(term.match_expressions.size());
+      for (const auto& r : term.match_expressions) text(r.to_string());
+      count(term.match_fields.size());
+      for (const auto& r : term.match_fields) text(r.to_string());
     }
-  for (const auto& c : pod.pvc_claims) s.append(c.view()).push_back(',');
-
+  count(pod.pvc_claims.size());
+  for (const auto& c : pod.pvc_claims) id(c);
 }
 
 const Demand& PlacementCache::demand() {
