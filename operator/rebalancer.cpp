@@ -531,6 +531,10 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
       in.plan = plan.get();
       auto latest = stores_.policies.get(key);
       if (!latest) co_return runtime::Action::requeue_after(std::chrono::milliseconds(1));  // deleted: no status to write
+      // The drain just ended closes the delay gate: say so now, not only after the next plan.
+      drain::PolicyStatusView after = latest->status;
+      after.next_drain_after = later(st.next_drain_after, after.next_drain_after);
+      if (auto gate = drain::drain_delay_gate(after, timers_.now()); !gate.open) in.blocked = Gate{"DrainDelay", gate.reason};
       if (auto r = co_await write_status(*latest, st, std::move(in)); !r)
         logger.warn("could not update the status", {{"policy", key}, {"error", r.error()}});
       co_return runtime::Action::requeue_after(std::chrono::milliseconds(1));
