@@ -104,9 +104,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   flags.add_int("v", &f.verbosity, "Log verbosity: 0 (info) to 5 (every request).");
   flags.add_int("workers", &f.workers, "Policies reconciled at the same time.");
   flags.add_int("kube-api-qps", &f.qps,
-                "Requests per second to the API server (client-side limit). Events have a budget of the same size of their own, "
-                "so they never hold back status writes, evictions or lease renewals.");
-  flags.add_int("kube-api-burst", &f.burst, "Burst above the QPS limit (for each of the two budgets).");
+                "Requests per second to the API server (client-side limit). Events and leader election each have a budget of "
+                "the same size of their own, so events never hold back status writes or evictions, and nothing holds back a "
+                "lease renewal.");
+  flags.add_int("kube-api-burst", &f.burst, "Burst above the QPS limit (for each budget).");
   flags.add_int("max-planning-cpu", &f.max_planning_cpu,
                 "The most of one CPU core planning may take, in percent (1 to 100): after a plan that took d, the next waits "
                 "until d * (100 / percent - 1) has passed.");
@@ -132,10 +133,12 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   runtime::Metrics metrics;
   metrics.set_build_info(std::string(kVersion), std::string(kRevision));
   auto& api_requests = metrics.counter("spotshift_api_requests_total",
-                                       "Requests to the API server by client: controller (everything but events) or events.", {"client"});
+                                       "Requests to the API server by client: controller, events or leader-election.", {"client"});
   auto& api_waits = metrics.counter("spotshift_api_rate_limit_wait_seconds_total",
                                     "Time requests waited for the client-side rate limit (--kube-api-qps), by client.", {"client"});
-  // Each client has its own rate limit: events must never spend the controller's budget.
+  // Each client has its own rate limit: events must never spend the controller's budget, and
+  // nothing may hold back a lease renewal (controller-runtime's recorder and leader election have
+  // clients of their own for the same reasons).
   auto client_options = [&](std::string name) {
     kube::ClientOptions co;
     co.qps = f.qps;
@@ -157,6 +160,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   kube::ClientOptions eco = client_options("events");
   eco.user_agent = co.user_agent;
   auto event_client = (*client)->sibling(eco);
+  kube::ClientOptions lco = client_options("leader-election");
+  lco.user_agent = co.user_agent;
+  auto leader_client = (*client)->sibling(lco);
   logger.info("starting", {{"version", kVersion}, {"server", config->server}, {"config", config->source},
                            {"leaderElect", f.leader_elect}});
 
@@ -225,7 +231,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   mo.metrics_address = f.metrics_address;
   mo.probe_address = f.probe_address;
-  runtime::Manager manager(ioc.get_executor(), *client, timers, metrics, mo);
+  runtime::Manager manager(ioc.get_executor(), leader_client, timers, metrics, mo);
   manager.add_informer(nodes);
   manager.add_informer(pods);
   manager.add_informer(pdbs);
