@@ -10,6 +10,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <random>
 
 namespace spotshift::kubesim {
@@ -177,8 +178,61 @@ HttpResponse Api::object_response(int status, const Target& t, const StoredObjec
 }
 
 HttpResponse Api::handle(const HttpRequest& req) {
-  HttpResponse r = route(req);
-  return r;
+  if (!req.impersonate_user && req.impersonate_groups.empty()) return route(req);
+  // Impersonation (kubectl --as, --as-group): the request is served as the impersonated user,
+  // so RBAC applies to an impersonated service account. A requester that kubesim's RBAC does not
+  // restrict may impersonate anyone; a service account needs the impersonate verb on the user
+  // (or on the service account) and on each group, as the apiserver checks.
+  auto refuse = [](const Error& e) {
+    HttpResponse r;
+    r.status = e.code;
+    r.body = status_body(e, nullptr, "");
+    return r;
+  };
+  if (!req.impersonate_user)
+    return refuse(Cluster::bad_request(fmt::format("requested groups [{}] without impersonating a user",
+                                                   fmt::join(req.impersonate_groups, ", "))));
+  const std::string& name = *req.impersonate_user;
+  if (req.user && req.user->is_service_account()) {
+    std::vector<RequestAttributes> needed;
+    constexpr std::string_view sa_prefix = "system:serviceaccount:";
+    if (auto rest = std::string_view(name); rest.starts_with(sa_prefix) && rest.find(':', sa_prefix.size()) != std::string_view::npos) {
+      rest.remove_prefix(sa_prefix.size());
+      auto colon = rest.find(':');
+      needed.push_back({"impersonate", "", "serviceaccounts", "", std::string(rest.substr(0, colon)), std::string(rest.substr(colon + 1))});
+    } else {
+      needed.push_back({"impersonate", "", "users", "", "", name});
+    }
+    for (const auto& g : req.impersonate_groups) needed.push_back({"impersonate", "", "groups", "", "", g});
+    for (const auto& a : needed)
+      if (!rbac_allows(cluster_.store(), cluster_.registry(), *req.user, a)) {
+        HttpResponse r;
+        r.status = 403;
+        Doc d(rapidjson::kObjectType);
+        Alloc& al = d.GetAllocator();
+        set_str(d, "kind", "Status", al);
+        set_str(d, "apiVersion", "v1", al);
+        ensure_object(d, "metadata", al);
+        set_str(d, "status", "Failure", al);
+        set_str(d, "message", forbidden_message(*req.user, a), al);
+        set_str(d, "reason", "Forbidden", al);
+        Value& details = ensure_object(d, "details", al);
+        set_str(details, "name", a.name, al);
+        set_str(details, "kind", a.resource, al);
+        set_int(d, "code", 403, al);
+        r.body = to_json(d);
+        return r;
+      }
+  }
+  UserInfo as{name, req.impersonate_groups};
+  if (as.groups.empty() && as.is_service_account()) as.groups = service_account_groups(name);
+  if (std::find(as.groups.begin(), as.groups.end(), "system:authenticated") == as.groups.end())
+    as.groups.push_back("system:authenticated");
+  HttpRequest impersonated = req;
+  impersonated.user = std::move(as);
+  impersonated.impersonate_user.reset();
+  impersonated.impersonate_groups.clear();
+  return route(impersonated);
 }
 
 HttpResponse Api::route(const HttpRequest& req) {
@@ -258,8 +312,10 @@ HttpResponse Api::resource(const HttpRequest& req, const Target& t) {
   std::string res = t.subresource.empty() ? t.rt->plural : t.rt->plural + "/" + t.subresource;
 
   HttpResponse resp;
-  // Service accounts get exactly what the cluster's RBAC objects grant them.
-  if (req.user && req.user->is_service_account() && !verb.empty()) {
+  // Service accounts get exactly what the cluster's RBAC objects grant them. Asking about
+  // oneself is open to every user, as the system:basic-user ClusterRole makes it.
+  const bool self_review = t.rt->review && t.rt->plural.starts_with("self");
+  if (req.user && req.user->is_service_account() && !verb.empty() && !self_review) {
     RequestAttributes attrs{verb, t.rt->group, t.rt->plural, t.subresource, t.ns, t.name};
     if (!rbac_allows(cluster_.store(), cluster_.registry(), *req.user, attrs)) {
       Error e = Error::api(403, "Forbidden", forbidden_message(*req.user, attrs));
@@ -280,8 +336,10 @@ HttpResponse Api::resource(const HttpRequest& req, const Target& t) {
                                               : fmt::format("Internal error occurred: injected fault on {} {}", verb, res));
     if (fault->retry_after_seconds >= 0) e.retry_after_seconds = fault->retry_after_seconds;
     resp = error(e, t);
-  } else if (verb.empty()) {
+  } else if (verb.empty() || (t.rt->review && (verb != "create" || !t.name.empty()))) {
     resp = error(Error::api(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"), t);
+  } else if (t.rt->review) {
+    resp = review(req, t);
   } else if (t.subresource == "scale") {
     resp = scale(req, t, verb);
   } else if (verb == "watch") {
@@ -658,6 +716,90 @@ HttpResponse Api::bind(const HttpRequest& req, const Target& t) {
   HttpResponse resp;
   resp.status = 201;
   resp.body = success_status(201);
+  return resp;
+}
+
+namespace {
+
+// The paths the system:discovery ClusterRole opens to every user.
+bool discovery_path(std::string_view path) {
+  for (std::string_view p : {"/api", "/apis", "/openapi", "/version"})
+    if (path == p || path.starts_with(std::string(p) + "/")) return true;
+  return path == "/healthz" || path == "/livez" || path == "/readyz";
+}
+
+}  // namespace
+
+HttpResponse Api::review(const HttpRequest& req, const Target& t) {
+  Doc body;
+  if (t.rt->kind == "SelfSubjectReview") {
+    body.SetObject();  // nothing in it is read
+  } else if (req.content_type.starts_with("application/vnd.kubernetes.protobuf")) {
+    auto decoded = decode_review_protobuf(req.body, t.rt->kind);
+    if (!decoded) return error(decoded.error(), t);
+    body = std::move(*decoded);
+  } else if (auto p = parse_into(req.body, body); !p || !body.IsObject()) {
+    return error(Cluster::bad_request(fmt::format("the request body is not a valid {}", t.rt->kind)), t);
+  }
+  Alloc& a = body.GetAllocator();
+  set_str(body, "apiVersion", t.rt->group_version(), a);
+  set_str(body, "kind", t.rt->kind, a);
+  Value& metadata = ensure_object(body, "metadata", a);
+  if (!metadata.HasMember("creationTimestamp")) metadata.AddMember("creationTimestamp", Value(rapidjson::kNullType), a);
+  Value status(rapidjson::kObjectType);
+  // Plain HTTP and in-process requests act as the unrestricted admin.
+  const UserInfo admin{"admin", {"system:masters", "system:authenticated"}};
+  const UserInfo& self = req.user ? *req.user : admin;
+
+  if (t.rt->kind == "SelfSubjectReview") {
+    Value info(rapidjson::kObjectType);
+    set_str(info, "username", self.name, a);
+    Value groups(rapidjson::kArrayType);
+    for (const auto& g : self.groups) groups.PushBack(str(g, a), a);
+    info.AddMember("groups", groups, a);
+    status.AddMember("userInfo", info, a);
+  } else {
+    UserInfo subject = self;
+    if (t.rt->kind == "SubjectAccessReview") {
+      subject = UserInfo{std::string(get_str(body, {"spec", "user"})), {}};
+      if (const Value* g = get_path(body, {"spec", "groups"}); g && g->IsArray())
+        for (const auto& v : g->GetArray())
+          if (v.IsString()) subject.groups.emplace_back(v.GetString(), v.GetStringLength());
+      if (subject.name.empty() && subject.groups.empty())
+        return error(Cluster::invalid(*t.rt, "", {{"FieldValueInvalid", "spec.user",
+                                                   "spec.user: Invalid value: \"\": at least one of user or group must be specified"}}),
+                     t);
+    }
+    const Value* resource = get_path(body, {"spec", "resourceAttributes"});
+    const Value* non_resource = get_path(body, {"spec", "nonResourceAttributes"});
+    if ((resource && resource->IsObject()) == (non_resource && non_resource->IsObject()))
+      return error(Cluster::invalid(*t.rt, "", {{"FieldValueInvalid", "spec.resourceAttributes",
+                                                 "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
+                                                 "nonResourceAttributes or resourceAttributes must be specified"}}),
+                   t);
+    bool allowed = true;
+    std::string reason;
+    if (subject.is_service_account()) {
+      if (resource && resource->IsObject()) {
+        RequestAttributes attrs{std::string(get_str(*resource, {"verb"})),        std::string(get_str(*resource, {"group"})),
+                                std::string(get_str(*resource, {"resource"})),    std::string(get_str(*resource, {"subresource"})),
+                                std::string(get_str(*resource, {"namespace"})),   std::string(get_str(*resource, {"name"}))};
+        allowed = rbac_allows(cluster_.store(), cluster_.registry(), subject, attrs);
+      } else {
+        allowed = get_str(*non_resource, {"verb"}) == "get" && discovery_path(get_str(*non_resource, {"path"}));
+      }
+      reason = allowed ? "allowed by the cluster's RBAC objects" : "";
+    } else {
+      reason = "kubesim restricts service accounts only";
+    }
+    set_bool(status, "allowed", allowed, a);
+    if (!reason.empty()) set_str(status, "reason", reason, a);
+  }
+  drop_field(body, "status");
+  body.AddMember("status", status, a);
+  HttpResponse resp;
+  resp.status = 201;
+  resp.body = to_json(body);
   return resp;
 }
 

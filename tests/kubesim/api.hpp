@@ -17,6 +17,9 @@ namespace spotshift::kubesim {
 
 struct HttpRequest {
   std::optional<UserInfo> user;  // the authenticated user; empty over plain HTTP and in-process
+  // Impersonate-User and Impersonate-Group headers (kubectl --as, --as-group).
+  std::optional<std::string> impersonate_user;
+  std::vector<std::string> impersonate_groups;
   std::string method;
   std::string path;  // percent-decoded, without the query
   std::map<std::string, std::string> query;  // decoded; '+' is a space
@@ -76,6 +79,8 @@ class Api {
   HttpResponse patch(const HttpRequest& req, const Target& t);
   HttpResponse remove(const HttpRequest& req, const Target& t);
   HttpResponse evict(const HttpRequest& req, const Target& t);
+  // SelfSubjectAccessReview, SubjectAccessReview and SelfSubjectReview: answered, not stored.
+  HttpResponse review(const HttpRequest& req, const Target& t);
   HttpResponse scale(const HttpRequest& req, const Target& t, std::string_view verb);
   HttpResponse bind(const HttpRequest& req, const Target& t);
   HttpResponse control(const HttpRequest& req);

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <span>
+
 namespace spotshift::kubesim {
 
 namespace {
@@ -226,6 +228,60 @@ Result<DeleteOptions> decode_delete_options(std::string_view content_type, std::
   if (auto it = query.find("propagationPolicy"); it != query.end()) out.propagation_policy = it->second;
   if (auto it = query.find("dryRun"); it != query.end() && !it->second.empty()) out.dry_run = true;
   return out;
+}
+
+Result<Doc> decode_review_protobuf(std::string_view body, std::string_view kind) {
+  auto bad = [&] { return Error::api(400, "BadRequest", fmt::format("the request body is not a valid protobuf {}", kind)); };
+  std::string_view raw;
+  if (!unwrap(body, raw)) return bad();
+  Doc d(rapidjson::kObjectType);
+  auto& a = d.GetAllocator();
+  Value spec(rapidjson::kObjectType), groups(rapidjson::kArrayType);
+  // The strings of a message, by field number (other fields skipped).
+  auto strings = [&](std::string_view msg, auto&& on) {
+    ProtoReader r(msg);
+    uint32_t field, wire;
+    while (!r.done()) {
+      std::string_view v;
+      if (!r.next(field, wire)) return false;
+      if (wire != 2) {
+        if (!r.skip(wire)) return false;
+        continue;
+      }
+      if (!r.bytes(v)) return false;
+      on(field, v);
+    }
+    return true;
+  };
+  // ResourceAttributes: namespace 1, verb 2, group 3, version 4, resource 5, subresource 6, name 7.
+  // NonResourceAttributes: path 1, verb 2.
+  static constexpr std::string_view kResource[] = {"", "namespace", "verb", "group", "version", "resource", "subresource", "name"};
+  static constexpr std::string_view kNonResource[] = {"", "path", "verb"};
+  auto attributes = [&](std::string_view msg, std::span<const std::string_view> names, std::string_view key) {
+    Value attrs(rapidjson::kObjectType);
+    bool ok = strings(msg, [&](uint32_t field, std::string_view v) {
+      if (field < names.size()) set_str(attrs, names[field], v, a);
+    });
+    set(spec, key, std::move(attrs), a);
+    return ok;
+  };
+  bool ok = true;
+  bool parsed = strings(raw, [&](uint32_t field, std::string_view v) {
+    if (field != 2) return;  // spec; metadata and status are not read
+    // SelfSubjectAccessReviewSpec and SubjectAccessReviewSpec: resourceAttributes 1,
+    // nonResourceAttributes 2; SubjectAccessReviewSpec also user 3, groups 4.
+    bool spec_parsed = strings(v, [&](uint32_t f, std::string_view w) {
+      if (f == 1 && !attributes(w, kResource, "resourceAttributes")) ok = false;
+      else if (f == 2 && !attributes(w, kNonResource, "nonResourceAttributes")) ok = false;
+      else if (f == 3) set_str(spec, "user", w, a);
+      else if (f == 4) groups.PushBack(str(w, a), a);
+    });
+    if (!spec_parsed) ok = false;
+  });
+  if (!parsed || !ok) return bad();
+  if (!groups.Empty()) spec.AddMember("groups", groups, a);
+  d.AddMember("spec", spec, a);
+  return d;
 }
 
 }  // namespace spotshift::kubesim

@@ -60,7 +60,7 @@ std::string Api::api_resource_list(std::string_view group_version) const {
     w.Key("kind");
     w.String(t->kind);
     w.Key("verbs");
-    strings(w, kVerbs);
+    strings(w, t->review ? std::vector<std::string>{"create"} : kVerbs);
     if (!t->short_names.empty()) {
       w.Key("shortNames");
       strings(w, t->short_names);
@@ -177,6 +177,7 @@ std::string Api::openapi_document(std::string_view group_version) const {
     w.Key("post");
     op(*t, true);
     w.EndObject();
+    if (t->review) continue;  // create only
     w.Key((collection + "/{name}").c_str());
     w.StartObject();
     w.Key("put");

@@ -543,3 +543,77 @@ spec: {holderIdentity: a, leaseDurationSeconds: 15}
   REQUIRE(h.k("delete clusterrolebinding reader").status == 0);
   CHECK(run(sa + "get nodes").status != 0);
 }
+
+TEST_CASE("kubectl auth can-i and auth whoami, as oneself and through --as impersonation", "[http][rbac]") {
+  SimulatorOptions o = demo();
+  o.tls = true;
+  o.tokens = {{"admin-token", "admin"}, {"sa-token", "system:serviceaccount:spotshift:spotshift"}};
+  Harness h(o);
+  const std::string user = "system:serviceaccount:spotshift:spotshift";
+  const std::string as = " --as=" + user;
+  // kubectl sends these reviews as protobuf; the answers come back as JSON.
+  auto admin = h.k("auth can-i create pods --subresource=eviction -n shop");
+  CHECK(admin.status == 0);
+  CHECK(trim(admin.output) == "yes");
+  auto denied = h.k("auth can-i create pods --subresource=eviction -n shop" + as);
+  CHECK(denied.status != 0);
+  CHECK(trim(denied.output) == "no");
+  auto forbidden = h.k("get pods -n shop" + as);
+  CHECK(forbidden.status != 0);
+  CHECK_THAT(forbidden.output, Catch::Contains(fmt::format(
+      "pods is forbidden: User \"{}\" cannot list resource \"pods\" in API group \"\" in the namespace \"shop\"", user)));
+  auto whoami = h.k("auth whoami" + as);
+  REQUIRE(whoami.status == 0);
+  CHECK_THAT(whoami.output, Catch::Contains(user));
+  CHECK_THAT(whoami.output, Catch::Contains("[system:serviceaccounts system:serviceaccounts:spotshift system:authenticated]"));
+  CHECK_THAT(h.k("auth whoami").output, Catch::Contains("admin"));
+  // Discovery paths are open to everyone, other non-resource URLs are not.
+  CHECK(trim(h.k("auth can-i get /healthz" + as).output) == "yes");
+  CHECK(trim(h.k("auth can-i get /metrics" + as).output) == "no");
+
+  h.dir.write("rbac.yaml", R"(apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: evictor}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
+- apiGroups: [""]
+  resources: [pods/eviction]
+  verbs: [create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: evictor, namespace: shop}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: evictor}
+subjects:
+- {kind: ServiceAccount, name: spotshift, namespace: spotshift}
+)");
+  REQUIRE(h.k("apply -f " + h.dir.file("rbac.yaml")).status == 0);
+  CHECK(trim(h.k("auth can-i create pods --subresource=eviction -n shop" + as).output) == "yes");
+  CHECK(trim(h.k("auth can-i create pods --subresource=eviction -n default" + as).output) == "no");  // bound in shop only
+  CHECK(trim(h.k("auth can-i delete pods -n shop" + as).output) == "no");
+  CHECK(h.k("get pods -n shop" + as).status == 0);
+
+  // A SubjectAccessReview as JSON, the way a webhook or a script asks about someone else.
+  auto review = h.curl(fmt::format(
+      "-H 'Authorization: Bearer admin-token' -H 'Content-Type: application/json' -X POST "
+      "-d '{{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\",\"spec\":{{\"user\":\"{}\","
+      "\"resourceAttributes\":{{\"namespace\":\"shop\",\"verb\":\"create\",\"resource\":\"pods\",\"subresource\":\"eviction\"}}}}}}' "
+      "{}/apis/authorization.k8s.io/v1/subjectaccessreviews", user, h.sim->url()));
+  CHECK_THAT(review.output, Catch::Contains(R"("status":{"allowed":true)"));
+  auto empty = h.curl("-H 'Authorization: Bearer admin-token' -H 'Content-Type: application/json' -X POST "
+                      "-d '{\"spec\":{\"resourceAttributes\":{\"verb\":\"get\"}}}' " +
+                      h.sim->url() + "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+  CHECK_THAT(empty.output, Catch::Contains("at least one of user or group must be specified"));
+
+  // A service account may impersonate only with the impersonate verb.
+  REQUIRE(h.sim->write_kubeconfig(h.dir.file("sa"), "sa-token"));
+  const std::string sa = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s ", h.dir.file("sa"),
+                                     h.dir.file("c2"));
+  auto escalate = run(sa + "get nodes --as=admin");
+  CHECK(escalate.status != 0);
+  CHECK_THAT(escalate.output, Catch::Contains("Forbidden"));
+  auto body = h.curl("-H 'Authorization: Bearer sa-token' -H 'Impersonate-User: admin' " + h.sim->url() + "/api/v1/nodes");
+  CHECK(body.output == fmt::format(R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"users \"admin\" is forbidden: User \"{}\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{{"name":"admin","kind":"users"}},"code":403}})", user));
+}

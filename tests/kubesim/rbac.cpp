@@ -72,12 +72,14 @@ bool role_allows(const Store& store, const ResourceType* rt, const std::string& 
 }  // namespace
 
 std::vector<std::string> service_account_groups(std::string_view user) {
-  std::vector<std::string> groups = {"system:serviceaccounts", "system:authenticated"};
+  // In the apiserver's order.
+  std::vector<std::string> groups = {"system:serviceaccounts"};
   constexpr std::string_view prefix = "system:serviceaccount:";
   if (user.starts_with(prefix)) {
     auto rest = user.substr(prefix.size());
     groups.push_back(fmt::format("system:serviceaccounts:{}", rest.substr(0, rest.find(':'))));
   }
+  groups.push_back("system:authenticated");
   return groups;
 }
 

@@ -35,6 +35,8 @@ struct ResourceType {
   bool status_subresource = false;  // main-resource writes keep the old status
   bool crd = false;
   bool served = true;
+  // Create-only and never stored: the answer is computed from the request (access reviews).
+  bool review = false;
   // Fields a field selector may use beyond metadata.name and metadata.namespace.
   std::vector<std::string> selectable_fields;
   std::vector<PrinterColumn> columns;       // CRD additionalPrinterColumns

@@ -195,6 +195,8 @@ struct Simulator::Impl {
     out.accept = std::string(req[http::field::accept]);
     out.content_type = std::string(req[http::field::content_type]);
     out.user_agent = std::string(req[http::field::user_agent]);
+    if (auto it = req.find("Impersonate-User"); it != req.end()) out.impersonate_user = std::string(it->value());
+    for (auto [it, end] = req.equal_range("Impersonate-Group"); it != end; ++it) out.impersonate_groups.emplace_back(it->value());
     out.body = req.body();
     return out;
   }
