@@ -751,7 +751,45 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
   const UserInfo admin{"admin", {"system:masters", "system:authenticated"}};
   const UserInfo& self = req.user ? *req.user : admin;
 
-  if (t.rt->kind == "SelfSubjectReview") {
+  if (t.rt->kind == "SelfSubjectRulesReview") {
+    // Unrestricted users may do anything; a service account what its bindings grant in the
+    // namespace, plus what system:basic-user and system:discovery give every user.
+    Value resource_rules(rapidjson::kArrayType), non_resource_rules(rapidjson::kArrayType);
+    auto rule = [&](std::vector<std::string_view> verbs, std::vector<std::string_view> groups,
+                    std::vector<std::string_view> resources, std::vector<std::string_view> urls) {
+      Value r(rapidjson::kObjectType);
+      auto list = [&](std::string_view key, const std::vector<std::string_view>& items) {
+        Value v(rapidjson::kArrayType);
+        for (auto i : items) v.PushBack(str(i, a), a);
+        set(r, key, std::move(v), a);
+      };
+      list("verbs", verbs);
+      if (urls.empty()) {
+        list("apiGroups", groups);
+        list("resources", resources);
+        resource_rules.PushBack(r, a);
+      } else {
+        list("nonResourceURLs", urls);
+        non_resource_rules.PushBack(r, a);
+      }
+    };
+    if (!self.is_service_account()) {
+      rule({"*"}, {"*"}, {"*"}, {});
+      rule({"*"}, {}, {}, {"*"});
+    } else {
+      rule({"create"}, {"authorization.k8s.io"}, {"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, {});
+      rule({"create"}, {"authentication.k8s.io"}, {"selfsubjectreviews"}, {});
+      for (const Value* granted : rbac_rules(cluster_.store(), cluster_.registry(), self, get_str(body, {"spec", "namespace"}))) {
+        Value copy = copy_of(*granted, a);
+        if (copy.IsObject() && copy.HasMember("nonResourceURLs")) continue;  // not read by kubesim's RBAC
+        resource_rules.PushBack(copy, a);
+      }
+      rule({"get"}, {}, {}, {"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"});
+    }
+    status.AddMember("resourceRules", resource_rules, a);
+    status.AddMember("nonResourceRules", non_resource_rules, a);
+    set_bool(status, "incomplete", false, a);
+  } else if (t.rt->kind == "SelfSubjectReview") {
     Value info(rapidjson::kObjectType);
     set_str(info, "username", self.name, a);
     Value groups(rapidjson::kArrayType);

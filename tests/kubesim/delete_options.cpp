@@ -271,7 +271,9 @@ Result<Doc> decode_review_protobuf(std::string_view body, std::string_view kind)
     // SelfSubjectAccessReviewSpec and SubjectAccessReviewSpec: resourceAttributes 1,
     // nonResourceAttributes 2; SubjectAccessReviewSpec also user 3, groups 4.
     bool spec_parsed = strings(v, [&](uint32_t f, std::string_view w) {
-      if (f == 1 && !attributes(w, kResource, "resourceAttributes")) ok = false;
+      if (kind == "SelfSubjectRulesReview") {  // SelfSubjectRulesReviewSpec: namespace 1
+        if (f == 1) set_str(spec, "namespace", w, a);
+      } else if (f == 1 && !attributes(w, kResource, "resourceAttributes")) ok = false;
       else if (f == 2 && !attributes(w, kNonResource, "nonResourceAttributes")) ok = false;
       else if (f == 3) set_str(spec, "user", w, a);
       else if (f == 4) groups.PushBack(str(w, a), a);

@@ -26,8 +26,9 @@ Result<DeleteOptions> decode_delete_options(std::string_view content_type, std::
 // (name, generateName, labels, annotations, spec.finalizers; other fields are not read).
 Result<Doc> decode_namespace_protobuf(std::string_view body);
 
-// A SelfSubjectAccessReview or SubjectAccessReview sent as protobuf, as `kubectl auth can-i`
-// does, decoded to its JSON form (spec only: resource or non-resource attributes, user, groups).
+// A SelfSubjectAccessReview, SubjectAccessReview or SelfSubjectRulesReview sent as protobuf, as
+// `kubectl auth can-i` does, decoded to its JSON form (spec only: resource or non-resource
+// attributes, user, groups; the rules review's namespace).
 Result<Doc> decode_review_protobuf(std::string_view body, std::string_view kind);
 
 // Exposed for tests: decodes the protobuf envelope.

@@ -594,6 +594,20 @@ subjects:
   CHECK(trim(h.k("auth can-i create pods --subresource=eviction -n default" + as).output) == "no");  // bound in shop only
   CHECK(trim(h.k("auth can-i delete pods -n shop" + as).output) == "no");
   CHECK(h.k("get pods -n shop" + as).status == 0);
+  // --list: the bound rules of the namespace, with what every user may do.
+  auto list = h.k("auth can-i --list -n shop" + as);
+  REQUIRE(list.status == 0);
+  auto row = [](const std::string& table, std::string_view resource) {
+    for (auto line : split(table, '\n'))
+      if (line.starts_with(std::string(resource) + " ")) return std::string(line);
+    return std::string();
+  };
+  CHECK_THAT(row(list.output, "pods/eviction"), Catch::EndsWith("[create]"));
+  CHECK_THAT(row(list.output, "pods"), Catch::EndsWith("[list]"));
+  CHECK_THAT(list.output, Catch::Contains("selfsubjectaccessreviews.authorization.k8s.io"));
+  CHECK_THAT(list.output, Catch::Contains("[/healthz]"));
+  CHECK_THAT(h.k("auth can-i --list -n default" + as).output, !Catch::Contains("pods/eviction"));
+  CHECK_THAT(h.k("auth can-i --list").output, Catch::Contains("*.*"));
 
   // A SubjectAccessReview as JSON, the way a webhook or a script asks about someone else.
   auto review = h.curl(fmt::format(

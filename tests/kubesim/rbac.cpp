@@ -59,13 +59,37 @@ const ResourceType* rbac_type(const Registry& r, std::string_view plural) {
   return r.find("rbac.authorization.k8s.io", "v1", plural);
 }
 
-bool role_allows(const Store& store, const ResourceType* rt, const std::string& key, const RequestAttributes& a) {
+// Calls f(rule) for each rule of the role; stops when f returns true, and says whether it did.
+template <class F>
+bool each_rule(const Store& store, const ResourceType* rt, const std::string& key, F&& f) {
   if (!rt) return false;
   auto role = store.get(*rt, key);
   const Value* rules = role ? field(role->doc, "rules") : nullptr;
   if (!rules || !rules->IsArray()) return false;
   for (const auto& rule : rules->GetArray())
-    if (rule_allows(rule, a)) return true;
+    if (f(rule)) return true;
+  return false;
+}
+
+// Calls f(rule) for each rule bound to the user (cluster-wide, then in `ns`) until f returns true.
+template <class F>
+bool each_bound_rule(const Store& store, const Registry& registry, const UserInfo& user, std::string_view ns, F&& f) {
+  const ResourceType* cluster_roles = rbac_type(registry, "clusterroles");
+  const ResourceType* roles = rbac_type(registry, "roles");
+  if (const ResourceType* crb = rbac_type(registry, "clusterrolebindings"))
+    for (const auto& [key, b] : store.objects(*crb)) {
+      if (!subject_matches(b->doc, user)) continue;
+      if (get_str(b->doc, {"roleRef", "kind"}) != "ClusterRole") continue;
+      if (each_rule(store, cluster_roles, std::string(get_str(b->doc, {"roleRef", "name"})), f)) return true;
+    }
+  if (ns.empty()) return false;
+  if (const ResourceType* rb = rbac_type(registry, "rolebindings"))
+    for (const auto& [key, b] : store.objects(*rb)) {
+      if (namespace_of(b->doc) != ns || !subject_matches(b->doc, user)) continue;
+      std::string_view kind = get_str(b->doc, {"roleRef", "kind"}), name = get_str(b->doc, {"roleRef", "name"});
+      if (kind == "ClusterRole" && each_rule(store, cluster_roles, std::string(name), f)) return true;
+      if (kind == "Role" && each_rule(store, roles, fmt::format("{}/{}", ns, name), f)) return true;
+    }
   return false;
 }
 
@@ -84,23 +108,16 @@ std::vector<std::string> service_account_groups(std::string_view user) {
 }
 
 bool rbac_allows(const Store& store, const Registry& registry, const UserInfo& user, const RequestAttributes& a) {
-  const ResourceType* cluster_roles = rbac_type(registry, "clusterroles");
-  const ResourceType* roles = rbac_type(registry, "roles");
-  if (const ResourceType* crb = rbac_type(registry, "clusterrolebindings"))
-    for (const auto& [key, b] : store.objects(*crb)) {
-      if (!subject_matches(b->doc, user)) continue;
-      if (get_str(b->doc, {"roleRef", "kind"}) != "ClusterRole") continue;
-      if (role_allows(store, cluster_roles, std::string(get_str(b->doc, {"roleRef", "name"})), a)) return true;
-    }
-  if (a.ns.empty()) return false;
-  if (const ResourceType* rb = rbac_type(registry, "rolebindings"))
-    for (const auto& [key, b] : store.objects(*rb)) {
-      if (namespace_of(b->doc) != a.ns || !subject_matches(b->doc, user)) continue;
-      std::string_view kind = get_str(b->doc, {"roleRef", "kind"}), name = get_str(b->doc, {"roleRef", "name"});
-      if (kind == "ClusterRole" && role_allows(store, cluster_roles, std::string(name), a)) return true;
-      if (kind == "Role" && role_allows(store, roles, fmt::format("{}/{}", a.ns, name), a)) return true;
-    }
-  return false;
+  return each_bound_rule(store, registry, user, a.ns, [&](const Value& rule) { return rule_allows(rule, a); });
+}
+
+std::vector<const Value*> rbac_rules(const Store& store, const Registry& registry, const UserInfo& user, std::string_view ns) {
+  std::vector<const Value*> out;
+  each_bound_rule(store, registry, user, ns, [&](const Value& rule) {
+    out.push_back(&rule);
+    return false;
+  });
+  return out;
 }
 
 std::string forbidden_message(const UserInfo& user, const RequestAttributes& a) {

@@ -34,6 +34,10 @@ struct RequestAttributes {
 // Whether the RBAC objects in `store` allow the request.
 bool rbac_allows(const Store& store, const Registry& registry, const UserInfo& user, const RequestAttributes& a);
 
+// Every rule the RBAC objects grant the user in namespace `ns` (ClusterRoleBindings, and the
+// RoleBindings of `ns`), for SelfSubjectRulesReview. The values live in `store`'s objects.
+std::vector<const Value*> rbac_rules(const Store& store, const Registry& registry, const UserInfo& user, std::string_view ns);
+
 // The API server's Forbidden message: `pods "x" is forbidden: User "u" cannot create resource
 // "pods/eviction" in API group "" in the namespace "default"`.
 std::string forbidden_message(const UserInfo& user, const RequestAttributes& a);

@@ -76,11 +76,12 @@ Registry::Registry() {
     pdbs_ = add(std::move(r));
   }
   leases_ = add(t("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
-  // What `kubectl auth can-i` and `kubectl auth whoami` ask.
+  // What `kubectl auth can-i` (with --list) and `kubectl auth whoami` ask.
   for (auto [group, plural, singular, kind] :
        std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
            {"authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectaccessreview", "SelfSubjectAccessReview"},
            {"authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview"},
+           {"authorization.k8s.io", "selfsubjectrulesreviews", "selfsubjectrulesreview", "SelfSubjectRulesReview"},
            {"authentication.k8s.io", "selfsubjectreviews", "selfsubjectreview", "SelfSubjectReview"}}) {
     auto r = t(group, "v1", plural, singular, kind, false);
     r.review = true;
