@@ -144,9 +144,8 @@ std::map<std::string, std::string> SpotRebalancer::conflicts(const drain::Policy
 drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const std::string& policy) const {
   drain::PlanInput in;
   in.nodes.reserve(stores_.nodes.size());
-  in.pods.reserve(stores_.pods.size());
   stores_.nodes.for_each([&](const auto& p) { in.nodes.push_back(p); });
-  stores_.pods.for_each([&](const auto& p) { in.pods.push_back(p); });
+  in.pods = stores_.pods.values();
   stores_.pdbs.for_each([&](const auto& p) { in.pdbs.push_back(p); });
   if (spec.namespace_selector)
     stores_.namespaces.for_each([&](const auto& n) { in.namespaces.emplace(n->meta.name, n->meta.labels); });

@@ -162,6 +162,18 @@ class Store {
   void for_each(F&& f) const {
     objects_.for_each([&](const std::string&, const Ptr& p) { f(p); });
   }
+  // Every object as one vector, rebuilt only after a write: for a reader that takes the whole
+  // store on every reconcile (the planner's input), a walk over a contiguous vector instead of
+  // the shards' trees, which are cold in the cache by then. Writer's thread only.
+  const std::vector<Ptr>& values() const {
+    if (values_version_ != version_) {
+      values_.clear();
+      values_.reserve(size_);
+      for_each([&](const Ptr& p) { values_.push_back(p); });
+      values_version_ = version_;
+    }
+    return values_;
+  }
   std::vector<std::string> keys() const {
     std::vector<std::string> out;
     objects_.for_each([&](const std::string& k, const Ptr&) { out.push_back(k); });
@@ -229,6 +241,8 @@ class Store {
   size_t size_ = 0;
   uint64_t version_ = 0;
   SnapshotPtr cached_;
+  mutable std::vector<Ptr> values_;
+  mutable uint64_t values_version_ = UINT64_MAX;
 };
 
 }  // namespace spotshift::runtime

@@ -86,3 +86,27 @@ TEST_CASE("the writer's view reads the latest state and indexes follow moves", "
   CHECK(snap->index("nothing", "x")->empty());
   CHECK(s.keys() == std::vector<std::string>{"default/a"});
 }
+
+TEST_CASE("values() is every object, rebuilt only after a write", "[store]") {
+  auto s = pods_by_node();
+  CHECK(s.values().empty());
+  s.upsert(pod("a", "n1"));
+  s.upsert(pod("b", "n2"));
+  auto names_of = [](const std::vector<Store<Pod>::Ptr>& v) {
+    std::vector<std::string> out;
+    for (const auto& p : v) out.push_back(p->name());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  CHECK(names_of(s.values()) == std::vector<std::string>{"a", "b"});
+  const auto* data = s.values().data();
+  CHECK(s.values().data() == data);  // no write in between: the same vector, not rebuilt
+  auto a2 = pod("a", "n3", "2");
+  s.upsert(a2);
+  REQUIRE(s.values().size() == 2);
+  CHECK(std::find(s.values().begin(), s.values().end(), a2) != s.values().end());
+  s.erase("default/b");
+  CHECK(names_of(s.values()) == std::vector<std::string>{"a"});
+  s.erase("default/a");
+  CHECK(s.values().empty());
+}
