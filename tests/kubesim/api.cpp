@@ -183,10 +183,14 @@ HttpResponse Api::handle(const HttpRequest& req) {
   // so RBAC applies to an impersonated service account. A requester that kubesim's RBAC does not
   // restrict may impersonate anyone; a service account needs the impersonate verb on the user
   // (or on the service account) and on each group, as the apiserver checks.
-  auto refuse = [](const Error& e) {
+  // What is refused, as a Status naming the resource (users, groups or serviceaccounts have no
+  // ResourceType here: a stand-in names them).
+  auto refuse = [](const Error& e, std::string_view resource = {}, std::string_view object = {}) {
+    ResourceType named;
+    named.plural = std::string(resource);
     HttpResponse r;
     r.status = e.code;
-    r.body = status_body(e, nullptr, "");
+    r.body = status_body(e, resource.empty() ? nullptr : &named, object);
     return r;
   };
   if (!req.impersonate_user)
@@ -205,24 +209,8 @@ HttpResponse Api::handle(const HttpRequest& req) {
     }
     for (const auto& g : req.impersonate_groups) needed.push_back({"impersonate", "", "groups", "", "", g});
     for (const auto& a : needed)
-      if (!rbac_allows(cluster_.store(), cluster_.registry(), *req.user, a)) {
-        HttpResponse r;
-        r.status = 403;
-        Doc d(rapidjson::kObjectType);
-        Alloc& al = d.GetAllocator();
-        set_str(d, "kind", "Status", al);
-        set_str(d, "apiVersion", "v1", al);
-        ensure_object(d, "metadata", al);
-        set_str(d, "status", "Failure", al);
-        set_str(d, "message", forbidden_message(*req.user, a), al);
-        set_str(d, "reason", "Forbidden", al);
-        Value& details = ensure_object(d, "details", al);
-        set_str(details, "name", a.name, al);
-        set_str(details, "kind", a.resource, al);
-        set_int(d, "code", 403, al);
-        r.body = to_json(d);
-        return r;
-      }
+      if (!rbac_allows(cluster_.store(), cluster_.registry(), *req.user, a))
+        return refuse(Error::api(403, "Forbidden", forbidden_message(*req.user, a)), a.resource, a.name);
   }
   UserInfo as{name, req.impersonate_groups};
   if (as.groups.empty() && as.is_service_account()) as.groups = service_account_groups(name);
