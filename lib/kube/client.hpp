@@ -163,8 +163,8 @@ class Client {
 
   // A client over the same connections and credentials with options, and so a rate limit, of its
   // own: the event recorder's, so that a burst of events never spends the budget that status
-  // writes, evictions and lease renewals need (controller-runtime's recorder has its own client
-  // for the same reason).
+  // writes and evictions need, and leader election's, so that nothing holds a lease renewal back
+  // (controller-runtime gives both clients of their own for the same reasons).
   std::shared_ptr<Client> sibling(ClientOptions options) const;
 
   const ClientConfig& config() const { return config_; }
