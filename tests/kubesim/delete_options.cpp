@@ -63,40 +63,41 @@ class ProtoReader {
   size_t pos_ = 0;
 };
 
+// Calls on(field, bytes) for each length-delimited field of a message and skips the others;
+// false when the message is malformed.
+template <class F>
+bool each_bytes_field(std::string_view msg, F&& on) {
+  ProtoReader r(msg);
+  uint32_t field, wire;
+  while (!r.done()) {
+    std::string_view v;
+    if (!r.next(field, wire)) return false;
+    if (wire != 2) {
+      if (!r.skip(wire)) return false;
+      continue;
+    }
+    if (!r.bytes(v)) return false;
+    on(field, v);
+  }
+  return true;
+}
+
 Error malformed() { return Error::invalid("malformed protobuf DeleteOptions body"); }
 
 // The raw object inside the "k8s\0" + runtime.Unknown envelope (field 2).
 bool unwrap(std::string_view body, std::string_view& raw) {
   static constexpr std::string_view kMagic("k8s\0", 4);
   if (!body.starts_with(kMagic)) return false;
-  ProtoReader unknown(body.substr(4));
-  uint32_t field, wire;
-  while (!unknown.done()) {
-    if (!unknown.next(field, wire)) return false;
-    if (field == 2 && wire == 2) {
-      if (!unknown.bytes(raw)) return false;
-    } else if (!unknown.skip(wire)) {
-      return false;
-    }
-  }
-  return true;
+  return each_bytes_field(body.substr(4), [&](uint32_t field, std::string_view v) {
+    if (field == 2) raw = v;
+  });
 }
 
 // A map<string,string> entry: key = 1, value = 2.
 bool map_entry(std::string_view entry, std::string& key, std::string& value) {
-  ProtoReader r(entry);
-  uint32_t field, wire;
-  while (!r.done()) {
-    std::string_view s;
-    if (!r.next(field, wire)) return false;
-    if (wire == 2 && (field == 1 || field == 2)) {
-      if (!r.bytes(s)) return false;
-      (field == 1 ? key : value) = std::string(s);
-    } else if (!r.skip(wire)) {
-      return false;
-    }
-  }
-  return true;
+  return each_bytes_field(entry, [&](uint32_t field, std::string_view s) {
+    if (field == 1 || field == 2) (field == 1 ? key : value) = std::string(s);
+  });
 }
 
 }  // namespace
@@ -111,46 +112,22 @@ Result<Doc> decode_namespace_protobuf(std::string_view body) {
   set_str(d, "kind", "Namespace", a);
   Value meta(rapidjson::kObjectType), labels(rapidjson::kObjectType), annotations(rapidjson::kObjectType),
       finalizers(rapidjson::kArrayType);
-  ProtoReader r(raw);
-  uint32_t field, wire;
-  while (!r.done()) {
-    std::string_view s;
-    if (!r.next(field, wire)) return bad();
-    if (wire != 2) {
-      if (!r.skip(wire)) return bad();
-      continue;
-    }
-    if (!r.bytes(s)) return bad();
+  bool ok = true;
+  bool parsed = each_bytes_field(raw, [&](uint32_t field, std::string_view s) {
     if (field == 1) {  // ObjectMeta
-      ProtoReader m(s);
-      while (!m.done()) {
-        std::string_view v;
-        if (!m.next(field, wire)) return bad();
-        if (wire != 2) {
-          if (!m.skip(wire)) return bad();
-          continue;
-        }
-        if (!m.bytes(v)) return bad();
+      ok = each_bytes_field(s, [&](uint32_t f, std::string_view v) {
         std::string key, value;
-        if (field == 1) set_str(meta, "name", std::string(v), a);
-        else if (field == 2) set_str(meta, "generateName", std::string(v), a);
-        else if ((field == 11 || field == 12) && map_entry(v, key, value))
-          set_str(field == 11 ? labels : annotations, key, value, a);
-      }
+        if (f == 1) set_str(meta, "name", std::string(v), a);
+        else if (f == 2) set_str(meta, "generateName", std::string(v), a);
+        else if ((f == 11 || f == 12) && map_entry(v, key, value)) set_str(f == 11 ? labels : annotations, key, value, a);
+      }) && ok;
     } else if (field == 2) {  // NamespaceSpec: finalizers = 1
-      ProtoReader spec(s);
-      while (!spec.done()) {
-        std::string_view v;
-        if (!spec.next(field, wire)) return bad();
-        if (field == 1 && wire == 2) {
-          if (!spec.bytes(v)) return bad();
-          finalizers.PushBack(Value(std::string(v).c_str(), a), a);
-        } else if (!spec.skip(wire)) {
-          return bad();
-        }
-      }
+      ok = each_bytes_field(s, [&](uint32_t f, std::string_view v) {
+        if (f == 1) finalizers.PushBack(Value(std::string(v).c_str(), a), a);
+      }) && ok;
     }
-  }
+  });
+  if (!parsed || !ok) return bad();
   if (labels.MemberCount()) meta.AddMember("labels", labels, a);
   if (annotations.MemberCount()) meta.AddMember("annotations", annotations, a);
   d.AddMember("metadata", meta, a);
@@ -237,40 +214,24 @@ Result<Doc> decode_review_protobuf(std::string_view body, std::string_view kind)
   Doc d(rapidjson::kObjectType);
   auto& a = d.GetAllocator();
   Value spec(rapidjson::kObjectType), groups(rapidjson::kArrayType);
-  // The strings of a message, by field number (other fields skipped).
-  auto strings = [&](std::string_view msg, auto&& on) {
-    ProtoReader r(msg);
-    uint32_t field, wire;
-    while (!r.done()) {
-      std::string_view v;
-      if (!r.next(field, wire)) return false;
-      if (wire != 2) {
-        if (!r.skip(wire)) return false;
-        continue;
-      }
-      if (!r.bytes(v)) return false;
-      on(field, v);
-    }
-    return true;
-  };
   // ResourceAttributes: namespace 1, verb 2, group 3, version 4, resource 5, subresource 6, name 7.
   // NonResourceAttributes: path 1, verb 2.
   static constexpr std::string_view kResource[] = {"", "namespace", "verb", "group", "version", "resource", "subresource", "name"};
   static constexpr std::string_view kNonResource[] = {"", "path", "verb"};
   auto attributes = [&](std::string_view msg, std::span<const std::string_view> names, std::string_view key) {
     Value attrs(rapidjson::kObjectType);
-    bool ok = strings(msg, [&](uint32_t field, std::string_view v) {
+    bool ok = each_bytes_field(msg, [&](uint32_t field, std::string_view v) {
       if (field < names.size()) set_str(attrs, names[field], v, a);
     });
     set(spec, key, std::move(attrs), a);
     return ok;
   };
   bool ok = true;
-  bool parsed = strings(raw, [&](uint32_t field, std::string_view v) {
+  bool parsed = each_bytes_field(raw, [&](uint32_t field, std::string_view v) {
     if (field != 2) return;  // spec; metadata and status are not read
     // SelfSubjectAccessReviewSpec and SubjectAccessReviewSpec: resourceAttributes 1,
     // nonResourceAttributes 2; SubjectAccessReviewSpec also user 3, groups 4.
-    bool spec_parsed = strings(v, [&](uint32_t f, std::string_view w) {
+    bool spec_parsed = each_bytes_field(v, [&](uint32_t f, std::string_view w) {
       if (kind == "SelfSubjectRulesReview") {  // SelfSubjectRulesReviewSpec: namespace 1
         if (f == 1) set_str(spec, "namespace", w, a);
       } else if (f == 1 && !attributes(w, kResource, "resourceAttributes")) ok = false;
