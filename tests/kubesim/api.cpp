@@ -199,11 +199,8 @@ HttpResponse Api::handle(const HttpRequest& req) {
   const std::string& name = *req.impersonate_user;
   if (req.user && req.user->is_service_account()) {
     std::vector<RequestAttributes> needed;
-    constexpr std::string_view sa_prefix = "system:serviceaccount:";
-    if (auto rest = std::string_view(name); rest.starts_with(sa_prefix) && rest.find(':', sa_prefix.size()) != std::string_view::npos) {
-      rest.remove_prefix(sa_prefix.size());
-      auto colon = rest.find(':');
-      needed.push_back({"impersonate", "", "serviceaccounts", "", std::string(rest.substr(0, colon)), std::string(rest.substr(colon + 1))});
+    if (auto sa = service_account_of(name); sa && !sa->name.empty()) {
+      needed.push_back({"impersonate", "", "serviceaccounts", "", std::string(sa->ns), std::string(sa->name)});
     } else {
       needed.push_back({"impersonate", "", "users", "", "", name});
     }

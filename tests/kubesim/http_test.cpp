@@ -630,4 +630,9 @@ subjects:
   CHECK_THAT(escalate.output, Catch::Contains("Forbidden"));
   auto body = h.curl("-H 'Authorization: Bearer sa-token' -H 'Impersonate-User: admin' " + h.sim->url() + "/api/v1/nodes");
   CHECK(body.output == fmt::format(R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"users \"admin\" is forbidden: User \"{}\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{{"name":"admin","kind":"users"}},"code":403}})", user));
+  // Another service account is named by its namespace and name.
+  auto other = h.curl("-H 'Authorization: Bearer sa-token' -H 'Impersonate-User: system:serviceaccount:shop:other' " + h.sim->url() +
+                      "/api/v1/nodes");
+  CHECK_THAT(other.output, Catch::Contains(fmt::format(
+      R"(serviceaccounts \"other\" is forbidden: User \"{}\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"shop\")", user)));
 }

@@ -95,14 +95,19 @@ bool each_bound_rule(const Store& store, const Registry& registry, const UserInf
 
 }  // namespace
 
+std::optional<ServiceAccountName> service_account_of(std::string_view user) {
+  constexpr std::string_view prefix = "system:serviceaccount:";
+  if (!user.starts_with(prefix)) return std::nullopt;
+  auto rest = user.substr(prefix.size());
+  auto colon = rest.find(':');
+  if (colon == std::string_view::npos) return ServiceAccountName{rest, {}};
+  return ServiceAccountName{rest.substr(0, colon), rest.substr(colon + 1)};
+}
+
 std::vector<std::string> service_account_groups(std::string_view user) {
   // In the apiserver's order.
   std::vector<std::string> groups = {"system:serviceaccounts"};
-  constexpr std::string_view prefix = "system:serviceaccount:";
-  if (user.starts_with(prefix)) {
-    auto rest = user.substr(prefix.size());
-    groups.push_back(fmt::format("system:serviceaccounts:{}", rest.substr(0, rest.find(':'))));
-  }
+  if (auto sa = service_account_of(user)) groups.push_back(fmt::format("system:serviceaccounts:{}", sa->ns));
   groups.push_back("system:authenticated");
   return groups;
 }

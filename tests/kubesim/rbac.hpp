@@ -19,6 +19,13 @@ struct UserInfo {
   bool is_service_account() const { return name.starts_with("system:serviceaccount:"); }
 };
 
+// A service-account user's namespace and name (system:serviceaccount:NS:NAME; the name is empty
+// when the user has no second part), or nothing for other users.
+struct ServiceAccountName {
+  std::string_view ns, name;
+};
+std::optional<ServiceAccountName> service_account_of(std::string_view user);
+
 // The groups every authenticated service account has.
 std::vector<std::string> service_account_groups(std::string_view user);
 
