@@ -496,9 +496,8 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
       if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
     drain::SpotReach reach(std::move(spot_nodes));
     std::vector<std::shared_ptr<const model::Pod>> pods;
-    stores_.pods.for_each([&](const auto& p) {
+    for (const auto& p : stores_.pods.values())  // the same vector the plan's input copied
       if (p->node_name.empty()) pods.push_back(p);
-    });
     auto pending_gate = drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
     if (spec.suspend) {
       blocked = Gate{"Suspended", "spec.suspend is true: no new drain starts"};

@@ -139,30 +139,25 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   // Each client has its own rate limit: events must never spend the controller's budget, and
   // nothing may hold back a lease renewal (controller-runtime's recorder and leader election have
   // clients of their own for the same reasons).
+  const std::string identity = runtime::default_identity();
   auto client_options = [&](std::string name) {
     kube::ClientOptions co;
     co.qps = f.qps;
     co.burst = f.burst;
+    co.user_agent = fmt::format("spotshift/{} ({})", kVersion, identity);
     co.on_request = [&requests = api_requests.with({name}), &waits = api_waits.with({name})](Duration wait) {
       requests.inc();
       waits.inc(std::chrono::duration<double>(wait).count());
     };
     return co;
   };
-  const std::string identity = runtime::default_identity();
-  kube::ClientOptions co = client_options("controller");
-  co.user_agent = fmt::format("spotshift/{} ({})", kVersion, identity);
-  auto client = kube::Client::create(ioc.get_executor(), *config, co);
+  auto client = kube::Client::create(ioc.get_executor(), *config, client_options("controller"));
   if (!client) {
     logger.error("cannot create the API client", {{"error", client.error()}});
     return 1;
   }
-  kube::ClientOptions eco = client_options("events");
-  eco.user_agent = co.user_agent;
-  auto event_client = (*client)->sibling(eco);
-  kube::ClientOptions lco = client_options("leader-election");
-  lco.user_agent = co.user_agent;
-  auto leader_client = (*client)->sibling(lco);
+  auto event_client = (*client)->sibling(client_options("events"));
+  auto leader_client = (*client)->sibling(client_options("leader-election"));
   logger.info("starting", {{"version", kVersion}, {"server", config->server}, {"config", config->source},
                            {"leaderElect", f.leader_elect}});
 
