@@ -47,7 +47,7 @@ struct Collector {
       return;
     }
     if (kind == "Node") return take<model::Node>(v, model::decode_node, snap.input.nodes);
-    if (kind == "Pod") return take<model::Pod>(v, model::decode_pod, snap.input.pods);
+    if (kind == "Pod") return take<model::Pod>(v, [](const model::JsonValue& x) { return model::decode_pod(x); }, snap.input.pods);
     if (kind == "PodDisruptionBudget") return take<model::PodDisruptionBudget>(v, model::decode_pdb, snap.input.pdbs);
     if (kind == "Namespace") {
       model::JsonDecoder d("namespace");

@@ -22,6 +22,25 @@ asio::thread_pool& blocking_pool() {
   return *pool;
 }
 
+// metadata.resourceVersion of an object's text, read no further than needed.
+std::string object_resource_version(std::string_view object) {
+  model::JsonReader r(object);
+  std::string_view key, rv;
+  if (!r.begin_object()) return {};
+  while (r.next_member(key)) {
+    if (key != "metadata" || r.peek() != model::JsonType::kObject) {
+      r.skip();
+      continue;
+    }
+    r.begin_object();
+    while (r.next_member(key)) {
+      if (key == "resourceVersion" && r.peek() == model::JsonType::kString && r.read_string(rv)) return std::string(rv);
+      r.skip();
+    }
+  }
+  return {};
+}
+
 std::string member_string(const model::JsonValue& v, const char* key) {
   if (!v.IsObject()) return {};
   auto it = v.FindMember(key);
@@ -189,22 +208,44 @@ asio::awaitable<Result<model::JsonDocument>> Client::get(const Resource& r, std:
 }
 
 asio::awaitable<Result<ListPage>> Client::list_page(const Resource& r, std::string_view ns, ListOptions o) {
-  auto d = co_await document(list_request(r, ns, o));
-  if (!d) co_return d.error();
+  Request req = list_request(r, ns, o);
+  std::string path = req.path;
+  auto resp = co_await execute(std::move(req));
+  if (!resp) co_return resp.error();
+  // One pass over the page: the items are decoded later, straight from the text.
   ListPage page;
-  page.doc = std::move(*d);
-  if (auto m = page.doc.FindMember("metadata"); m != page.doc.MemberEnd()) {
-    page.resource_version = member_string(m->value, "resourceVersion");
-    page.continue_token = member_string(m->value, "continue");
-  }
-  auto items = page.doc.FindMember("items");
-  if (items == page.doc.MemberEnd() || !(items->value.IsArray() || items->value.IsNull()))
-    co_return Error::decode(fmt::format("list of {} has no items array", r.plural));
+  page.body = std::move(resp->body);
+  model::JsonReader reader(page.body);
+  std::string_view key, value, items;
+  bool has_items = false;
+  if (reader.begin_object())
+    while (reader.next_member(key)) {
+      if (key == "items") {
+        has_items = reader.peek() == model::JsonType::kArray || reader.peek() == model::JsonType::kNull;
+        reader.read_raw(items);
+      } else if (key == "metadata" && reader.peek() == model::JsonType::kObject) {
+        reader.begin_object();
+        while (reader.next_member(key)) {
+          if ((key == "resourceVersion" || key == "continue") && reader.peek() == model::JsonType::kString) {
+            reader.read_string(value);
+            (key == "continue" ? page.continue_token : page.resource_version) = value;
+          } else {
+            reader.skip();
+          }
+        }
+      } else {
+        reader.skip();
+      }
+    }
+  if (!reader.finish()) co_return Error::decode(reader.error()).wrap(fmt::format("response to {}", path));
+  if (!has_items) co_return Error::decode(fmt::format("list of {} has no items array", r.plural));
+  page.items_begin = static_cast<size_t>(items.data() - page.body.data());
+  page.items_size = items.size();
   co_return page;
 }
 
 asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::string_view ns, ListOptions o,
-                                                       std::function<void(const model::JsonValue&)> on_item) {
+                                                       std::function<void(model::JsonReader&)> on_item) {
   ListOptions first = o;
   for (int restarts = 0;; ++restarts) {
     std::string rv;
@@ -220,12 +261,14 @@ asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::s
         co_return page.error();
       }
       if (rv.empty()) rv = page->resource_version;
-      auto items = page->doc.FindMember("items");
-      if (items->value.IsArray())
-        for (const auto& item : items->value.GetArray()) {
-          on_item(item);
+      model::JsonReader items(page->items());
+      if (items.peek() == model::JsonType::kArray) {
+        items.begin_array();
+        while (items.next_element()) {
+          on_item(items);
           ++delivered;
         }
+      }
       if (page->continue_token.empty()) co_return rv;
       o.continue_token = page->continue_token;
       o.resource_version.clear();
@@ -324,21 +367,32 @@ asio::awaitable<Result<std::optional<RawWatchEvent>>> RawWatch::next() {
     buffer_.erase(0, nl + (ended ? 0 : 1));
     scanned_ = 0;
     if (line.find_first_not_of(" \r\t") == std::string::npos) continue;
-    auto doc = std::make_shared<model::JsonDocument>();
-    if (auto p = model::parse_json(line, *doc); !p) co_return p.error().wrap("watch event");
-    std::string type = member_string(*doc, "type");
-    auto obj = doc->FindMember("object");
-    if (obj == doc->MemberEnd() || !obj->value.IsObject()) co_return Error::decode("watch event without an object");
-    if (type == "ERROR") co_return status_error(obj->value, 500);
+    // The event's type and object's place in one pass; the object is decoded from the text.
     RawWatchEvent e;
+    e.line = std::move(line);
+    model::JsonReader reader(e.line);
+    std::string_view key, type, object;
+    if (reader.begin_object())
+      while (reader.next_member(key)) {
+        if (key == "type" && reader.peek() == model::JsonType::kString) reader.read_string(type);
+        else if (key == "object" && reader.peek() == model::JsonType::kObject) reader.read_raw(object);
+        else reader.skip();
+      }
+    if (!reader.finish()) co_return Error::decode(reader.error()).wrap("watch event");
+    if (object.empty()) co_return Error::decode("watch event without an object");
+    if (type == "ERROR") {
+      model::JsonDocument status;
+      if (auto p = model::parse_json(object, status); !p) co_return p.error().wrap("watch event");
+      co_return status_error(status, 500);
+    }
     if (type == "ADDED") e.type = WatchEventType::kAdded;
     else if (type == "MODIFIED") e.type = WatchEventType::kModified;
     else if (type == "DELETED") e.type = WatchEventType::kDeleted;
     else if (type == "BOOKMARK") e.type = WatchEventType::kBookmark;
     else co_return Error::decode(fmt::format("unknown watch event type \"{}\"", type));
-    if (auto m = obj->value.FindMember("metadata"); m != obj->value.MemberEnd())
-      e.resource_version = member_string(m->value, "resourceVersion");
-    e.doc = std::move(doc);
+    e.object_begin = static_cast<size_t>(object.data() - e.line.data());
+    e.object_size = object.size();
+    e.resource_version = object_resource_version(object);
     co_return std::optional<RawWatchEvent>(std::move(e));
   }
 }

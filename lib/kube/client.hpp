@@ -47,9 +47,11 @@ Error error_from_response(const HttpResponse& r);
 
 // One list page as the server sent it.
 struct ListPage {
-  model::JsonDocument doc;
+  std::string body;
+  size_t items_begin = 0, items_size = 0;  // the items array within body ("null" when it is null)
   std::string resource_version;
   std::string continue_token;
+  std::string_view items() const { return std::string_view(body).substr(items_begin, items_size); }
 };
 
 template <class T>
@@ -64,9 +66,11 @@ std::string_view to_string(WatchEventType t);
 
 struct RawWatchEvent {
   WatchEventType type;
-  std::shared_ptr<model::JsonDocument> doc;  // the whole event; object at doc["object"]
+  std::string line;  // the whole event
+  size_t object_begin = 0, object_size = 0;
   std::string resource_version;
-  const model::JsonValue& object() const { return (*doc)["object"]; }
+  // The text of the event's object.
+  std::string_view object() const { return std::string_view(line).substr(object_begin, object_size); }
 };
 
 // A watch response: newline-delimited JSON events split however the chunks fall.
@@ -94,6 +98,7 @@ template <>
 struct ResourceTraits<model::Pod> {
   static const Resource& resource() { return Resource::pods(); }
   static Result<model::Pod> decode(const model::JsonValue& v) { return model::decode_pod(v); }
+  static Result<model::Pod> read(model::JsonReader& r) { return model::decode_pod(r); }
 };
 template <>
 struct ResourceTraits<model::Node> {
@@ -122,6 +127,16 @@ struct ResourceTraits<model::PersistentVolume> {
   static Result<model::PersistentVolume> decode(const model::JsonValue& v) { return model::decode_pv(v); }
 };
 
+// Decodes the next value of r as a T: in one pass when the kind has a reader decoder (pods, the
+// bulk of what is listed and watched), else through a document of the value's text.
+template <class T>
+Result<T> read_object(model::JsonReader& r) {
+  if constexpr (requires { ResourceTraits<T>::read(r); })
+    return ResourceTraits<T>::read(r);
+  else
+    return model::decode_document(r, [](const model::JsonValue& v) { return ResourceTraits<T>::decode(v); });
+}
+
 template <class T>
 struct WatchEvent {
   WatchEventType type;
@@ -140,7 +155,8 @@ class Watch {
     if (!*e) co_return std::nullopt;
     WatchEvent<T> out{(*e)->type, std::nullopt, (*e)->resource_version, std::nullopt};
     if (out.type != WatchEventType::kBookmark) {
-      auto decoded = ResourceTraits<T>::decode((*e)->object());
+      model::JsonReader r((*e)->object());
+      auto decoded = read_object<T>(r);
       if (decoded) out.object = std::move(*decoded);
       else out.decode_error = decoded.error();
     }
@@ -177,10 +193,10 @@ class Client {
                                                    std::string_view subresource = {});
   asio::awaitable<Result<ListPage>> list_page(const Resource& r, std::string_view ns, ListOptions o);
   // Every page, following continue tokens (and starting over once if a token expires). Items go
-  // to on_item one page at a time; the whole list is never held at once. Returns the list's
-  // resourceVersion.
+  // to on_item one page at a time, each as a reader at the item, which on_item reads whole; the
+  // whole list is never held at once. Returns the list's resourceVersion.
   asio::awaitable<Result<std::string>> list_each(const Resource& r, std::string_view ns, ListOptions o,
-                                                 std::function<void(const model::JsonValue&)> on_item);
+                                                 std::function<void(model::JsonReader&)> on_item);
   // Options are taken by value and have no default arguments: GCC 12 destroys a default-argument
   // temporary of a coroutine call twice. The overloads without options forward a fresh value.
   asio::awaitable<Result<model::JsonDocument>> create(const Resource& r, std::string_view ns, std::string body,
@@ -236,8 +252,8 @@ class Client {
   template <class T>
   asio::awaitable<Result<ObjectList<T>>> list(std::string_view ns, ListOptions o) {
     ObjectList<T> out;
-    auto rv = co_await list_each(ResourceTraits<T>::resource(), ns, std::move(o), [&](const model::JsonValue& item) {
-      auto decoded = ResourceTraits<T>::decode(item);
+    auto rv = co_await list_each(ResourceTraits<T>::resource(), ns, std::move(o), [&](model::JsonReader& item) {
+      auto decoded = read_object<T>(item);
       if (decoded) out.items.push_back(std::move(*decoded));
       else out.skipped.push_back(decoded.error());
     });

@@ -2,8 +2,19 @@
 
 #include <fmt/format.h>
 #include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <charconv>
 
 namespace spotshift::model {
+
+std::string json_text(const JsonValue& v) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  v.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
 
 Result<void> parse_json(std::string_view text, JsonDocument& doc) {
   doc.Parse(text.data(), text.size());
@@ -34,7 +45,8 @@ Error JsonDecoder::take_error() {
 
 void JsonDecoder::name_object(std::string_view ns, std::string_view name) {
   if (name.empty()) return;
-  object_name_ = ns.empty() ? std::string(name) : fmt::format("{}/{}", ns, name);
+  object_namespace_.assign(ns);  // "ns/name" is put together only for an error
+  object_name_.assign(name);
 }
 
 std::string JsonDecoder::path() const {
@@ -54,8 +66,9 @@ void JsonDecoder::fail(std::string_view message) {
   if (failed_) return;
   failed_ = true;
   std::string where = path();
-  std::string what = object_name_.empty() ? fmt::format("decoding {}", kind_)
-                                          : fmt::format("decoding {} \"{}\"", kind_, object_name_);
+  std::string what = object_name_.empty()        ? fmt::format("decoding {}", kind_)
+                     : object_namespace_.empty() ? fmt::format("decoding {} \"{}\"", kind_, object_name_)
+                                                 : fmt::format("decoding {} \"{}/{}\"", kind_, object_namespace_, object_name_);
   error_ = Error::decode(where.empty() ? fmt::format("{}: {}", what, message)
                                        : fmt::format("{}: {}: {}", what, where, message));
 }
@@ -136,27 +149,100 @@ std::optional<Time> JsonDecoder::time(const JsonValue& obj, std::string_view key
   return *t;
 }
 
-Labels JsonDecoder::string_map(const JsonValue& obj, std::string_view key) {
+bool JsonDecoder::null_or_invalid(JsonReader& r) {
+  switch (r.peek()) {
+    case JsonType::kNull: r.read_null(); return true;
+    case JsonType::kInvalid: wrong_type("a value", r); return true;
+    default: return false;
+  }
+}
+
+void JsonDecoder::wrong_type(std::string_view want, JsonReader& r) {
+  JsonType got = r.peek();
+  if (got != JsonType::kInvalid) {
+    fail(fmt::format("expected {}, got {}", want, json_type_name(got)));
+    r.skip();
+    return;
+  }
+  r.skip();  // records what is there instead of a value
+  fail(r.error());
+}
+
+bool JsonDecoder::open(JsonReader& r, JsonType type) {
+  if (null_or_invalid(r)) return false;
+  if (r.peek() != type) {
+    wrong_type(type == JsonType::kObject ? "an object" : "an array", r);
+    return false;
+  }
+  return type == JsonType::kObject ? r.begin_object() : r.begin_array();
+}
+
+std::optional<std::string_view> JsonDecoder::optional_string(JsonReader& r) {
+  if (null_or_invalid(r)) return std::nullopt;
+  std::string_view s;
+  if (r.peek() != JsonType::kString || !r.read_string(s)) {
+    wrong_type("a string", r);
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<int64_t> JsonDecoder::optional_integer(JsonReader& r) {
+  if (null_or_invalid(r)) return std::nullopt;
+  std::string_view text;
+  if (r.peek() != JsonType::kNumber || !r.read_number(text)) {
+    wrong_type("an integer", r);
+    return std::nullopt;
+  }
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    fail("expected an integer, got a fraction or an out-of-range number");
+    return std::nullopt;
+  }
+  return v;
+}
+
+bool JsonDecoder::boolean(JsonReader& r, bool fallback) {
+  if (null_or_invalid(r)) return fallback;
+  bool b = fallback;
+  if (r.peek() != JsonType::kBool || !r.read_bool(b)) {
+    wrong_type("a boolean", r);
+    return fallback;
+  }
+  return b;
+}
+
+std::optional<Time> JsonDecoder::time(JsonReader& r) {
+  auto s = optional_string(r);
+  if (!s || s->empty()) return std::nullopt;
+  auto t = parse_time(*s);
+  if (!t) {
+    fail(t.error().message);
+    return std::nullopt;
+  }
+  return *t;
+}
+
+Labels JsonDecoder::string_map(JsonReader& r) {
   Labels out;
-  each_member(obj, key, [&](std::string_view name, const JsonValue& v) {
-    if (!v.IsString()) return wrong_type("a string", v);
-    out.set(name, std::string_view(v.GetString(), v.GetStringLength()));
+  members(r, [&](std::string_view name) {
+    if (auto v = optional_string(r)) out.set(name, *v);
+    return true;
   });
   return out;
 }
 
-std::optional<Quantity> JsonDecoder::quantity(const JsonValue& v) {
-  Result<Quantity> q = Error::internal("unset");
-  if (v.IsString()) {
-    q = Quantity::parse(std::string_view(v.GetString(), v.GetStringLength()));
-  } else if (v.IsInt64()) {
-    q = Quantity::parse(fmt::format("{}", v.GetInt64()));
-  } else if (v.IsNumber()) {
-    q = Quantity::parse(fmt::format("{}", v.GetDouble()));
-  } else {
-    wrong_type("a quantity (string or number)", v);
+std::optional<Quantity> JsonDecoder::quantity(JsonReader& r) {
+  std::string_view text;
+  bool read = false;
+  if (r.peek() == JsonType::kString) read = r.read_string(text);
+  else if (r.peek() == JsonType::kNumber) read = r.read_number(text);  // JSON's number syntax is a quantity's
+  if (!read) {
+    wrong_type("a quantity (string or number)", r);
     return std::nullopt;
   }
+  auto q = Quantity::parse(text);
   if (!q) {
     fail(q.error().message);
     return std::nullopt;
@@ -164,14 +250,17 @@ std::optional<Quantity> JsonDecoder::quantity(const JsonValue& v) {
   return *q;
 }
 
-ResourceList JsonDecoder::resource_list(const JsonValue& obj, std::string_view key) {
+ResourceList JsonDecoder::resource_list(JsonReader& r) {
   ResourceList out;
-  each_member(obj, key, [&](std::string_view name, const JsonValue& v) {
-    auto q = quantity(v);
-    if (!q) return;
-    out.set(name, name == kResourceCpu ? q->milli_value() : q->value());
+  members(r, [&](std::string_view name) {
+    if (auto q = quantity(r)) out.set(name, name == kResourceCpu ? q->milli_value() : q->value());
+    return true;
   });
   return out;
+}
+
+ResourceList JsonDecoder::resource_list(const JsonValue& obj, std::string_view key) {
+  return read_member(obj, key, [&](JsonReader& r) { return resource_list(r); });
 }
 
 namespace {
@@ -184,18 +273,19 @@ std::optional<SelectorOp> parse_op(std::string_view s, bool node_selector) {
   if (node_selector && s == "Lt") return SelectorOp::kLt;
   return std::nullopt;
 }
-}  // namespace
 
-static std::vector<Requirement> decode_requirements(JsonDecoder& d, const JsonValue& obj, std::string_view key,
-                                                    bool node_selector) {
+// matchExpressions (or, with fields, a node selector term's matchFields).
+std::vector<Requirement> decode_requirements(JsonDecoder& d, JsonReader& r, bool node_selector, bool fields) {
   std::vector<Requirement> out;
-  d.each(obj, key, [&](const JsonValue& e) {
-    auto k = d.string(e, "key");
-    auto op_text = d.string(e, "operator");
+  d.elements(r, [&] {
+    std::string_view k, op_text;
     std::vector<std::string> values;
-    d.each(e, "values", [&](const JsonValue& v) {
-      if (!v.IsString()) return d.wrong_type("a string", v);
-      values.emplace_back(v.GetString(), v.GetStringLength());
+    d.members(r, [&](std::string_view name) {
+      if (name == "key") k = d.string(r);
+      else if (name == "operator") op_text = d.string(r);
+      else if (name == "values") d.elements(r, [&] { values.emplace_back(d.string(r)); });
+      else return false;
+      return true;
     });
     if (!d.ok()) return;
     auto op = parse_op(op_text, node_selector);
@@ -204,8 +294,8 @@ static std::vector<Requirement> decode_requirements(JsonDecoder& d, const JsonVa
       return d.fail(fmt::format("\"{}\" is not a valid {} operator", op_text,
                                 node_selector ? "node selector" : "label selector"));
     }
-    Result<Requirement> r = Error::internal("unset");
-    if (node_selector && key == "matchFields") {
+    Result<Requirement> req = Error::internal("unset");
+    if (fields) {
       // Field requirements are not label keys; only metadata.name is supported by the scheduler.
       if (k != "metadata.name") {
         auto s = d.field("key");
@@ -215,47 +305,77 @@ static std::vector<Requirement> decode_requirements(JsonDecoder& d, const JsonVa
       fr.key = InternedString(k);
       fr.op = *op;
       for (auto& v : values) fr.values.emplace_back(v);
-      r = fr;
+      req = fr;
     } else {
-      r = Requirement::make(k, *op, std::move(values));
+      req = Requirement::make(k, *op, std::move(values));
     }
-    if (!r) return d.fail(r.error().message);
-    out.push_back(std::move(*r));
+    if (!req) return d.fail(req.error().message);
+    out.push_back(std::move(*req));
   });
   return out;
 }
+}  // namespace
 
-std::optional<LabelSelector> JsonDecoder::label_selector(const JsonValue& obj, std::string_view key) {
-  const JsonValue* sel = object(obj, key);
-  if (!sel) return std::nullopt;
-  Scope s(*this, key);
-  std::vector<Requirement> reqs;
-  each_member(*sel, "matchLabels", [&](std::string_view name, const JsonValue& v) {
-    if (!v.IsString()) return wrong_type("a string", v);
-    auto r = Requirement::make(name, SelectorOp::kEquals, {std::string(v.GetString(), v.GetStringLength())});
-    if (!r) return fail(r.error().message);
-    reqs.push_back(std::move(*r));
+std::optional<LabelSelector> JsonDecoder::label_selector(JsonReader& r) {
+  if (r.peek() != JsonType::kObject) {
+    if (!null_or_invalid(r)) wrong_type("an object", r);
+    return std::nullopt;
+  }
+  std::vector<Requirement> reqs, exprs;
+  members(r, [&](std::string_view key) {
+    if (key == "matchLabels") {
+      members(r, [&](std::string_view name) {
+        auto v = optional_string(r);
+        if (!v) return true;
+        auto req = Requirement::make(name, SelectorOp::kEquals, {std::string(*v)});
+        if (!req) fail(req.error().message);
+        else reqs.push_back(std::move(*req));
+        return true;
+      });
+    } else if (key == "matchExpressions") {
+      exprs = decode_requirements(*this, r, false, false);
+    } else {
+      return false;
+    }
+    return true;
   });
-  auto exprs = decode_requirements(*this, *sel, "matchExpressions", false);
+  // matchLabels come before the expressions, whatever the order in the text.
   reqs.insert(reqs.end(), exprs.begin(), exprs.end());
   if (!ok()) return std::nullopt;
   return LabelSelector(std::move(reqs));
 }
 
-NodeSelectorTerm JsonDecoder::node_selector_term(const JsonValue& term) {
+std::optional<LabelSelector> JsonDecoder::label_selector(const JsonValue& obj, std::string_view key) {
+  return read_member(obj, key, [&](JsonReader& r) { return label_selector(r); });
+}
+
+NodeSelectorTerm JsonDecoder::node_selector_term(JsonReader& r) {
   NodeSelectorTerm t;
-  t.match_expressions = decode_requirements(*this, term, "matchExpressions", true);
-  t.match_fields = decode_requirements(*this, term, "matchFields", true);
+  members(r, [&](std::string_view key) {
+    if (key == "matchExpressions") t.match_expressions = decode_requirements(*this, r, true, false);
+    else if (key == "matchFields") t.match_fields = decode_requirements(*this, r, true, true);
+    else return false;
+    return true;
+  });
   return t;
 }
 
-std::optional<NodeSelector> JsonDecoder::node_selector(const JsonValue& obj, std::string_view key) {
-  const JsonValue* sel = object(obj, key);
-  if (!sel) return std::nullopt;
-  Scope s(*this, key);
+std::optional<NodeSelector> JsonDecoder::node_selector(JsonReader& r) {
+  if (r.peek() != JsonType::kObject) {
+    if (!null_or_invalid(r)) wrong_type("an object", r);
+    return std::nullopt;
+  }
   NodeSelector out;
-  each(*sel, "nodeSelectorTerms", [&](const JsonValue& term) { out.terms.push_back(node_selector_term(term)); });
+  members(r, [&](std::string_view key) {
+    if (key != "nodeSelectorTerms") return false;
+    elements(r, [&] { out.terms.push_back(node_selector_term(r)); });
+    return true;
+  });
   return out;
+}
+
+std::optional<NodeSelector> JsonDecoder::node_selector(const JsonValue& obj, std::string_view key) {
+  return read_member(obj, key, [&](JsonReader& r) { return node_selector(r); });
 }
 
 }  // namespace spotshift::model

@@ -1,13 +1,20 @@
 #pragma once
-// Decoding RapidJSON values into model types without throwing: a JsonDecoder tracks the field
-// path, records the first problem, and hands back defaults so decoding can finish cheaply.
+// Decoding JSON into model types without throwing: a JsonDecoder tracks the field path, records
+// the first problem, and hands back defaults so decoding can finish cheaply. It reads either a
+// RapidJSON value (member lookups by name) or, in one pass, a JsonReader over the text, which is
+// what the pod decoder and the shared field decoders are written for (no document in between).
 //
 //   JsonDecoder d("pod");
-//   { auto f = d.field("spec"); ... d.string(*spec, "nodeName") ... }
+//   d.members(r, [&](std::string_view key) {
+//     if (key == "nodeName") p.node_name = InternedString(d.string(r));
+//     else return false;   // skipped
+//     return true;
+//   });
 //   if (!d.ok()) return d.take_error();   // decoding pod "ns/x": spec.nodeName: expected a string, got a number
 
 #include "core/error.hpp"
 #include "core/time.hpp"
+#include "model/json_reader.hpp"
 #include "model/labels.hpp"
 #include "model/quantity.hpp"
 #include "model/resources.hpp"
@@ -33,6 +40,19 @@ inline JsonValue json_key(std::string_view s) {
 
 // Parses text into a document; the error gives the byte offset and RapidJSON's reason.
 Result<void> parse_json(std::string_view text, JsonDocument& doc);
+// A value written back out as JSON text.
+std::string json_text(const JsonValue& v);
+
+// Reads the next value of r into a document and decodes it with decode(value): for the kinds
+// whose decoders read a RapidJSON value.
+template <class Decode>
+auto decode_document(JsonReader& r, Decode&& decode) -> decltype(decode(std::declval<const JsonValue&>())) {
+  std::string_view text;
+  if (!r.read_raw(text)) return Error::decode(r.error());
+  JsonDocument doc;
+  if (auto p = parse_json(text, doc); !p) return p.error();
+  return decode(doc);
+}
 
 class JsonDecoder {
  public:
@@ -97,21 +117,85 @@ class JsonDecoder {
     }
   }
 
-  // Field decoders shared by every kind.
-  Labels string_map(const JsonValue& obj, std::string_view key);
-  // A quantity given as a string or a JSON number.
-  std::optional<Quantity> quantity(const JsonValue& v);
+  // Field decoders shared by every kind, for a member of a RapidJSON object. They read the
+  // member through a JsonReader over its text, with the decoders below.
   // A ResourceList member: cpu in milli-units, everything else in units.
   ResourceList resource_list(const JsonValue& obj, std::string_view key);
   // A metav1.LabelSelector member; nothing when absent or null.
   std::optional<LabelSelector> label_selector(const JsonValue& obj, std::string_view key);
   // A v1.NodeSelector ({nodeSelectorTerms: [...]}) member.
   std::optional<NodeSelector> node_selector(const JsonValue& obj, std::string_view key);
-  NodeSelectorTerm node_selector_term(const JsonValue& term);
+
+  // One pass over a JsonReader: each call reads the next value. null reads as absent; a value
+  // of the wrong type is recorded and skipped. After the first problem values are skipped
+  // unread, so the reader stays in step for what follows (the next item of a list).
+  //
+  // Calls f(key) for each member of an object, with the key on the path; f reads the member's
+  // value and returns true, or returns false and the value is skipped.
+  template <class F>
+  void members(JsonReader& r, F&& f) {
+    if (!open(r, JsonType::kObject)) return;
+    std::string_view key;
+    while (r.next_member(key)) {
+      if (!ok()) {
+        r.skip();
+        continue;
+      }
+      Scope s(*this, key);
+      if (!f(key)) r.skip();
+    }
+    if (!r.ok()) fail(r.error());
+  }
+  // Calls f() for each element of an array, with the index on the path; f reads the element.
+  template <class F>
+  void elements(JsonReader& r, F&& f) {
+    if (!open(r, JsonType::kArray)) return;
+    size_t i = 0;
+    while (r.next_element()) {
+      if (!ok()) {
+        r.skip();
+        continue;
+      }
+      Scope e(*this, i++);
+      f();
+    }
+    if (!r.ok()) fail(r.error());
+  }
+  std::string_view string(JsonReader& r) { return optional_string(r).value_or(std::string_view{}); }
+  std::optional<std::string_view> optional_string(JsonReader& r);
+  int64_t integer(JsonReader& r, int64_t fallback = 0) { return optional_integer(r).value_or(fallback); }
+  std::optional<int64_t> optional_integer(JsonReader& r);
+  bool boolean(JsonReader& r, bool fallback = false);
+  std::optional<Time> time(JsonReader& r);
+  // An object of strings, such as labels.
+  Labels string_map(JsonReader& r);
+  // A quantity given as a string or a JSON number.
+  std::optional<Quantity> quantity(JsonReader& r);
+  ResourceList resource_list(JsonReader& r);
+  std::optional<LabelSelector> label_selector(JsonReader& r);
+  std::optional<NodeSelector> node_selector(JsonReader& r);
+  NodeSelectorTerm node_selector_term(JsonReader& r);
+  // True when the value is null (then read) or not there (end of input, recorded as an error).
+  bool null_or_invalid(JsonReader& r);
 
   void wrong_type(std::string_view want, const JsonValue& got);
+  // Records the reader's error, or that the next value is not what was wanted, and skips it.
+  void wrong_type(std::string_view want, JsonReader& r);
 
  private:
+  // Opens an object or array; false (and the value read) when it is null or of another type.
+  bool open(JsonReader& r, JsonType type);
+  // Decodes obj[key] with read(reader), through a JsonReader over the member's text.
+  template <class Read>
+  auto read_member(const JsonValue& obj, std::string_view key, Read&& read) -> decltype(read(std::declval<JsonReader&>())) {
+    const JsonValue* v = get(obj, key);
+    if (!v) return {};
+    Scope s(*this, key);
+    std::string text = json_text(*v);
+    JsonReader r(text);
+    return read(r);
+  }
+
   struct Segment {
     std::string_view name;
     size_t index;
@@ -120,6 +204,7 @@ class JsonDecoder {
   std::string path() const;
 
   std::string kind_;
+  std::string object_namespace_;
   std::string object_name_;
   std::vector<Segment> path_;
   bool failed_ = false;

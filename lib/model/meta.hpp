@@ -31,8 +31,43 @@ struct ObjectMeta {
   size_t heap_bytes() const;
 };
 
-// Decodes metadata; calls on_annotation(key, value) for each annotation so a kind keeps only
-// the ones it reads.
+// Decodes the metadata object r is at; calls on_annotation(key, value) for each annotation so a
+// kind keeps only the ones it reads, and other(key) for every other member: it reads the value
+// and returns true, or returns false to have it skipped.
+template <class OnAnnotation, class OnOther>
+void decode_meta(JsonDecoder& d, JsonReader& r, ObjectMeta& meta, OnAnnotation&& on_annotation, OnOther&& other) {
+  d.members(r, [&](std::string_view k) {
+    if (k == "name") {
+      meta.name = d.string(r);
+      d.name_object(meta.namespace_.view(), meta.name);
+    } else if (k == "namespace") {
+      meta.namespace_ = InternedString(d.string(r));
+      d.name_object(meta.namespace_.view(), meta.name);
+    } else if (k == "uid") {
+      meta.uid = d.string(r);
+    } else if (k == "resourceVersion") {
+      meta.resource_version = d.string(r);
+    } else if (k == "generation") {
+      meta.generation = d.integer(r);
+    } else if (k == "labels") {
+      meta.labels = d.string_map(r);
+    } else if (k == "creationTimestamp") {
+      meta.creation_timestamp = d.time(r).value_or(Time{});
+    } else if (k == "deletionTimestamp") {
+      meta.deletion_timestamp = d.time(r);
+    } else if (k == "annotations") {
+      d.members(r, [&](std::string_view key) {
+        if (auto v = d.optional_string(r)) on_annotation(key, *v);
+        return true;
+      });
+    } else {
+      return other(k);
+    }
+    return true;
+  });
+}
+
+// The metadata member of a RapidJSON object.
 template <class OnAnnotation>
 void decode_meta(JsonDecoder& d, const JsonValue& obj, ObjectMeta& meta, OnAnnotation&& on_annotation) {
   const JsonValue* m = d.object(obj, "metadata");
@@ -41,19 +76,9 @@ void decode_meta(JsonDecoder& d, const JsonValue& obj, ObjectMeta& meta, OnAnnot
     return;
   }
   auto scope = d.field("metadata");
-  meta.name = std::string(d.string(*m, "name"));
-  meta.namespace_ = InternedString(d.string(*m, "namespace"));
-  d.name_object(meta.namespace_.view(), meta.name);
-  meta.uid = std::string(d.string(*m, "uid"));
-  meta.resource_version = std::string(d.string(*m, "resourceVersion"));
-  meta.generation = d.integer(*m, "generation");
-  meta.labels = d.string_map(*m, "labels");
-  meta.creation_timestamp = d.time(*m, "creationTimestamp").value_or(Time{});
-  meta.deletion_timestamp = d.time(*m, "deletionTimestamp");
-  d.each_member(*m, "annotations", [&](std::string_view k, const JsonValue& v) {
-    if (!v.IsString()) return d.wrong_type("a string", v);
-    on_annotation(k, std::string_view(v.GetString(), v.GetStringLength()));
-  });
+  std::string text = json_text(*m);
+  JsonReader r(text);
+  decode_meta(d, r, meta, on_annotation, [](std::string_view) { return false; });
 }
 
 // An IntOrString such as PodDisruptionBudget.minAvailable: 3 or "50%".

@@ -40,114 +40,181 @@ bool equal_except_rv(const Pod& a, const Pod& b) {
          a.do_not_disrupt == b.do_not_disrupt && a.do_not_move == b.do_not_move;
 }
 
-// A container's requests; a resource with a limit but no request is requested at its limit, as
-// the apiserver defaults it.
-ResourceList container_requests(JsonDecoder& d, const JsonValue& c, bool& any_cpu_or_memory) {
-  ResourceList req;
-  const JsonValue* res = d.object(c, "resources");
-  if (!res) return req;
-  auto scope = d.field("resources");
-  req = d.resource_list(*res, "requests");
-  const JsonValue* requests = d.object(*res, "requests");
-  d.each_member(*res, "limits", [&](std::string_view name, const JsonValue& v) {
-    if (name == kResourceCpu || name == kResourceMemory) any_cpu_or_memory = true;
-    if (requests && requests->HasMember(json_key(name))) return;
-    if (auto q = d.quantity(v)) req.set(name, name == kResourceCpu ? q->milli_value() : q->value());
-  });
-  if (requests) {
-    for (auto it = requests->MemberBegin(); it != requests->MemberEnd(); ++it) {
-      std::string_view name(it->name.GetString(), it->name.GetStringLength());
+// A container as far as the pod's request and host ports go.
+struct Container {
+  ResourceList requests;
+  std::vector<HostPort> host_ports;
+  bool restart_always = false;  // an init container that is a sidecar
+};
+
+// A resource with a limit but no request is requested at its limit, as the apiserver defaults it.
+void decode_container_resources(JsonDecoder& d, JsonReader& r, Container& c, bool& any_cpu_or_memory) {
+  std::vector<std::string_view> requested;
+  std::vector<std::pair<std::string_view, Quantity>> limits;
+  auto each_quantity = [&](auto&& take) {
+    d.members(r, [&](std::string_view name) {
       if (name == kResourceCpu || name == kResourceMemory) any_cpu_or_memory = true;
+      take(name, d.quantity(r));
+      return true;
+    });
+  };
+  d.members(r, [&](std::string_view key) {
+    if (key == "requests") {
+      each_quantity([&](std::string_view name, std::optional<Quantity> q) {
+        requested.push_back(name);
+        if (q) c.requests.set(name, name == kResourceCpu ? q->milli_value() : q->value());
+      });
+    } else if (key == "limits") {
+      each_quantity([&](std::string_view name, std::optional<Quantity> q) {
+        if (q) limits.emplace_back(name, *q);
+      });
+    } else {
+      return false;
     }
-  }
-  return req;
+    return true;
+  });
+  for (const auto& [name, q] : limits)
+    if (std::find(requested.begin(), requested.end(), name) == requested.end())
+      c.requests.set(name, name == kResourceCpu ? q.milli_value() : q.value());
 }
 
-void decode_host_ports(JsonDecoder& d, const JsonValue& c, std::vector<HostPort>& out) {
-  d.each(c, "ports", [&](const JsonValue& p) {
-    int64_t host_port = d.integer(p, "hostPort");
-    if (host_port <= 0) return;
+void decode_host_ports(JsonDecoder& d, JsonReader& r, std::vector<HostPort>& out) {
+  d.elements(r, [&] {
     HostPort hp;
+    int64_t host_port = 0;
+    d.members(r, [&](std::string_view key) {
+      if (key == "hostPort") host_port = d.integer(r);
+      else if (key == "protocol") {
+        auto proto = d.string(r);
+        hp.protocol = proto == "UDP" ? Protocol::kUDP : proto == "SCTP" ? Protocol::kSCTP : Protocol::kTCP;
+      } else if (key == "hostIP") {
+        auto ip = d.string(r);
+        hp.host_ip = InternedString(ip == "0.0.0.0" ? std::string_view{} : ip);
+      } else {
+        return false;
+      }
+      return true;
+    });
+    if (host_port <= 0) return;
     hp.port = static_cast<int32_t>(host_port);
-    auto proto = d.string(p, "protocol");
-    hp.protocol = proto == "UDP" ? Protocol::kUDP : proto == "SCTP" ? Protocol::kSCTP : Protocol::kTCP;
-    auto ip = d.string(p, "hostIP");
-    hp.host_ip = InternedString(ip == "0.0.0.0" ? std::string_view{} : ip);
     out.push_back(hp);
   });
 }
 
-PodAffinityTerm decode_affinity_term(JsonDecoder& d, const JsonValue& t, const Labels& pod_labels) {
-  PodAffinityTerm term;
-  if (auto sel = d.label_selector(t, "labelSelector")) {
-    term.selector = std::move(*sel);
-    term.has_selector = true;
-  }
-  d.each(t, "namespaces", [&](const JsonValue& ns) {
-    if (!ns.IsString()) return d.wrong_type("a string", ns);
-    term.namespaces.emplace_back(std::string_view(ns.GetString(), ns.GetStringLength()));
+Container decode_container(JsonDecoder& d, JsonReader& r, bool& any_cpu_or_memory) {
+  Container c;
+  d.members(r, [&](std::string_view key) {
+    if (key == "resources") decode_container_resources(d, r, c, any_cpu_or_memory);
+    else if (key == "ports") decode_host_ports(d, r, c.host_ports);
+    else if (key == "restartPolicy") c.restart_always = d.string(r) == "Always";
+    else return false;
+    return true;
   });
-  term.namespace_selector = d.label_selector(t, "namespaceSelector");
-  term.topology_key = InternedString(d.string(t, "topologyKey"));
-  // matchLabelKeys / mismatchLabelKeys narrow the selector by the incoming pod's own labels.
-  std::vector<Requirement> extra;
-  auto merge = [&](std::string_view key, SelectorOp op) {
-    d.each(t, key, [&](const JsonValue& k) {
-      if (!k.IsString()) return d.wrong_type("a string", k);
-      std::string_view label(k.GetString(), k.GetStringLength());
-      if (auto v = pod_labels.get(label)) {
-        auto r = Requirement::make(label, op, {v->str()});
-        if (r) extra.push_back(std::move(*r));
+  return c;
+}
+
+// matchLabelKeys (In) or mismatchLabelKeys (NotIn): requirements on the pod's own labels.
+void decode_label_keys(JsonDecoder& d, JsonReader& r, const Labels& pod_labels, SelectorOp op,
+                       std::vector<Requirement>& out) {
+  d.elements(r, [&] {
+    auto label = d.string(r);
+    if (auto v = pod_labels.get(label))
+      if (auto req = Requirement::make(label, op, {v->str()})) out.push_back(std::move(*req));
+  });
+}
+
+// Narrows a selector by the requirements matchLabelKeys / mismatchLabelKeys gave.
+void merge_label_keys(LabelSelector& selector, bool has_selector, std::vector<Requirement>& extra) {
+  if (extra.empty() || !has_selector) return;
+  auto reqs = selector.requirements();
+  reqs.insert(reqs.end(), extra.begin(), extra.end());
+  selector = LabelSelector(std::move(reqs));
+}
+
+PodAffinityTerm decode_affinity_term(JsonDecoder& d, JsonReader& r, const Labels& pod_labels) {
+  PodAffinityTerm term;
+  std::vector<Requirement> match, mismatch;
+  d.members(r, [&](std::string_view key) {
+    if (key == "labelSelector") {
+      if (auto sel = d.label_selector(r)) {
+        term.selector = std::move(*sel);
+        term.has_selector = true;
       }
-    });
-  };
-  merge("matchLabelKeys", SelectorOp::kIn);
-  merge("mismatchLabelKeys", SelectorOp::kNotIn);
-  if (!extra.empty() && term.has_selector) {
-    auto reqs = term.selector.requirements();
-    reqs.insert(reqs.end(), extra.begin(), extra.end());
-    term.selector = LabelSelector(std::move(reqs));
-  }
+    } else if (key == "namespaces") {
+      d.elements(r, [&] { term.namespaces.emplace_back(d.string(r)); });
+    } else if (key == "namespaceSelector") {
+      term.namespace_selector = d.label_selector(r);
+    } else if (key == "topologyKey") {
+      term.topology_key = InternedString(d.string(r));
+    } else if (key == "matchLabelKeys") {
+      decode_label_keys(d, r, pod_labels, SelectorOp::kIn, match);
+    } else if (key == "mismatchLabelKeys") {
+      decode_label_keys(d, r, pod_labels, SelectorOp::kNotIn, mismatch);
+    } else {
+      return false;
+    }
+    return true;
+  });
+  match.insert(match.end(), mismatch.begin(), mismatch.end());
+  merge_label_keys(term.selector, term.has_selector, match);
   return term;
 }
 
-std::shared_ptr<const Affinity> decode_affinity(JsonDecoder& d, const JsonValue& spec, const Labels& pod_labels) {
-  const JsonValue* a = d.object(spec, "affinity");
-  if (!a) return nullptr;
-  auto scope = d.field("affinity");
+void decode_pod_affinity(JsonDecoder& d, JsonReader& r, const Labels& pod_labels, std::vector<PodAffinityTerm>& required,
+                         std::vector<WeightedPodAffinityTerm>& preferred) {
+  d.members(r, [&](std::string_view key) {
+    if (key == "requiredDuringSchedulingIgnoredDuringExecution") {
+      d.elements(r, [&] { required.push_back(decode_affinity_term(d, r, pod_labels)); });
+    } else if (key == "preferredDuringSchedulingIgnoredDuringExecution") {
+      d.elements(r, [&] {
+        WeightedPodAffinityTerm w;
+        d.members(r, [&](std::string_view k) {
+          if (k == "weight") w.weight = static_cast<int32_t>(d.integer(r));
+          else if (k == "podAffinityTerm") w.term = decode_affinity_term(d, r, pod_labels);
+          else return false;
+          return true;
+        });
+        preferred.push_back(std::move(w));
+      });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+std::shared_ptr<const Affinity> decode_affinity(JsonDecoder& d, JsonReader& r, const Labels& pod_labels) {
   auto out = std::make_shared<Affinity>();
-  if (const JsonValue* na = d.object(*a, "nodeAffinity")) {
-    auto s = d.field("nodeAffinity");
-    out->node_required = d.node_selector(*na, "requiredDuringSchedulingIgnoredDuringExecution");
-    d.each(*na, "preferredDuringSchedulingIgnoredDuringExecution", [&](const JsonValue& p) {
-      PreferredSchedulingTerm t;
-      t.weight = static_cast<int32_t>(d.integer(p, "weight"));
-      if (const JsonValue* pref = d.object(p, "preference")) {
-        auto f = d.field("preference");
-        t.preference = d.node_selector_term(*pref);
-      }
-      out->node_preferred.push_back(std::move(t));
-    });
-  }
-  auto pod_terms = [&](const char* key, std::vector<PodAffinityTerm>& required,
-                       std::vector<WeightedPodAffinityTerm>& preferred) {
-    const JsonValue* pa = d.object(*a, key);
-    if (!pa) return;
-    auto s = d.field(key);
-    d.each(*pa, "requiredDuringSchedulingIgnoredDuringExecution",
-           [&](const JsonValue& t) { required.push_back(decode_affinity_term(d, t, pod_labels)); });
-    d.each(*pa, "preferredDuringSchedulingIgnoredDuringExecution", [&](const JsonValue& p) {
-      WeightedPodAffinityTerm w;
-      w.weight = static_cast<int32_t>(d.integer(p, "weight"));
-      if (const JsonValue* t = d.object(p, "podAffinityTerm")) {
-        auto f = d.field("podAffinityTerm");
-        w.term = decode_affinity_term(d, *t, pod_labels);
-      }
-      preferred.push_back(std::move(w));
-    });
-  };
-  pod_terms("podAffinity", out->pod_affinity_required, out->pod_affinity_preferred);
-  pod_terms("podAntiAffinity", out->pod_anti_affinity_required, out->pod_anti_affinity_preferred);
+  d.members(r, [&](std::string_view key) {
+    if (key == "nodeAffinity") {
+      d.members(r, [&](std::string_view k) {
+        if (k == "requiredDuringSchedulingIgnoredDuringExecution") {
+          out->node_required = d.node_selector(r);
+        } else if (k == "preferredDuringSchedulingIgnoredDuringExecution") {
+          d.elements(r, [&] {
+            PreferredSchedulingTerm t;
+            d.members(r, [&](std::string_view f) {
+              if (f == "weight") t.weight = static_cast<int32_t>(d.integer(r));
+              else if (f == "preference") t.preference = d.node_selector_term(r);
+              else return false;
+              return true;
+            });
+            out->node_preferred.push_back(std::move(t));
+          });
+        } else {
+          return false;
+        }
+        return true;
+      });
+    } else if (key == "podAffinity") {
+      decode_pod_affinity(d, r, pod_labels, out->pod_affinity_required, out->pod_affinity_preferred);
+    } else if (key == "podAntiAffinity") {
+      decode_pod_affinity(d, r, pod_labels, out->pod_anti_affinity_required, out->pod_anti_affinity_preferred);
+    } else {
+      return false;
+    }
+    return true;
+  });
   if (!out->node_required && out->node_preferred.empty() && out->pod_affinity_required.empty() &&
       out->pod_affinity_preferred.empty() && out->pod_anti_affinity_required.empty() &&
       out->pod_anti_affinity_preferred.empty())
@@ -155,33 +222,214 @@ std::shared_ptr<const Affinity> decode_affinity(JsonDecoder& d, const JsonValue&
   return out;
 }
 
-void decode_spread(JsonDecoder& d, const JsonValue& spec, const Labels& pod_labels,
-                   std::vector<TopologySpreadConstraint>& out) {
-  d.each(spec, "topologySpreadConstraints", [&](const JsonValue& c) {
-    TopologySpreadConstraint t;
-    t.max_skew = static_cast<int32_t>(d.integer(c, "maxSkew", 1));
-    t.topology_key = InternedString(d.string(c, "topologyKey"));
-    t.do_not_schedule = d.string(c, "whenUnsatisfiable") != "ScheduleAnyway";
-    if (auto sel = d.label_selector(c, "labelSelector")) {
-      t.selector = std::move(*sel);
-      t.has_selector = true;
+TopologySpreadConstraint decode_spread(JsonDecoder& d, JsonReader& r, const Labels& pod_labels) {
+  TopologySpreadConstraint t;
+  std::vector<Requirement> match;
+  d.members(r, [&](std::string_view key) {
+    if (key == "maxSkew") t.max_skew = static_cast<int32_t>(d.integer(r, 1));
+    else if (key == "topologyKey") t.topology_key = InternedString(d.string(r));
+    else if (key == "whenUnsatisfiable") t.do_not_schedule = d.string(r) != "ScheduleAnyway";
+    else if (key == "labelSelector") {
+      if (auto sel = d.label_selector(r)) {
+        t.selector = std::move(*sel);
+        t.has_selector = true;
+      }
+    } else if (key == "minDomains") {
+      if (auto md = d.optional_integer(r)) t.min_domains = static_cast<int32_t>(*md);
+    } else if (key == "nodeAffinityPolicy") t.honor_node_affinity = d.string(r) != "Ignore";
+    else if (key == "nodeTaintsPolicy") t.honor_node_taints = d.string(r) == "Honor";
+    else if (key == "matchLabelKeys") decode_label_keys(d, r, pod_labels, SelectorOp::kIn, match);
+    else return false;
+    return true;
+  });
+  merge_label_keys(t.selector, t.has_selector, match);
+  return t;
+}
+
+Toleration decode_toleration(JsonDecoder& d, JsonReader& r) {
+  Toleration tol;
+  d.members(r, [&](std::string_view key) {
+    if (key == "key") {
+      tol.key = InternedString(d.string(r));
+    } else if (key == "operator") {
+      auto op = d.string(r);
+      if (op == "Exists") tol.op = TolerationOp::kExists;
+      else if (op.empty() || op == "Equal") tol.op = TolerationOp::kEqual;
+      else d.fail(fmt::format("unknown toleration operator \"{}\": want Equal or Exists", op));
+    } else if (key == "value") {
+      tol.value = InternedString(d.string(r));
+    } else if (key == "effect") {
+      auto effect = d.string(r);
+      if (effect.empty()) return true;
+      auto e = parse_taint_effect(effect);
+      if (e) tol.effect = *e;
+      else d.fail(e.error().message);
+    } else if (key == "tolerationSeconds") {
+      tol.toleration_seconds = d.optional_integer(r);
+    } else {
+      return false;
     }
-    if (auto md = d.optional_integer(c, "minDomains")) t.min_domains = static_cast<int32_t>(*md);
-    t.honor_node_affinity = d.string(c, "nodeAffinityPolicy") != "Ignore";
-    t.honor_node_taints = d.string(c, "nodeTaintsPolicy") == "Honor";
-    std::vector<Requirement> extra;
-    d.each(c, "matchLabelKeys", [&](const JsonValue& k) {
-      if (!k.IsString()) return d.wrong_type("a string", k);
-      std::string_view label(k.GetString(), k.GetStringLength());
-      if (auto v = pod_labels.get(label))
-        if (auto r = Requirement::make(label, SelectorOp::kIn, {v->str()})) extra.push_back(std::move(*r));
-    });
-    if (!extra.empty() && t.has_selector) {
-      auto reqs = t.selector.requirements();
-      reqs.insert(reqs.end(), extra.begin(), extra.end());
-      t.selector = LabelSelector(std::move(reqs));
+    return true;
+  });
+  return tol;
+}
+
+void decode_volume(JsonDecoder& d, JsonReader& r, Pod& p) {
+  std::string_view name;
+  bool ephemeral = false;
+  d.members(r, [&](std::string_view key) {
+    if (key == "name") {
+      name = d.string(r);
+      return true;
     }
-    out.push_back(std::move(t));
+    if (key == "persistentVolumeClaim") {
+      if (r.peek() != JsonType::kObject) return d.null_or_invalid(r) || (d.wrong_type("an object", r), true);
+      std::string_view claim;
+      d.members(r, [&](std::string_view k) {
+        if (k != "claimName") return false;
+        claim = d.string(r);
+        return true;
+      });
+      p.pvc_claims.emplace_back(claim);
+      return true;
+    }
+    // The volume's source only counts when it is there and not null.
+    bool present = r.peek() != JsonType::kNull;
+    if (key == "emptyDir") p.has_empty_dir |= present;
+    else if (key == "hostPath") p.has_host_path |= present;
+    else if (key == "ephemeral") ephemeral |= present;
+    return false;
+  });
+  // A generic ephemeral volume is a PVC named <pod>-<volume>.
+  if (ephemeral && d.ok()) p.pvc_claims.emplace_back(fmt::format("{}-{}", p.meta.name, name));
+}
+
+void decode_spec(JsonDecoder& d, JsonReader& r, Pod& p) {
+  bool any_cpu_or_memory = false;
+  ResourceList sum;
+  // Init containers run one at a time before the regular ones; sidecars (restartPolicy
+  // Always) keep running and add to everything after them.
+  ResourceList sidecars;
+  ResourceList init_peak;
+  ResourceList overhead;
+  std::vector<HostPort> sidecar_ports;  // after the regular containers' ports, whatever the order in the text
+  d.members(r, [&](std::string_view key) {
+    if (key == "nodeName") {
+      p.node_name = InternedString(d.string(r));
+    } else if (key == "schedulerName") {
+      p.scheduler_name = InternedString(d.string(r));
+    } else if (key == "priority") {
+      p.priority = static_cast<int32_t>(d.integer(r));
+    } else if (key == "terminationGracePeriodSeconds") {
+      p.termination_grace_period_seconds = d.optional_integer(r);
+    } else if (key == "nodeSelector") {
+      p.node_selector = d.string_map(r);
+    } else if (key == "containers") {
+      d.elements(r, [&] {
+        Container c = decode_container(d, r, any_cpu_or_memory);
+        sum.add(c.requests);
+        p.host_ports.insert(p.host_ports.end(), c.host_ports.begin(), c.host_ports.end());
+      });
+    } else if (key == "initContainers") {
+      d.elements(r, [&] {
+        Container c = decode_container(d, r, any_cpu_or_memory);
+        if (c.restart_always) {
+          sidecars.add(c.requests);
+          init_peak.max_with(sidecars);
+          sidecar_ports.insert(sidecar_ports.end(), c.host_ports.begin(), c.host_ports.end());
+        } else {
+          c.requests.add(sidecars);
+          init_peak.max_with(c.requests);
+        }
+      });
+    } else if (key == "overhead") {
+      overhead = d.resource_list(r);
+    } else if (key == "tolerations") {
+      d.elements(r, [&] { p.tolerations.push_back(decode_toleration(d, r)); });
+    } else if (key == "affinity") {
+      p.affinity = decode_affinity(d, r, p.meta.labels);
+    } else if (key == "topologySpreadConstraints") {
+      d.elements(r, [&] { p.topology_spread.push_back(decode_spread(d, r, p.meta.labels)); });
+    } else if (key == "volumes") {
+      d.elements(r, [&] { decode_volume(d, r, p); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+  p.host_ports.insert(p.host_ports.end(), sidecar_ports.begin(), sidecar_ports.end());
+  sum.add(sidecars);
+  sum.max_with(init_peak);
+  sum.add(overhead);
+  p.requests = std::move(sum);
+  p.best_effort = !any_cpu_or_memory;
+}
+
+void decode_status(JsonDecoder& d, JsonReader& r, Pod& p) {
+  d.members(r, [&](std::string_view key) {
+    if (key == "phase") {
+      auto phase = d.string(r);
+      if (phase == "Running") p.phase = PodPhase::kRunning;
+      else if (phase == "Succeeded") p.phase = PodPhase::kSucceeded;
+      else if (phase == "Failed") p.phase = PodPhase::kFailed;
+      else if (phase == "Unknown") p.phase = PodPhase::kUnknown;
+      else p.phase = PodPhase::kPending;
+    } else if (key == "conditions") {
+      d.elements(r, [&] {
+        std::string_view type, status, reason;
+        d.members(r, [&](std::string_view k) {
+          if (k == "type") type = d.string(r);
+          else if (k == "status") status = d.string(r);
+          else if (k == "reason") reason = d.string(r);
+          else return false;
+          return true;
+        });
+        auto st = parse_condition_status(status);
+        if (type == "Ready") {
+          p.ready = st == ConditionStatus::kTrue;
+        } else if (type == "PodScheduled") {
+          p.scheduled = st;
+          p.unschedulable = st == ConditionStatus::kFalse && reason == "Unschedulable";
+        }
+      });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+void decode_pod_meta(JsonDecoder& d, JsonReader& r, Pod& p) {
+  auto on_annotation = [&](std::string_view k, std::string_view value) {
+    if (k == "kubernetes.io/config.mirror") p.mirror = true;
+    else if (k == "cluster-autoscaler.kubernetes.io/safe-to-evict") {
+      if (value == "true") p.safe_to_evict = true;
+      else if (value == "false") p.safe_to_evict = false;
+    } else if (k == "karpenter.sh/do-not-disrupt") p.do_not_disrupt = value == "true";
+    else if (k == "spotshift.io/do-not-move") p.do_not_move = value == "true";
+  };
+  decode_meta(d, r, p.meta, on_annotation, [&](std::string_view k) {
+    if (k == "deletionGracePeriodSeconds") {
+      p.deletion_grace_period_seconds = d.optional_integer(r);
+    } else if (k == "ownerReferences") {
+      d.elements(r, [&] {
+        OwnerReference ref;
+        bool controller = false;
+        d.members(r, [&](std::string_view f) {
+          if (f == "controller") controller = d.boolean(r);
+          else if (f == "apiVersion") ref.api_version = InternedString(d.string(r));
+          else if (f == "kind") ref.kind = InternedString(d.string(r));
+          else if (f == "name") ref.name = InternedString(d.string(r));
+          else if (f == "uid") ref.uid = d.string(r);
+          else return false;
+          return true;
+        });
+        if (controller) p.controller = std::move(ref);
+      });
+    } else {
+      return false;
+    }
+    return true;
   });
 }
 
@@ -215,124 +463,35 @@ size_t Pod::memory_bytes() const {
   return bytes;
 }
 
-Result<Pod> decode_pod(const JsonValue& v) {
+Result<Pod> decode_pod(JsonReader& r) {
   JsonDecoder d("pod");
   Pod p;
-  if (!v.IsObject()) {
-    d.wrong_type("an object", v);
+  if (r.peek() != JsonType::kObject) {
+    d.wrong_type("an object", r);
     return d.take_error();
   }
-  decode_meta(d, v, p.meta, [&](std::string_view k, std::string_view value) {
-    if (k == "kubernetes.io/config.mirror") p.mirror = true;
-    else if (k == "cluster-autoscaler.kubernetes.io/safe-to-evict") {
-      if (value == "true") p.safe_to_evict = true;
-      else if (value == "false") p.safe_to_evict = false;
-    } else if (k == "karpenter.sh/do-not-disrupt") p.do_not_disrupt = value == "true";
-    else if (k == "spotshift.io/do-not-move") p.do_not_move = value == "true";
+  bool has_meta = false;
+  std::string_view spec_text;  // a spec that came before the metadata, read once that is known
+  d.members(r, [&](std::string_view key) {
+    if (key == "metadata") {
+      has_meta = r.peek() == JsonType::kObject;
+      decode_pod_meta(d, r, p);
+    } else if (key == "spec") {
+      // matchLabelKeys and ephemeral volumes need the pod's labels and name.
+      if (has_meta) decode_spec(d, r, p);
+      else r.read_raw(spec_text);
+    } else if (key == "status") {
+      decode_status(d, r, p);
+    } else {
+      return false;
+    }
+    return true;
   });
-  if (const JsonValue* m = d.object(v, "metadata")) {
-    auto s = d.field("metadata");
-    p.deletion_grace_period_seconds = d.optional_integer(*m, "deletionGracePeriodSeconds");
-    d.each(*m, "ownerReferences", [&](const JsonValue& o) {
-      if (!d.boolean(o, "controller")) return;
-      OwnerReference ref;
-      ref.api_version = InternedString(d.string(o, "apiVersion"));
-      ref.kind = InternedString(d.string(o, "kind"));
-      ref.name = InternedString(d.string(o, "name"));
-      ref.uid = std::string(d.string(o, "uid"));
-      p.controller = std::move(ref);
-    });
-  }
-  if (const JsonValue* spec = d.object(v, "spec")) {
+  if (!has_meta) d.fail("metadata is missing");
+  if (!spec_text.empty() && d.ok()) {
+    JsonReader spec(spec_text);
     auto s = d.field("spec");
-    p.node_name = InternedString(d.string(*spec, "nodeName"));
-    p.scheduler_name = InternedString(d.string(*spec, "schedulerName"));
-    p.priority = static_cast<int32_t>(d.integer(*spec, "priority"));
-    p.termination_grace_period_seconds = d.optional_integer(*spec, "terminationGracePeriodSeconds");
-    p.node_selector = d.string_map(*spec, "nodeSelector");
-
-    bool any_cpu_or_memory = false;
-    ResourceList sum;
-    d.each(*spec, "containers", [&](const JsonValue& c) {
-      sum.add(container_requests(d, c, any_cpu_or_memory));
-      decode_host_ports(d, c, p.host_ports);
-    });
-    // Init containers run one at a time before the regular ones; sidecars (restartPolicy
-    // Always) keep running and add to everything after them.
-    ResourceList sidecars;
-    ResourceList init_peak;
-    d.each(*spec, "initContainers", [&](const JsonValue& c) {
-      ResourceList req = container_requests(d, c, any_cpu_or_memory);
-      if (d.string(c, "restartPolicy") == "Always") {
-        sidecars.add(req);
-        init_peak.max_with(sidecars);
-        decode_host_ports(d, c, p.host_ports);
-      } else {
-        req.add(sidecars);
-        init_peak.max_with(req);
-      }
-    });
-    sum.add(sidecars);
-    sum.max_with(init_peak);
-    sum.add(d.resource_list(*spec, "overhead"));
-    p.requests = std::move(sum);
-    p.best_effort = !any_cpu_or_memory;
-
-    d.each(*spec, "tolerations", [&](const JsonValue& t) {
-      Toleration tol;
-      tol.key = InternedString(d.string(t, "key"));
-      auto op = d.string(t, "operator");
-      if (op == "Exists") tol.op = TolerationOp::kExists;
-      else if (op.empty() || op == "Equal") tol.op = TolerationOp::kEqual;
-      else {
-        auto f = d.field("operator");
-        return d.fail(fmt::format("unknown toleration operator \"{}\": want Equal or Exists", op));
-      }
-      tol.value = InternedString(d.string(t, "value"));
-      auto effect = d.string(t, "effect");
-      if (!effect.empty()) {
-        auto e = parse_taint_effect(effect);
-        if (!e) {
-          auto f = d.field("effect");
-          return d.fail(e.error().message);
-        }
-        tol.effect = *e;
-      }
-      tol.toleration_seconds = d.optional_integer(t, "tolerationSeconds");
-      p.tolerations.push_back(tol);
-    });
-    p.affinity = decode_affinity(d, *spec, p.meta.labels);
-    decode_spread(d, *spec, p.meta.labels, p.topology_spread);
-    d.each(*spec, "volumes", [&](const JsonValue& vol) {
-      if (d.get(vol, "emptyDir")) p.has_empty_dir = true;
-      if (d.get(vol, "hostPath")) p.has_host_path = true;
-      if (const JsonValue* pvc = d.object(vol, "persistentVolumeClaim")) {
-        auto f = d.field("persistentVolumeClaim");
-        p.pvc_claims.emplace_back(d.string(*pvc, "claimName"));
-      }
-      if (d.get(vol, "ephemeral")) {
-        // A generic ephemeral volume is a PVC named <pod>-<volume>.
-        p.pvc_claims.emplace_back(fmt::format("{}-{}", p.meta.name, d.string(vol, "name")));
-      }
-    });
-  }
-  if (const JsonValue* status = d.object(v, "status")) {
-    auto s = d.field("status");
-    auto phase = d.string(*status, "phase");
-    if (phase == "Running") p.phase = PodPhase::kRunning;
-    else if (phase == "Succeeded") p.phase = PodPhase::kSucceeded;
-    else if (phase == "Failed") p.phase = PodPhase::kFailed;
-    else if (phase == "Unknown") p.phase = PodPhase::kUnknown;
-    else p.phase = PodPhase::kPending;
-    d.each(*status, "conditions", [&](const JsonValue& c) {
-      auto type = d.string(c, "type");
-      auto st = parse_condition_status(d.string(c, "status"));
-      if (type == "Ready") p.ready = st == ConditionStatus::kTrue;
-      else if (type == "PodScheduled") {
-        p.scheduled = st;
-        p.unschedulable = st == ConditionStatus::kFalse && d.string(c, "reason") == "Unschedulable";
-      }
-    });
+    decode_spec(d, spec, p);
   }
   if (!d.ok()) return d.take_error();
   if (p.meta.name.empty()) {
@@ -340,6 +499,18 @@ Result<Pod> decode_pod(const JsonValue& v) {
     return d.take_error();
   }
   return p;
+}
+
+Result<Pod> decode_pod(std::string_view json) {
+  JsonReader r(json);
+  auto pod = decode_pod(r);
+  if (pod && !r.finish()) return Error::decode(fmt::format("decoding pod: {}", r.error()));
+  return pod;
+}
+
+Result<Pod> decode_pod(const JsonValue& v) {
+  std::string text = json_text(v);
+  return decode_pod(std::string_view(text));
 }
 
 }  // namespace spotshift::model

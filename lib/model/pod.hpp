@@ -118,6 +118,10 @@ struct Pod {
   size_t memory_bytes() const;
 };
 
+// Reads one pod from r, in one pass; r stays in step after a pod that does not decode.
+Result<Pod> decode_pod(JsonReader& r);
+// A pod's JSON text.
+Result<Pod> decode_pod(std::string_view json);
 Result<Pod> decode_pod(const JsonValue& v);
 
 }  // namespace spotshift::model
