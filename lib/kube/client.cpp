@@ -269,6 +269,8 @@ asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::s
           ++delivered;
         }
       }
+      // The page was checked whole before; an item read out of step would end the loop early.
+      if (!items.ok()) co_return Error::decode(items.error()).wrap(fmt::format("items of a {} list", r.plural));
       if (page->continue_token.empty()) co_return rv;
       o.continue_token = page->continue_token;
       o.resource_version.clear();
