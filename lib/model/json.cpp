@@ -149,12 +149,9 @@ std::optional<Time> JsonDecoder::time(const JsonValue& obj, std::string_view key
   return *t;
 }
 
-bool JsonDecoder::null_or_invalid(JsonReader& r) {
-  switch (r.peek()) {
-    case JsonType::kNull: r.read_null(); return true;
-    case JsonType::kInvalid: wrong_type("a value", r); return true;
-    default: return false;
-  }
+void JsonDecoder::not_wanted(JsonReader& r, std::string_view want) {
+  if (r.peek() == JsonType::kNull) r.read_null();
+  else wrong_type(want, r);
 }
 
 void JsonDecoder::wrong_type(std::string_view want, JsonReader& r) {
@@ -168,30 +165,27 @@ void JsonDecoder::wrong_type(std::string_view want, JsonReader& r) {
   fail(r.error());
 }
 
+bool JsonDecoder::at(JsonReader& r, JsonType type) {
+  if (r.peek() == type) return true;
+  not_wanted(r, type == JsonType::kObject ? "an object" : "an array");
+  return false;
+}
+
 bool JsonDecoder::open(JsonReader& r, JsonType type) {
-  if (null_or_invalid(r)) return false;
-  if (r.peek() != type) {
-    wrong_type(type == JsonType::kObject ? "an object" : "an array", r);
-    return false;
-  }
-  return type == JsonType::kObject ? r.begin_object() : r.begin_array();
+  return at(r, type) && (type == JsonType::kObject ? r.begin_object() : r.begin_array());
 }
 
 std::optional<std::string_view> JsonDecoder::optional_string(JsonReader& r) {
-  if (null_or_invalid(r)) return std::nullopt;
   std::string_view s;
-  if (r.peek() != JsonType::kString || !r.read_string(s)) {
-    wrong_type("a string", r);
-    return std::nullopt;
-  }
-  return s;
+  if (r.peek() == JsonType::kString && r.read_string(s)) return s;
+  not_wanted(r, "a string");
+  return std::nullopt;
 }
 
 std::optional<int64_t> JsonDecoder::optional_integer(JsonReader& r) {
-  if (null_or_invalid(r)) return std::nullopt;
   std::string_view text;
   if (r.peek() != JsonType::kNumber || !r.read_number(text)) {
-    wrong_type("an integer", r);
+    not_wanted(r, "an integer");
     return std::nullopt;
   }
   int64_t v = 0;
@@ -204,13 +198,10 @@ std::optional<int64_t> JsonDecoder::optional_integer(JsonReader& r) {
 }
 
 bool JsonDecoder::boolean(JsonReader& r, bool fallback) {
-  if (null_or_invalid(r)) return fallback;
   bool b = fallback;
-  if (r.peek() != JsonType::kBool || !r.read_bool(b)) {
-    wrong_type("a boolean", r);
-    return fallback;
-  }
-  return b;
+  if (r.peek() == JsonType::kBool && r.read_bool(b)) return b;
+  not_wanted(r, "a boolean");
+  return fallback;
 }
 
 std::optional<Time> JsonDecoder::time(JsonReader& r) {
@@ -317,10 +308,7 @@ std::vector<Requirement> decode_requirements(JsonDecoder& d, JsonReader& r, bool
 }  // namespace
 
 std::optional<LabelSelector> JsonDecoder::label_selector(JsonReader& r) {
-  if (r.peek() != JsonType::kObject) {
-    if (!null_or_invalid(r)) wrong_type("an object", r);
-    return std::nullopt;
-  }
+  if (!at_object(r)) return std::nullopt;
   std::vector<Requirement> reqs, exprs;
   members(r, [&](std::string_view key) {
     if (key == "matchLabels") {
@@ -361,10 +349,7 @@ NodeSelectorTerm JsonDecoder::node_selector_term(JsonReader& r) {
 }
 
 std::optional<NodeSelector> JsonDecoder::node_selector(JsonReader& r) {
-  if (r.peek() != JsonType::kObject) {
-    if (!null_or_invalid(r)) wrong_type("an object", r);
-    return std::nullopt;
-  }
+  if (!at_object(r)) return std::nullopt;
   NodeSelector out;
   members(r, [&](std::string_view key) {
     if (key != "nodeSelectorTerms") return false;

@@ -117,6 +117,18 @@ class JsonDecoder {
     }
   }
 
+  // Decodes obj[key] with read(reader), through a JsonReader over the member's text; what read
+  // returns, or a default T when the member is absent or null.
+  template <class Read>
+  auto read_member(const JsonValue& obj, std::string_view key, Read&& read) -> decltype(read(std::declval<JsonReader&>())) {
+    const JsonValue* v = get(obj, key);
+    if (!v) return {};
+    Scope s(*this, key);
+    std::string text = json_text(*v);
+    JsonReader r(text);
+    return read(r);
+  }
+
   // Field decoders shared by every kind, for a member of a RapidJSON object. They read the
   // member through a JsonReader over its text, with the decoders below.
   // A ResourceList member: cpu in milli-units, everything else in units.
@@ -175,26 +187,21 @@ class JsonDecoder {
   std::optional<LabelSelector> label_selector(JsonReader& r);
   std::optional<NodeSelector> node_selector(JsonReader& r);
   NodeSelectorTerm node_selector_term(JsonReader& r);
-  // True when the value is null (then read) or not there (end of input, recorded as an error).
-  bool null_or_invalid(JsonReader& r);
+  // True when the next value is an object, which is left to read; otherwise the value is read:
+  // null as absent, anything else recorded as the wrong type.
+  bool at_object(JsonReader& r) { return at(r, JsonType::kObject); }
 
   void wrong_type(std::string_view want, const JsonValue& got);
   // Records the reader's error, or that the next value is not what was wanted, and skips it.
   void wrong_type(std::string_view want, JsonReader& r);
 
  private:
+  // at_object() for either type.
+  bool at(JsonReader& r, JsonType type);
   // Opens an object or array; false (and the value read) when it is null or of another type.
   bool open(JsonReader& r, JsonType type);
-  // Decodes obj[key] with read(reader), through a JsonReader over the member's text.
-  template <class Read>
-  auto read_member(const JsonValue& obj, std::string_view key, Read&& read) -> decltype(read(std::declval<JsonReader&>())) {
-    const JsonValue* v = get(obj, key);
-    if (!v) return {};
-    Scope s(*this, key);
-    std::string text = json_text(*v);
-    JsonReader r(text);
-    return read(r);
-  }
+  // Reads a value that is not the one wanted: null as absent, anything else as the wrong type.
+  void not_wanted(JsonReader& r, std::string_view want);
 
   struct Segment {
     std::string_view name;

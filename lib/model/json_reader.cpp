@@ -66,44 +66,35 @@ bool JsonReader::begin_object() { return open('{', true); }
 
 bool JsonReader::begin_array() { return open('[', false); }
 
-bool JsonReader::member_name_expected() {
-  if (p_ == end_) return fail("expected a member name in quotes, found the end");
-  return fail(fmt::format("expected a member name in quotes, found '{}'", *p_));
-}
-
-bool JsonReader::next_member(std::string_view& key) {
-  if (!ok() || stack_.empty() || !stack_.back().object) return fail("next_member outside an object");
+// Shared by next_member and next_element: reads the closing bracket (false) or the ',' that
+// comes before every item but the first (true).
+bool JsonReader::next_item(bool object) {
+  if (!ok() || stack_.empty() || stack_.back().object != object)
+    return fail(object ? "next_member outside an object" : "next_element outside an array");
   skip_whitespace();
-  if (p_ < end_ && *p_ == '}') {
+  if (p_ < end_ && *p_ == (object ? '}' : ']')) {
     ++p_;
     stack_.pop_back();
     return false;
   }
   Frame& f = stack_.back();
-  if (f.has_items && !expect(',', "',' or '}' after a member")) return false;
-  f.has_items = true;
-  skip_whitespace();
-  if (p_ == end_ || *p_ != '"') return member_name_expected();
-  if (!scan_string(key)) return false;
-  return expect(':', "':' after a member name");
-}
-
-bool JsonReader::next_element() {
-  if (!ok() || stack_.empty() || stack_.back().object) return fail("next_element outside an array");
-  skip_whitespace();
-  if (p_ < end_ && *p_ == ']') {
-    ++p_;
-    stack_.pop_back();
-    return false;
-  }
-  Frame& f = stack_.back();
-  if (f.has_items && !expect(',', "',' or ']' after an element")) return false;
+  if (f.has_items && !expect(',', object ? "',' or '}' after a member" : "',' or ']' after an element")) return false;
   f.has_items = true;
   return true;
 }
 
+bool JsonReader::next_member(std::string_view& key) {
+  if (!next_item(true)) return false;
+  skip_whitespace();
+  if (p_ == end_ || *p_ != '"') return expected("a member name in quotes");
+  if (!scan_string(key)) return false;
+  return expect(':', "':' after a member name");
+}
+
+bool JsonReader::next_element() { return next_item(false); }
+
 bool JsonReader::read_string(std::string_view& out) {
-  if (peek() != JsonType::kString) return ok() ? fail("expected a string") : false;
+  if (peek() != JsonType::kString) return expected("a string");
   return scan_string(out);
 }
 
@@ -210,7 +201,7 @@ bool JsonReader::unescape(const char* start, std::string_view& out) {
 }
 
 bool JsonReader::read_number(std::string_view& text) {
-  if (peek() != JsonType::kNumber) return ok() ? fail("expected a number") : false;
+  if (peek() != JsonType::kNumber) return expected("a number");
   const char* start = p_;
   auto digits = [&] {
     const char* d = p_;
@@ -241,13 +232,13 @@ bool JsonReader::literal(std::string_view word) {
 }
 
 bool JsonReader::read_bool(bool& out) {
-  if (peek() != JsonType::kBool) return ok() ? fail("expected true or false") : false;
+  if (peek() != JsonType::kBool) return expected("true or false");
   out = *p_ == 't';
   return literal(out ? "true" : "false");
 }
 
 bool JsonReader::read_null() {
-  if (peek() != JsonType::kNull) return ok() ? fail("expected null") : false;
+  if (peek() != JsonType::kNull) return expected("null");
   return literal("null");
 }
 

@@ -86,8 +86,9 @@ class JsonReader {
     }
     return expected(what);
   }
+  // Fails with "expected <what>, found <what is there>".
   bool expected(std::string_view what);
-  bool member_name_expected();
+  bool next_item(bool object);
   bool open(char bracket, bool object);
   bool scan_string(std::string_view& out);
   bool unescape(const char* start, std::string_view& out);

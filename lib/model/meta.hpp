@@ -70,15 +70,11 @@ void decode_meta(JsonDecoder& d, JsonReader& r, ObjectMeta& meta, OnAnnotation&&
 // The metadata member of a RapidJSON object.
 template <class OnAnnotation>
 void decode_meta(JsonDecoder& d, const JsonValue& obj, ObjectMeta& meta, OnAnnotation&& on_annotation) {
-  const JsonValue* m = d.object(obj, "metadata");
-  if (!m) {
-    d.fail("metadata is missing");
-    return;
-  }
-  auto scope = d.field("metadata");
-  std::string text = json_text(*m);
-  JsonReader r(text);
-  decode_meta(d, r, meta, on_annotation, [](std::string_view) { return false; });
+  bool present = d.read_member(obj, "metadata", [&](JsonReader& r) {
+    decode_meta(d, r, meta, on_annotation, [](std::string_view) { return false; });
+    return true;
+  });
+  if (!present) d.fail("metadata is missing");
 }
 
 // An IntOrString such as PodDisruptionBudget.minAvailable: 3 or "50%".

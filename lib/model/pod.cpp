@@ -283,7 +283,7 @@ void decode_volume(JsonDecoder& d, JsonReader& r, Pod& p) {
       return true;
     }
     if (key == "persistentVolumeClaim") {
-      if (r.peek() != JsonType::kObject) return d.null_or_invalid(r) || (d.wrong_type("an object", r), true);
+      if (!d.at_object(r)) return true;
       std::string_view claim;
       d.members(r, [&](std::string_view k) {
         if (k != "claimName") return false;
