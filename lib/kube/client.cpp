@@ -207,22 +207,27 @@ asio::awaitable<Result<model::JsonDocument>> Client::get(const Resource& r, std:
   co_return co_await document(get_request(r, ns, name, subresource));
 }
 
-asio::awaitable<Result<ListPage>> Client::list_page(const Resource& r, std::string_view ns, ListOptions o) {
+asio::awaitable<Result<ListPageMeta>> Client::list_page(const Resource& r, std::string_view ns, ListOptions o,
+                                                        const std::function<void(model::JsonReader&)>& on_item) {
   Request req = list_request(r, ns, o);
   std::string path = req.path;
   auto resp = co_await execute(std::move(req));
   if (!resp) co_return resp.error();
-  // One pass over the page: the items are decoded later, straight from the text.
-  ListPage page;
-  page.body = std::move(resp->body);
-  model::JsonReader reader(page.body);
-  std::string_view key, value, items;
+  ListPageMeta page;
+  model::JsonReader reader(resp->body);
+  std::string_view key, value;
   bool has_items = false;
   if (reader.begin_object())
     while (reader.next_member(key)) {
-      if (key == "items") {
-        has_items = reader.peek() == model::JsonType::kArray || reader.peek() == model::JsonType::kNull;
-        reader.read_raw(items);
+      if (key == "items" && !has_items && reader.peek() == model::JsonType::kArray) {
+        has_items = true;
+        reader.begin_array();
+        while (reader.next_element()) on_item(reader);
+      } else if (key == "items" && !has_items && reader.peek() == model::JsonType::kNull) {
+        has_items = true;
+        reader.read_null();
+      } else if (key == "items") {
+        co_return Error::decode(fmt::format("list of {}: items is {}", r.plural, has_items ? "given twice" : "not an array"));
       } else if (key == "metadata" && reader.peek() == model::JsonType::kObject) {
         reader.begin_object();
         while (reader.next_member(key)) {
@@ -239,20 +244,22 @@ asio::awaitable<Result<ListPage>> Client::list_page(const Resource& r, std::stri
     }
   if (!reader.finish()) co_return Error::decode(reader.error()).wrap(fmt::format("response to {}", path));
   if (!has_items) co_return Error::decode(fmt::format("list of {} has no items array", r.plural));
-  page.items_begin = static_cast<size_t>(items.data() - page.body.data());
-  page.items_size = items.size();
   co_return page;
 }
 
 asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::string_view ns, ListOptions o,
                                                        std::function<void(model::JsonReader&)> on_item) {
   ListOptions first = o;
+  size_t delivered = 0;
+  auto count = [&](model::JsonReader& item) {
+    on_item(item);
+    ++delivered;
+  };
   for (int restarts = 0;; ++restarts) {
     std::string rv;
     bool expired = false;
-    size_t delivered = 0;
     for (;;) {
-      auto page = co_await list_page(r, ns, o);
+      auto page = co_await list_page(r, ns, o, count);
       if (!page) {
         if (page.error().is_expired() && !o.continue_token.empty() && restarts < 2) {
           expired = true;
@@ -261,16 +268,6 @@ asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::s
         co_return page.error();
       }
       if (rv.empty()) rv = page->resource_version;
-      model::JsonReader items(page->items());
-      if (items.peek() == model::JsonType::kArray) {
-        items.begin_array();
-        while (items.next_element()) {
-          on_item(items);
-          ++delivered;
-        }
-      }
-      // The page was checked whole before; an item read out of step would end the loop early.
-      if (!items.ok()) co_return Error::decode(items.error()).wrap(fmt::format("items of a {} list", r.plural));
       if (page->continue_token.empty()) co_return rv;
       o.continue_token = page->continue_token;
       o.resource_version.clear();

@@ -45,13 +45,10 @@ struct ClientOptions {
 // The apiserver's error for a non-2xx response (a Status body when there is one).
 Error error_from_response(const HttpResponse& r);
 
-// One list page as the server sent it.
-struct ListPage {
-  std::string body;
-  size_t items_begin = 0, items_size = 0;  // the items array within body ("null" when it is null)
+// What a list page says of itself; its items went to the caller as they were read.
+struct ListPageMeta {
   std::string resource_version;
   std::string continue_token;
-  std::string_view items() const { return std::string_view(body).substr(items_begin, items_size); }
 };
 
 template <class T>
@@ -191,10 +188,15 @@ class Client {
 
   asio::awaitable<Result<model::JsonDocument>> get(const Resource& r, std::string_view ns, std::string_view name,
                                                    std::string_view subresource = {});
-  asio::awaitable<Result<ListPage>> list_page(const Resource& r, std::string_view ns, ListOptions o);
+  // One list page, read in one pass: each item goes to on_item as a reader at the item, which
+  // on_item reads whole. When the page turns out malformed after some items, the error comes
+  // after them: the caller drops what it got.
+  asio::awaitable<Result<ListPageMeta>> list_page(const Resource& r, std::string_view ns, ListOptions o,
+                                                  const std::function<void(model::JsonReader&)>& on_item);
   // Every page, following continue tokens (and starting over once if a token expires). Items go
-  // to on_item one page at a time, each as a reader at the item, which on_item reads whole; the
-  // whole list is never held at once. Returns the list's resourceVersion.
+  // to on_item one page at a time, as list_page gives them; the whole list is never held at
+  // once. Returns the list's resourceVersion. On an error, items already delivered are to be
+  // dropped: they may belong to a malformed page or an expired snapshot.
   asio::awaitable<Result<std::string>> list_each(const Resource& r, std::string_view ns, ListOptions o,
                                                  std::function<void(model::JsonReader&)> on_item);
   // Options are taken by value and have no default arguments: GCC 12 destroys a default-argument

@@ -51,7 +51,8 @@ void JsonDecoder::name_object(std::string_view ns, std::string_view name) {
 
 std::string JsonDecoder::path() const {
   std::string out;
-  for (const auto& s : path_) {
+  for (size_t i = 0; i < depth_; ++i) {
+    const Segment& s = i < kPathInPlace ? path_[i] : path_more_[i - kPathInPlace];
     if (s.is_index) {
       out += fmt::format("[{}]", s.index);
     } else {

@@ -22,6 +22,7 @@
 
 #include <rapidjson/document.h>
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,9 +69,9 @@ class JsonDecoder {
   // A path segment that lives for a scope.
   class Scope {
    public:
-    Scope(JsonDecoder& d, std::string_view name) : d_(d) { d_.path_.push_back({name, 0, false}); }
-    Scope(JsonDecoder& d, size_t index) : d_(d) { d_.path_.push_back({{}, index, true}); }
-    ~Scope() { d_.path_.pop_back(); }
+    Scope(JsonDecoder& d, std::string_view name) : d_(d) { d_.push({name, 0, false}); }
+    Scope(JsonDecoder& d, size_t index) : d_(d) { d_.push({{}, index, true}); }
+    ~Scope() { d_.pop(); }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
 
@@ -210,10 +211,24 @@ class JsonDecoder {
   };
   std::string path() const;
 
+  // The path: its first segments in place (a decoder per object, so no allocation for the
+  // usual depth), deeper ones in path_more_.
+  static constexpr size_t kPathInPlace = 12;
+  void push(const Segment& s) {
+    if (depth_ < kPathInPlace) path_[depth_] = s;
+    else path_more_.push_back(s);
+    ++depth_;
+  }
+  void pop() {
+    if (--depth_ >= kPathInPlace) path_more_.pop_back();
+  }
+
   std::string kind_;
   std::string object_namespace_;
   std::string object_name_;
-  std::vector<Segment> path_;
+  std::array<Segment, kPathInPlace> path_;
+  std::vector<Segment> path_more_;
+  size_t depth_ = 0;
   bool failed_ = false;
   Error error_;
 };

@@ -89,31 +89,30 @@ std::string pod_list_text(const std::string& cluster) {
 
 void figure_decode() {
   const std::string json = pod_list_text(bench::synthetic_cluster({.nodes = 5000, .pods = 150000, .seed = 2}));
-  double best = 1e9, best_scan = 1e9;
+  double best = 1e9;
   size_t pods = 0;
   for (int i = 0; i < 3; ++i) {
+    // As the client reads a list page (kube::Client::list_page): one pass, each item decoded as
+    // it comes.
     auto t = clock_type::now();
-    model::JsonReader page(json);
-    std::string_view key, items;
-    page.begin_object();
-    while (page.next_member(key))
-      if (key == "items") page.read_raw(items);
-      else page.skip();
-    if (!page.finish()) std::exit(1);
-    double scan = seconds_since(t);
     std::vector<model::Pod> decoded;
     decoded.reserve(150000);
-    model::JsonReader r(items);
-    r.begin_array();
-    while (r.next_element())
-      if (auto p = model::decode_pod(r)) decoded.push_back(std::move(*p));
+    model::JsonReader page(json);
+    std::string_view key;
+    page.begin_object();
+    while (page.next_member(key))
+      if (key == "items" && page.begin_array()) {
+        while (page.next_element())
+          if (auto p = model::decode_pod(page)) decoded.push_back(std::move(*p));
+      } else {
+        page.skip();
+      }
     double total = seconds_since(t);
-    if (!r.finish()) std::exit(1);
-    if (total < best) best = total, best_scan = scan;
+    if (!page.finish()) std::exit(1);
+    best = std::min(best, total);
     pods = decoded.size();
   }
-  std::fprintf(stderr, "decode: %zu bytes, %zu pods in %.3f s (finding the items %.3f s, decoding them %.3f s)\n",
-               json.size(), pods, best, best_scan, best - best_scan);
+  std::fprintf(stderr, "decode: %zu bytes, %zu pods in %.3f s\n", json.size(), pods, best);
   bench::report("json_decode_throughput", static_cast<double>(json.size()) / best / 1e6, "MB/s", ">= 400 MB/s");
 }
 

@@ -104,6 +104,39 @@ TEST_CASE("objects that do not decode are skipped and reported, not fatal", "[cl
   CHECK_THAT(list->skipped[0].message, Catch::Contains("decoding node \"bad\": spec.taints[0].effect"));
 }
 
+TEST_CASE("a list page is read in one pass, in whatever order its members come", "[client]") {
+  Fixture f;
+  std::string bad_pod = R"({"metadata":{"name":"bad","namespace":"ns"},"spec":{"priority":"high"}})";
+  // metadata after the items, a pod that does not decode between two that do, an unknown member
+  f.transport->expect("GET", "/api/v1/pods?limit=500", 200,
+                      std::string(R"({"kind":"PodList","items":[)") + kPod + "," + bad_pod + "," + kPod +
+                          R"(],"extra":{"a":[1,2]},"metadata":{"continue":"","resourceVersion":"42"}})");
+  Client c = f.client();
+  auto list = run_sync(f.ioc, c.list<model::Pod>(""));
+  REQUIRE(list);
+  CHECK(list->resource_version == "42");
+  CHECK(list->items.size() == 2);
+  REQUIRE(list->skipped.size() == 1);
+  CHECK_THAT(list->skipped[0].message, Catch::Contains("\"ns/bad\": spec.priority"));
+}
+
+TEST_CASE("a malformed list page fails the whole list, with what was wrong", "[client]") {
+  auto page = GENERATE(as<std::pair<std::string, std::string>>{},
+                       // cut short after a whole item: the items read so far are not returned
+                       std::pair{std::string(R"({"metadata":{"resourceVersion":"1"},"items":[)") + kPod + ",",
+                                 "invalid JSON at offset"},
+                       std::pair{std::string(R"({"metadata":{"resourceVersion":"1"}})"), "list of pods has no items array"},
+                       std::pair{std::string(R"({"metadata":{"resourceVersion":"1"},"items":{}})"), "items is not an array"},
+                       std::pair{std::string(R"({"items":[],"items":[)") + kPod + "]}", "items is given twice"},
+                       std::pair{std::string(R"({"items":[)") + kPod + R"(]} trailing)", "invalid JSON at offset"});
+  Fixture f;
+  f.transport->expect("GET", "/api/v1/pods?limit=500", 200, page.first);
+  Client c = f.client();
+  auto list = run_sync(f.ioc, c.list<model::Pod>(""));
+  REQUIRE_FALSE(list);
+  CHECK_THAT(list.error().message, Catch::Contains(page.second));
+}
+
 TEST_CASE("throttled reads are retried after Retry-After, failing the 1st, 2nd, ... attempt", "[client][retry]") {
   for (int failures = 0; failures <= 4; ++failures) {
     DYNAMIC_SECTION("fail " << failures << " times") {
