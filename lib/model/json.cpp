@@ -1,5 +1,7 @@
 #include "model/json.hpp"
 
+#include "model/gather.hpp"
+
 #include <fmt/format.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
@@ -48,6 +50,8 @@ void JsonDecoder::name_object(std::string_view ns, std::string_view name) {
   object_namespace_.assign(ns);  // "ns/name" is put together only for an error
   object_name_.assign(name);
 }
+
+void JsonDecoder::push_more(const Segment& s) { path_more_.push_back(s); }
 
 std::string JsonDecoder::path() const {
   std::string out;
@@ -217,12 +221,12 @@ std::optional<Time> JsonDecoder::time(JsonReader& r) {
 }
 
 Labels JsonDecoder::string_map(JsonReader& r) {
-  Labels out;
+  Gather<Labels::Entry, 16> entries;
   members(r, [&](std::string_view name) {
-    if (auto v = optional_string(r)) out.set(name, *v);
+    if (auto v = optional_string(r)) entries.push_back({InternedString(name), InternedString(*v)});
     return true;
   });
-  return out;
+  return Labels(entries.take());
 }
 
 std::optional<Quantity> JsonDecoder::quantity(JsonReader& r) {

@@ -216,12 +216,13 @@ class JsonDecoder {
   static constexpr size_t kPathInPlace = 12;
   void push(const Segment& s) {
     if (depth_ < kPathInPlace) path_[depth_] = s;
-    else path_more_.push_back(s);
+    else push_more(s);
     ++depth_;
   }
   void pop() {
     if (--depth_ >= kPathInPlace) path_more_.pop_back();
   }
+  void push_more(const Segment& s);  // out of line: a push is on every member's path
 
   std::string kind_;
   std::string object_namespace_;

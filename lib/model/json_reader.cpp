@@ -69,7 +69,8 @@ bool JsonReader::begin_array() { return open('[', false); }
 // Shared by next_member and next_element: reads the closing bracket (false) or the ',' that
 // comes before every item but the first (true).
 bool JsonReader::next_item(bool object) {
-  if (!ok() || stack_.empty() || stack_.back().object != object)
+  if (failed_) return false;
+  if (stack_.empty() || stack_.back().object != object) [[unlikely]]
     return fail(object ? "next_member outside an object" : "next_element outside an array");
   skip_whitespace();
   if (p_ < end_ && *p_ == (object ? '}' : ']')) {
@@ -78,7 +79,10 @@ bool JsonReader::next_item(bool object) {
     return false;
   }
   Frame& f = stack_.back();
-  if (f.has_items && !expect(',', object ? "',' or '}' after a member" : "',' or ']' after an element")) return false;
+  if (f.has_items) {
+    if (p_ == end_ || *p_ != ',') return expected(object ? "',' or '}' after a member" : "',' or ']' after an element");
+    ++p_;
+  }
   f.has_items = true;
   return true;
 }
@@ -98,26 +102,29 @@ bool JsonReader::read_string(std::string_view& out) {
   return scan_string(out);
 }
 
-// p_ is at the opening quote.
+// p_ is at the opening quote. The scan runs on a local pointer: a member would be stored back
+// on every step.
 bool JsonReader::scan_string(std::string_view& out) {
-  const char* start = ++p_;
+  const char* const start = p_ + 1;
+  const char* p = start;
 #ifdef __SSE2__
   const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
-  while (end_ - p_ >= 16) {
-    __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
+  while (end_ - p >= 16) {
+    __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     int mask = _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)));
     if (mask != 0) {
-      p_ += __builtin_ctz(static_cast<unsigned>(mask));
+      p += __builtin_ctz(static_cast<unsigned>(mask));
       break;
     }
-    p_ += 16;
+    p += 16;
   }
 #endif
-  while (p_ < end_ && *p_ != '"' && *p_ != '\\') ++p_;
-  if (p_ == end_) return fail("a string is not closed");
-  if (*p_ == '\\') return unescape(start, out);
-  out = std::string_view(start, static_cast<size_t>(p_ - start));
-  ++p_;
+  while (p < end_ && *p != '"' && *p != '\\') ++p;
+  p_ = p;
+  if (p == end_) return fail("a string is not closed");
+  if (*p == '\\') return unescape(start, out);
+  out = std::string_view(start, static_cast<size_t>(p - start));
+  p_ = p + 1;
   return true;
 }
 

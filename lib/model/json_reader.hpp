@@ -76,7 +76,8 @@ class JsonReader {
 
   bool fail(std::string_view what);
   void skip_whitespace() {
-    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    // Every whitespace byte is at most ' ': one comparison for the usual case of none.
+    while (p_ < end_ && static_cast<unsigned char>(*p_) <= ' ' && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
   bool expect(char c, std::string_view what) {
     skip_whitespace();

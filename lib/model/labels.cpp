@@ -8,6 +8,24 @@ Labels::Labels(std::initializer_list<std::pair<std::string_view, std::string_vie
   for (const auto& [k, v] : entries) set(k, v);
 }
 
+Labels::Labels(std::vector<Entry> entries) : entries_(std::move(entries)) {
+  auto by_key = [](const Entry& a, const Entry& b) { return a.first < b.first; };
+  if (entries_.size() <= 32) {
+    // Label sets are small: an insertion sort is stable and, unlike std::stable_sort, allocates nothing.
+    for (size_t i = 1; i < entries_.size(); ++i)
+      for (size_t j = i; j > 0 && by_key(entries_[j], entries_[j - 1]); --j) std::swap(entries_[j], entries_[j - 1]);
+  } else {
+    std::stable_sort(entries_.begin(), entries_.end(), by_key);
+  }
+  // Of a run of equal keys keep the last.
+  size_t out = 0;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (i + 1 < entries_.size() && entries_[i + 1].first == entries_[i].first) continue;
+    entries_[out++] = entries_[i];
+  }
+  entries_.resize(out);
+}
+
 void Labels::set(std::string_view key, std::string_view value) { set(InternedString(key), InternedString(value)); }
 
 void Labels::set(InternedString key, InternedString value) {

@@ -16,6 +16,8 @@ class Labels {
 
   Labels() = default;
   Labels(std::initializer_list<std::pair<std::string_view, std::string_view>> entries);
+  // From entries in any order; of entries with the same key the last is kept, as set() would.
+  explicit Labels(std::vector<Entry> entries);
 
   // Inserts or replaces.
   void set(std::string_view key, std::string_view value);

@@ -1,5 +1,7 @@
 #include "model/pod.hpp"
 
+#include "model/gather.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -49,8 +51,8 @@ struct Container {
 
 // A resource with a limit but no request is requested at its limit, as the apiserver defaults it.
 void decode_container_resources(JsonDecoder& d, JsonReader& r, Container& c, bool& any_cpu_or_memory) {
-  std::vector<std::string_view> requested;
-  std::vector<std::pair<std::string_view, Quantity>> limits;
+  Gather<std::string_view, 8> requested;
+  Gather<std::pair<std::string_view, Quantity>, 8> limits;
   auto each_quantity = [&](auto&& take) {
     d.members(r, [&](std::string_view name) {
       if (name == kResourceCpu || name == kResourceMemory) any_cpu_or_memory = true;
@@ -66,15 +68,15 @@ void decode_container_resources(JsonDecoder& d, JsonReader& r, Container& c, boo
       });
     } else if (key == "limits") {
       each_quantity([&](std::string_view name, std::optional<Quantity> q) {
-        if (q) limits.emplace_back(name, *q);
+        if (q) limits.push_back({name, *q});
       });
     } else {
       return false;
     }
     return true;
   });
-  for (const auto& [name, q] : limits)
-    if (std::find(requested.begin(), requested.end(), name) == requested.end())
+  for (const auto& [name, q] : limits.items())
+    if (std::ranges::find(requested.items(), name) == requested.items().end())
       c.requests.set(name, name == kResourceCpu ? q.milli_value() : q.value());
 }
 
@@ -345,7 +347,9 @@ void decode_spec(JsonDecoder& d, JsonReader& r, Pod& p) {
     } else if (key == "overhead") {
       overhead = d.resource_list(r);
     } else if (key == "tolerations") {
-      d.elements(r, [&] { p.tolerations.push_back(decode_toleration(d, r)); });
+      Gather<Toleration, 8> tolerations;
+      d.elements(r, [&] { tolerations.push_back(decode_toleration(d, r)); });
+      p.tolerations = tolerations.take();
     } else if (key == "affinity") {
       p.affinity = decode_affinity(d, r, p.meta.labels);
     } else if (key == "topologySpreadConstraints") {

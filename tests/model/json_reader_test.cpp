@@ -4,6 +4,8 @@
 
 #include "support/catch.hpp"
 
+#include <fmt/format.h>
+
 #include <string>
 #include <vector>
 
@@ -144,6 +146,32 @@ TEST_CASE("a pod decodes the same whatever the order of its members", "[jsonread
   // A limit without a request is the request; JSON numbers are quantities.
   CHECK(last->requests.cpu_milli == 2000);
   CHECK(last->requests.get("memory") == 1500);
+}
+
+TEST_CASE("lists and maps of any length decode whole; of repeated keys the last counts", "[jsonreader][decode]") {
+  // Label maps and tolerations are gathered in place up to a few entries, then spill over.
+  auto n = GENERATE(0, 1, 7, 8, 9, 16, 17, 40);
+  std::string labels, tolerations;
+  for (int i = n; i-- > 0;) {  // keys out of order
+    labels += fmt::format(R"({}"k{:02}": "v{}")", labels.empty() ? "" : ",", i, i);
+    tolerations += fmt::format(R"({}{{"key": "t{}", "operator": "Exists"}})", tolerations.empty() ? "" : ",", i);
+  }
+  // A key given twice (in labels: the second value wins; the tolerations member: the second list).
+  std::string text = fmt::format(
+      R"({{"metadata": {{"name": "p", "labels": {{{}{}"k00": "again"}}}},
+           "spec": {{"tolerations": [{{"key": "dropped"}}], "tolerations": [{}], "containers": [{{"name": "c"}}]}}}})",
+      labels, labels.empty() ? "" : ",", tolerations);
+  auto pod = decode_pod(text);
+  REQUIRE(pod);
+  REQUIRE(pod->meta.labels.size() == size_t(std::max(n, 1)));
+  int i = 0;
+  for (const auto& [k, v] : pod->meta.labels) {
+    CHECK(k.view() == fmt::format("k{:02}", i));
+    CHECK(v.view() == (i == 0 ? std::string("again") : fmt::format("v{}", i)));
+    ++i;
+  }
+  REQUIRE(pod->tolerations.size() == size_t(n));
+  for (int t = 0; t < n; ++t) CHECK(pod->tolerations[size_t(t)].key.view() == fmt::format("t{}", n - 1 - t));
 }
 
 TEST_CASE("a pod that does not decode leaves the reader at the next item", "[jsonreader][decode]") {
