@@ -5,9 +5,9 @@
 // capacity in objects the cache keeps. The usual few take one allocation of the right size.
 
 #include <cstddef>
+#include <iterator>
 #include <memory>
 #include <new>
-#include <iterator>
 #include <span>
 #include <utility>
 #include <vector>
