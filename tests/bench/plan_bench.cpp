@@ -108,7 +108,10 @@ void figure_decode() {
         page.skip();
       }
     double total = seconds_since(t);
-    if (!page.finish()) std::exit(1);
+    if (!page.finish()) {
+      std::fprintf(stderr, "decode: the pod list does not read: %s\n", page.error().c_str());
+      std::exit(1);
+    }
     best = std::min(best, total);
     pods = decoded.size();
   }
