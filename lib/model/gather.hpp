@@ -33,8 +33,6 @@ class Gather {
     }
     ++size_;
   }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
   // What was gathered so far, in order.
   std::span<const T> items() const {
     return size_ <= N ? std::span<const T>(in_place(), size_) : std::span<const T>(more_);

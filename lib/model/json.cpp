@@ -249,7 +249,7 @@ std::optional<Quantity> JsonDecoder::quantity(JsonReader& r) {
 ResourceList JsonDecoder::resource_list(JsonReader& r) {
   ResourceList out;
   members(r, [&](std::string_view name) {
-    if (auto q = quantity(r)) out.set(name, name == kResourceCpu ? q->milli_value() : q->value());
+    if (auto q = quantity(r)) out.set(name, *q);
     return true;
   });
   return out;

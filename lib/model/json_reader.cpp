@@ -262,7 +262,7 @@ void JsonReader::skip() {
       case JsonType::kBool: read_bool(flag); break;
       case JsonType::kNull: read_null(); break;
       case JsonType::kInvalid:
-        if (ok()) fail(p_ == end_ ? "expected a value, found the end" : fmt::format("expected a value, found '{}'", *p_));
+        if (ok()) expected("a value");
         return;
     }
     // Close what is finished; stop at the next value still to read, or once back at base.

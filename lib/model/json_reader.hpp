@@ -49,7 +49,6 @@ class JsonReader {
   bool begin_array();
   bool next_element();
 
-
   bool read_string(std::string_view& out);
   // A number as written ("2", "-1.5e3"), checked against JSON's grammar.
   bool read_number(std::string_view& text);

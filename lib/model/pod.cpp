@@ -64,7 +64,7 @@ void decode_container_resources(JsonDecoder& d, JsonReader& r, Container& c, boo
     if (key == "requests") {
       each_quantity([&](std::string_view name, std::optional<Quantity> q) {
         requested.push_back(name);
-        if (q) c.requests.set(name, name == kResourceCpu ? q->milli_value() : q->value());
+        if (q) c.requests.set(name, *q);
       });
     } else if (key == "limits") {
       each_quantity([&](std::string_view name, std::optional<Quantity> q) {
@@ -77,7 +77,7 @@ void decode_container_resources(JsonDecoder& d, JsonReader& r, Container& c, boo
   });
   for (const auto& [name, q] : limits.items())
     if (std::ranges::find(requested.items(), name) == requested.items().end())
-      c.requests.set(name, name == kResourceCpu ? q.milli_value() : q.value());
+      c.requests.set(name, q);
 }
 
 void decode_host_ports(JsonDecoder& d, JsonReader& r, std::vector<HostPort>& out) {

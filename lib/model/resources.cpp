@@ -23,6 +23,10 @@ int64_t* ResourceList::scalar_slot(std::string_view name) {
   return &it->second;
 }
 
+void ResourceList::set(std::string_view name, const Quantity& q) {
+  set(name, name == kResourceCpu ? q.milli_value() : q.value());
+}
+
 void ResourceList::set(std::string_view name, int64_t value) {
   if (name == kResourceCpu) cpu_milli = value;
   else if (name == kResourceMemory) memory = value;

@@ -3,6 +3,7 @@
 // (bytes for memory, storage and hugepages; counts for pods and extended resources).
 
 #include "model/intern.hpp"
+#include "model/quantity.hpp"
 
 #include <cstdint>
 #include <string>
@@ -40,6 +41,8 @@ class ResourceList {
   // The value of a resource by its Kubernetes name ("cpu" in milli-units).
   int64_t get(std::string_view name) const;
   void set(std::string_view name, int64_t value);
+  // A resource from its quantity: cpu in milli-units, anything else in units.
+  void set(std::string_view name, const Quantity& q);
   const std::vector<Scalar>& scalars() const { return scalars_; }
 
   // Adds (sign -1: subtracts) other, each sum held at the int64 limits.
