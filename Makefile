@@ -2,10 +2,11 @@
 #
 #   make demo   set up, build, and run the demo on kubesim
 #   make test   set up, build (warnings are errors), and run every test, including a bounded fuzz run
-#   make bench  set up, build, and run the benchmarks
+#   make bench  set up, build as the image does (release, NDEBUG), and run the benchmarks
 
 BUILD ?= build
 FUZZ_BUILD ?= build-fuzz
+BENCH_BUILD ?= build-release
 FUZZ_SECONDS ?= 30
 MESON ?= meson
 
@@ -18,6 +19,10 @@ setup:
 
 $(BUILD)/build.ninja:
 	$(MESON) setup $(BUILD) --werror
+
+# The benchmarks measure what the image ships: the Dockerfile's build options.
+$(BENCH_BUILD)/build.ninja:
+	$(MESON) setup $(BENCH_BUILD) --buildtype=release -Db_ndebug=true
 
 $(FUZZ_BUILD)/build.ninja:
 	CXX=clang++ $(MESON) setup $(FUZZ_BUILD) --werror -Dfuzz=true -Dfuzz_seconds=$(FUZZ_SECONDS)
@@ -40,8 +45,9 @@ demo: build
 	./scripts/demo.sh $(BUILD)
 
 # Each benchmark prints one JSON line per figure: {"name", "value", "unit", "goal"}.
-bench: build
-	$(MESON) test -C $(BUILD) --benchmark --verbose --num-processes 1
+bench: setup $(BENCH_BUILD)/build.ninja
+	ninja -C $(BENCH_BUILD)
+	$(MESON) test -C $(BENCH_BUILD) --benchmark --verbose --num-processes 1
 
 clean:
-	rm -rf $(BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(BENCH_BUILD)

@@ -211,14 +211,14 @@ asio::awaitable<std::map<std::string, std::set<std::string>>> Evictor::controlle
   for (const auto& m : moves)
     if (m.pod->controller) {
       namespaces.insert(std::string(m.pod->meta.namespace_.view()));
-      out[m.pod->controller->uid];
+      out[m.pod->controller->uid.str()];
     }
   for (const auto& ns : namespaces) {
     auto pods = co_await client_->list<model::Pod>(ns);
     if (!pods) continue;
     for (const auto& p : pods->items)
       if (p.controller)
-        if (auto it = out.find(p.controller->uid); it != out.end()) it->second.insert(p.meta.uid);
+        if (auto it = out.find(p.controller->uid.str()); it != out.end()) it->second.insert(p.meta.uid);
   }
   co_return out;
 }
@@ -234,8 +234,8 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
   std::map<std::string, Expect> expected;
   std::set<std::string> namespaces;
   for (const auto& m : evicted)
-    if (m.pod->controller && known_uids.count(m.pod->controller->uid)) {
-      auto& e = expected[m.pod->controller->uid];
+    if (m.pod->controller && known_uids.count(m.pod->controller->uid.str())) {
+      auto& e = expected[m.pod->controller->uid.str()];
       e.example = &m;
       ++e.count;
       namespaces.insert(std::string(m.pod->meta.namespace_.view()));
@@ -250,9 +250,9 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
       if (!pods) continue;
       for (auto& p : pods->items) {
         if (!p.controller || p.terminating()) continue;
-        auto known = known_uids.find(p.controller->uid);
+        auto known = known_uids.find(p.controller->uid.str());
         if (known == known_uids.end() || known->second.count(p.meta.uid)) continue;
-        found[p.controller->uid].push_back(std::move(p));
+        found[p.controller->uid.str()].push_back(std::move(p));
       }
     }
     bool all_bound = true;

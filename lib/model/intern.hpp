@@ -34,6 +34,15 @@ class InternedString {
   const std::string* p_;
 };
 
+// s interned, compared first with `last`, what the same field held in the object decoded before
+// it (which `last` then holds): a list comes sorted by namespace and name, so neighbours are
+// mostly replicas of one workload with the same namespace, labels, owner and tolerations, and a
+// match costs one comparison instead of hashing the string.
+inline InternedString intern_as_before(std::string_view s, InternedString& last) {
+  if (s != last.view()) last = InternedString(s);
+  return last;
+}
+
 // Number of distinct strings in the pool and their total bytes (for the memory benchmark).
 struct InternStats {
   size_t strings;

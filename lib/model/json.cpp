@@ -7,6 +7,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 
 namespace spotshift::model {
@@ -221,9 +223,14 @@ std::optional<Time> JsonDecoder::time(JsonReader& r) {
 }
 
 Labels JsonDecoder::string_map(JsonReader& r) {
+  thread_local std::array<Labels::Entry, 8> before;  // the map decoded before's, place by place
   Gather<Labels::Entry, 16> entries;
+  size_t index = 0;
   members(r, [&](std::string_view name) {
-    if (auto v = optional_string(r)) entries.push_back({InternedString(name), InternedString(*v)});
+    if (auto v = optional_string(r)) {
+      Labels::Entry& last = before[std::min(index++, before.size() - 1)];
+      entries.push_back({intern_as_before(name, last.first), intern_as_before(*v, last.second)});
+    }
     return true;
   });
   return Labels(entries.take());

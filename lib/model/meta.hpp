@@ -41,7 +41,8 @@ void decode_meta(JsonDecoder& d, JsonReader& r, ObjectMeta& meta, OnAnnotation&&
       meta.name = d.string(r);
       d.name_object(meta.namespace_.view(), meta.name);
     } else if (k == "namespace") {
-      meta.namespace_ = InternedString(d.string(r));
+      thread_local InternedString last;
+      meta.namespace_ = intern_as_before(d.string(r), last);
       d.name_object(meta.namespace_.view(), meta.name);
     } else if (k == "uid") {
       meta.uid = d.string(r);

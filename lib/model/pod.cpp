@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 namespace spotshift::model {
 
@@ -248,18 +249,20 @@ TopologySpreadConstraint decode_spread(JsonDecoder& d, JsonReader& r, const Labe
   return t;
 }
 
-Toleration decode_toleration(JsonDecoder& d, JsonReader& r) {
+Toleration decode_toleration(JsonDecoder& d, JsonReader& r, size_t index) {
+  thread_local std::array<Toleration, 4> before;  // the tolerations at the same places in the pod decoded before
+  Toleration& last = before[std::min(index, before.size() - 1)];
   Toleration tol;
   d.members(r, [&](std::string_view key) {
     if (key == "key") {
-      tol.key = InternedString(d.string(r));
+      tol.key = intern_as_before(d.string(r), last.key);
     } else if (key == "operator") {
       auto op = d.string(r);
       if (op == "Exists") tol.op = TolerationOp::kExists;
       else if (op.empty() || op == "Equal") tol.op = TolerationOp::kEqual;
       else d.fail(fmt::format("unknown toleration operator \"{}\": want Equal or Exists", op));
     } else if (key == "value") {
-      tol.value = InternedString(d.string(r));
+      tol.value = intern_as_before(d.string(r), last.value);
     } else if (key == "effect") {
       auto effect = d.string(r);
       if (effect.empty()) return true;
@@ -315,9 +318,10 @@ void decode_spec(JsonDecoder& d, JsonReader& r, Pod& p) {
   ResourceList init_peak;
   ResourceList overhead;
   std::vector<HostPort> sidecar_ports;  // after the regular containers' ports, whatever the order in the text
+  thread_local InternedString last_node;
   d.members(r, [&](std::string_view key) {
     if (key == "nodeName") {
-      p.node_name = InternedString(d.string(r));
+      p.node_name = intern_as_before(d.string(r), last_node);
     } else if (key == "schedulerName") {
       p.scheduler_name = InternedString(d.string(r));
     } else if (key == "priority") {
@@ -348,8 +352,9 @@ void decode_spec(JsonDecoder& d, JsonReader& r, Pod& p) {
       overhead = d.resource_list(r);
     } else if (key == "tolerations") {
       Gather<Toleration, 8> tolerations;
-      d.elements(r, [&] { tolerations.push_back(decode_toleration(d, r)); });
-      p.tolerations = tolerations.take();
+      size_t index = 0;
+      d.elements(r, [&] { tolerations.push_back(decode_toleration(d, r, index++)); });
+      p.tolerations = Tolerations(tolerations.items());
     } else if (key == "affinity") {
       p.affinity = decode_affinity(d, r, p.meta.labels);
     } else if (key == "topologySpreadConstraints") {
@@ -417,14 +422,15 @@ void decode_pod_meta(JsonDecoder& d, JsonReader& r, Pod& p) {
       p.deletion_grace_period_seconds = d.optional_integer(r);
     } else if (k == "ownerReferences") {
       d.elements(r, [&] {
+        thread_local OwnerReference last;  // the pod decoded before's
         OwnerReference ref;
         bool controller = false;
         d.members(r, [&](std::string_view f) {
           if (f == "controller") controller = d.boolean(r);
-          else if (f == "apiVersion") ref.api_version = InternedString(d.string(r));
-          else if (f == "kind") ref.kind = InternedString(d.string(r));
-          else if (f == "name") ref.name = InternedString(d.string(r));
-          else if (f == "uid") ref.uid = d.string(r);
+          else if (f == "apiVersion") ref.api_version = intern_as_before(d.string(r), last.api_version);
+          else if (f == "kind") ref.kind = intern_as_before(d.string(r), last.kind);
+          else if (f == "name") ref.name = intern_as_before(d.string(r), last.name);
+          else if (f == "uid") ref.uid = intern_as_before(d.string(r), last.uid);
           else return false;
           return true;
         });
@@ -459,10 +465,8 @@ bool Pod::operator==(const Pod& other) const {
 
 size_t Pod::memory_bytes() const {
   size_t bytes = sizeof(Pod) + meta.heap_bytes() + requests.heap_bytes() + node_selector.heap_bytes() +
-                 tolerations.capacity() * sizeof(Toleration) +
                  topology_spread.capacity() * sizeof(TopologySpreadConstraint) +
                  host_ports.capacity() * sizeof(HostPort) + pvc_claims.capacity() * sizeof(InternedString);
-  if (controller && controller->uid.capacity() > 15) bytes += controller->uid.capacity() + 1;
   if (affinity) bytes += sizeof(Affinity) + 64;  // terms are rare; a rough allowance
   return bytes;
 }

@@ -32,13 +32,19 @@ bool Toleration::tolerates(const Taint& taint) const {
   return op == TolerationOp::kExists || value == taint.value;
 }
 
-bool tolerated(const std::vector<Toleration>& tolerations, const Taint& taint) {
+size_t TolerationHash::operator()(const Toleration& t) const noexcept {
+  size_t h = std::hash<InternedString>()(t.key) * 31 + std::hash<InternedString>()(t.value);
+  h = h * 31 + static_cast<size_t>(t.op) * 8 + (t.effect ? 1 + static_cast<size_t>(*t.effect) : 0);
+  return h * 31 + (t.toleration_seconds ? std::hash<int64_t>()(*t.toleration_seconds) + 1 : 0);
+}
+
+bool tolerated(std::span<const Toleration> tolerations, const Taint& taint) {
   for (const auto& t : tolerations)
     if (t.tolerates(taint)) return true;
   return false;
 }
 
-const Taint* first_untolerated(const std::vector<Toleration>& tolerations, const std::vector<Taint>& taints,
+const Taint* first_untolerated(std::span<const Toleration> tolerations, const std::vector<Taint>& taints,
                                bool no_schedule, bool prefer_no_schedule, bool no_execute) {
   for (const auto& taint : taints) {
     bool considered = (taint.effect == TaintEffect::kNoSchedule && no_schedule) ||

@@ -122,7 +122,7 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
 }
 
 void Framework::signature(const model::Pod& pod, std::string& s, bool with_node_name) {
-  // Plain appends into a reused buffer: this runs per placement. Interned strings go in as their
+  // Plain appends into a reused buffer: this runs per placement. Interned strings and lists go in as their
   // handles (one pool holds one copy of each string, so equal handles are equal strings): no
   // string is read, and a signature is a key only within this process. Every list is preceded
   // by its length and every string by its size, so two different pods never write the same
@@ -138,13 +138,7 @@ void Framework::signature(const model::Pod& pod, std::string& s, bool with_node_
   id(pod.meta.namespace_);
   id(with_node_name ? pod.node_name : model::InternedString());
   s.push_back(pod.best_effort ? 'B' : '-');
-  count(pod.tolerations.size());
-  for (const auto& t : pod.tolerations) {
-    id(t.key);
-    s.push_back(t.op == model::TolerationOp::kExists ? '?' : '=');
-    id(t.value);
-    s.push_back(t.effect ? static_cast<char>('0' + static_cast<int>(*t.effect)) : '*');
-  }
+  raw(pod.tolerations.id());  // interned: equal lists are one list
   count(pod.node_selector.size());
   for (const auto& [k, v] : pod.node_selector) {
     id(k);

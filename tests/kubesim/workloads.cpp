@@ -315,14 +315,16 @@ bool SimWorkloads::sync_daemonset(const std::string& key) {
   if (const Value* spec = field(*tmpl, "spec")) set(probe, "spec", copy_of(*spec, pa), pa);
   auto pod = model::decode_pod(probe);
   if (!pod) return false;
+  std::vector<model::Toleration> tolerations(pod->tolerations.begin(), pod->tolerations.end());
   for (const char* k : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/disk-pressure",
                         "node.kubernetes.io/memory-pressure", "node.kubernetes.io/pid-pressure",
                         "node.kubernetes.io/unschedulable"}) {
     model::Toleration t;
     t.key = model::InternedString(k);
     t.op = model::TolerationOp::kExists;
-    pod->tolerations.push_back(t);
+    tolerations.push_back(t);
   }
+  pod->tolerations = model::Tolerations(tolerations);
   std::map<std::string, std::vector<ObjectPtr>> by_node;
   for (const auto& p : owned_pods(std::string(get_str(d, {"metadata", "uid"}))))
     if (active(p->doc)) by_node[std::string(get_str(p->doc, {"spec", "nodeName"}))].push_back(p);

@@ -6,7 +6,11 @@
 
 #include "support/catch.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <string>
+#include <vector>
 
 using namespace spotshift;
 using namespace spotshift::model;
@@ -112,6 +116,20 @@ TEST_CASE("a pod decodes metadata, owner, scheduling constraints and status", "[
   CHECK(p->tolerations[1].op == TolerationOp::kEqual);
   CHECK(p->tolerations[2].key.empty());
   CHECK(p->tolerations[2].op == TolerationOp::kExists);
+  CHECK(p->controller->uid.view() == "9a8b7c6d-0000-4000-8000-000000000001");
+
+  // Another replica with the same tolerations and controller holds the same list and uid; one
+  // toleration's seconds changed makes another list.
+  auto replica = pod_from(fixture("pod.json"));
+  REQUIRE(replica);
+  CHECK(replica->tolerations.id() == p->tolerations.id());
+  CHECK(replica->controller->uid == p->controller->uid);
+  std::string changed = fixture("pod.json");
+  changed.replace(changed.find("\"tolerationSeconds\":300"), 23, "\"tolerationSeconds\":301");
+  auto other = pod_from(changed);
+  REQUIRE(other);
+  CHECK(other->tolerations[0].toleration_seconds == 301);
+  CHECK_FALSE(other->tolerations == p->tolerations);
 
   REQUIRE(p->affinity);
   REQUIRE(p->affinity->node_required);
@@ -140,6 +158,47 @@ TEST_CASE("a pod decodes metadata, owner, scheduling constraints and status", "[
   CHECK(p->ready);
   CHECK(p->scheduled == ConditionStatus::kTrue);
   CHECK_FALSE(p->unschedulable);
+}
+
+TEST_CASE("pods decoded one after another each keep their own strings", "[decode]") {
+  // The decoders compare each repeated field with the pod decoded before (replicas come
+  // together in a list): a pod that repeats some of its neighbour's fields, changes others, or
+  // has fewer or more labels and tolerations must still decode exactly as itself.
+  struct Shape {
+    int ns, app, owner, node, labels, tolerations;
+  };
+  const std::vector<Shape> shapes = {{0, 0, 0, 0, 2, 2}, {0, 0, 0, 1, 2, 2}, {0, 1, 0, 1, 2, 2}, {1, 1, 1, 0, 3, 1},
+                                     {1, 1, 1, 0, 1, 0}, {0, 0, 0, 0, 2, 2}, {2, 2, 2, 2, 10, 6}, {0, 0, 0, 0, 2, 2}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& sh = shapes[i];
+    std::vector<std::string> labels, tolerations;
+    for (int l = 0; l < sh.labels; ++l) labels.push_back(fmt::format(R"("key-{}":"app-{}-{}")", l, sh.app, l));
+    for (int t = 0; t < sh.tolerations; ++t)
+      tolerations.push_back(fmt::format(R"({{"key":"taint-{}-{}","operator":"Equal","value":"v{}","effect":"NoSchedule"}})", sh.app, t, t));
+    const std::string text = fmt::format(
+        R"({{"metadata":{{"name":"p{}","namespace":"ns-{}","labels":{{{}}},)"
+        R"("ownerReferences":[{{"apiVersion":"apps/v{}","kind":"Kind{}","name":"owner-{}","uid":"uid-{}","controller":true}}]}},)"
+        R"("spec":{{"nodeName":"node-{}","tolerations":[{}]}}}})",
+        i, sh.ns, fmt::join(labels, ","), sh.owner, sh.owner, sh.owner, sh.owner, sh.node, fmt::join(tolerations, ","));
+    INFO("pod " << i << ": " << text);
+    auto p = decode_pod(std::string_view(text));
+    REQUIRE(p);
+    CHECK(p->meta.namespace_.view() == fmt::format("ns-{}", sh.ns));
+    CHECK(p->node_name.view() == fmt::format("node-{}", sh.node));
+    REQUIRE(p->meta.labels.size() == size_t(sh.labels));
+    for (int l = 0; l < sh.labels; ++l)
+      CHECK(p->meta.labels.get(fmt::format("key-{}", l))->view() == fmt::format("app-{}-{}", sh.app, l));
+    REQUIRE(p->controller);
+    CHECK(p->controller->api_version.view() == fmt::format("apps/v{}", sh.owner));
+    CHECK(p->controller->kind.view() == fmt::format("Kind{}", sh.owner));
+    CHECK(p->controller->name.view() == fmt::format("owner-{}", sh.owner));
+    CHECK(p->controller->uid.view() == fmt::format("uid-{}", sh.owner));
+    REQUIRE(p->tolerations.size() == size_t(sh.tolerations));
+    for (int t = 0; t < sh.tolerations; ++t) {
+      CHECK(p->tolerations[size_t(t)].key.view() == fmt::format("taint-{}-{}", sh.app, t));
+      CHECK(p->tolerations[size_t(t)].value.view() == fmt::format("v{}", t));
+    }
+  }
 }
 
 TEST_CASE("pod annotations and conditions set the drain-relevant flags", "[decode]") {

@@ -1,11 +1,14 @@
-// The string pool behind InternedString: one handle per distinct string, from any thread,
-// whatever the per-thread cache in front of it holds.
+// The pools behind InternedString and InternedList (a pod's tolerations): one handle per distinct
+// value, from any thread, whatever the per-thread caches in front of them hold.
 
 #include "model/intern.hpp"
+#include "model/taints.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,4 +64,89 @@ TEST_CASE("threads interning the same strings get the same handles", "[intern]")
     const void* expected = InternedString(fmt::format("threaded-{}", i)).id();
     for (size_t t = 0; t < ids.size(); ++t) REQUIRE(ids[t][size_t(t % 2 ? per_thread - 1 - i : i)] == expected);
   }
+}
+
+using spotshift::model::TaintEffect;
+using spotshift::model::Toleration;
+using spotshift::model::TolerationOp;
+using spotshift::model::Tolerations;
+
+namespace {
+
+Toleration toleration(std::string_view key, TolerationOp op, std::string_view value, std::optional<TaintEffect> effect,
+                      std::optional<int64_t> seconds) {
+  Toleration t;
+  t.key = InternedString(key);
+  t.op = op;
+  t.value = InternedString(value);
+  t.effect = effect;
+  t.toleration_seconds = seconds;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("equal toleration lists are one list; a list differing in any field or in order is another", "[intern]") {
+  const Toleration base = toleration("node.kubernetes.io/not-ready", TolerationOp::kExists, "", TaintEffect::kNoExecute, 300);
+  const Toleration other = toleration("node.kubernetes.io/unreachable", TolerationOp::kExists, "", TaintEffect::kNoExecute, 300);
+  std::vector<Toleration> variants = {
+      base,
+      toleration("node.kubernetes.io/not-readz", TolerationOp::kExists, "", TaintEffect::kNoExecute, 300),
+      toleration("node.kubernetes.io/not-ready", TolerationOp::kEqual, "", TaintEffect::kNoExecute, 300),
+      toleration("node.kubernetes.io/not-ready", TolerationOp::kExists, "x", TaintEffect::kNoExecute, 300),
+      toleration("node.kubernetes.io/not-ready", TolerationOp::kExists, "", TaintEffect::kNoSchedule, 300),
+      toleration("node.kubernetes.io/not-ready", TolerationOp::kExists, "", std::nullopt, 300),
+      toleration("node.kubernetes.io/not-ready", TolerationOp::kExists, "", TaintEffect::kNoExecute, 301),
+      toleration("node.kubernetes.io/not-ready", TolerationOp::kExists, "", TaintEffect::kNoExecute, std::nullopt),
+      toleration("node.kubernetes.io/not-ready", TolerationOp::kExists, "", TaintEffect::kNoExecute, 0),
+  };
+  std::vector<Tolerations> lists;
+  for (const auto& v : variants) lists.push_back(Tolerations({v, other}));
+  for (size_t i = 0; i < lists.size(); ++i) {
+    INFO("variant " << i);
+    REQUIRE(lists[i].size() == 2);
+    CHECK(lists[i][0] == variants[i]);
+    CHECK(lists[i][1] == other);
+    std::vector<Toleration> copy = {variants[i], other};  // equal content from other storage
+    CHECK(Tolerations(copy) == lists[i]);
+    CHECK(Tolerations(copy).id() == lists[i].id());
+    for (size_t j = 0; j < i; ++j) CHECK_FALSE(lists[i] == lists[j]);
+  }
+  CHECK_FALSE(Tolerations({other, base}) == Tolerations({base, other}));  // order is part of a list
+  CHECK_FALSE(Tolerations({base}) == Tolerations({base, base}));
+  CHECK(Tolerations(std::vector<Toleration>{}) == Tolerations());
+  CHECK(Tolerations().empty());
+  CHECK(Tolerations().begin() == Tolerations().end());
+}
+
+TEST_CASE("many toleration lists from several threads: one list per content, whatever the caches held", "[intern]") {
+  // 3,000 distinct lists, far more than a thread's cache of lists holds, met in different orders.
+  auto list_of = [](int i) {
+    std::vector<Toleration> v;
+    for (int k = 0; k <= i % 3; ++k)
+      v.push_back(toleration(fmt::format("list-test/{}", i), TolerationOp::kEqual, fmt::format("{}", k), TaintEffect::kNoSchedule,
+                             std::nullopt));
+    return v;
+  };
+  const int n = 3000;
+  std::vector<std::vector<const void*>> ids(4);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < ids.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < n; ++k) {
+        int i = t % 2 ? n - 1 - k : k;
+        ids[t].push_back(Tolerations(list_of(i)).id());
+      }
+    });
+  for (auto& th : threads) th.join();
+  std::vector<const void*> seen;
+  for (int i = 0; i < n; ++i) {
+    Tolerations list(list_of(i));
+    REQUIRE(list.size() == size_t(i % 3 + 1));
+    REQUIRE(list[0].key.view() == fmt::format("list-test/{}", i));
+    for (size_t t = 0; t < ids.size(); ++t) REQUIRE(ids[t][size_t(t % 2 ? n - 1 - i : i)] == list.id());
+    seen.push_back(list.id());
+  }
+  std::sort(seen.begin(), seen.end());
+  CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
 }
