@@ -34,7 +34,6 @@ class Labels {
   size_t size() const { return entries_.size(); }
   auto begin() const { return entries_.begin(); }
   auto end() const { return entries_.end(); }
-  size_t heap_bytes() const { return entries_.capacity() * sizeof(Entry); }
 
   // "a=b,c=d" in key order.
   std::string to_string() const;

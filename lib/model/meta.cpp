@@ -16,11 +16,6 @@ std::string ObjectMeta::key() const {
   return k;
 }
 
-size_t ObjectMeta::heap_bytes() const {
-  auto str = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
-  return str(name) + str(uid) + str(resource_version) + labels.heap_bytes();
-}
-
 ConditionStatus parse_condition_status(std::string_view s) {
   if (s == "True") return ConditionStatus::kTrue;
   if (s == "False") return ConditionStatus::kFalse;

@@ -28,7 +28,6 @@ struct ObjectMeta {
   // "namespace/name", or "name" for cluster-scoped objects: the cache and work-queue key.
   std::string key() const;
   bool operator==(const ObjectMeta&) const = default;
-  size_t heap_bytes() const;
 };
 
 // Decodes the metadata object r is at; calls on_annotation(key, value) for each annotation so a

@@ -20,10 +20,6 @@ bool Node::same_content(const Node& other) const {
          taints == other.taints && allocatable == other.allocatable && conditions == other.conditions;
 }
 
-size_t Node::memory_bytes() const {
-  return sizeof(Node) + meta.heap_bytes() + taints.capacity() * sizeof(Taint) + allocatable.heap_bytes();
-}
-
 Result<Node> decode_node(const JsonValue& v) {
   JsonDecoder d("node");
   Node n;

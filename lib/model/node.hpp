@@ -35,7 +35,6 @@ struct Node {
   // resourceVersion, so they compare equal here and never trigger replanning.
   bool same_content(const Node& other) const;
   bool operator==(const Node&) const = default;
-  size_t memory_bytes() const;
 };
 
 Result<Node> decode_node(const JsonValue& v);

@@ -463,14 +463,6 @@ bool Pod::operator==(const Pod& other) const {
   return meta.resource_version == other.meta.resource_version && equal_except_rv(*this, other);
 }
 
-size_t Pod::memory_bytes() const {
-  size_t bytes = sizeof(Pod) + meta.heap_bytes() + requests.heap_bytes() + node_selector.heap_bytes() +
-                 topology_spread.capacity() * sizeof(TopologySpreadConstraint) +
-                 host_ports.capacity() * sizeof(HostPort) + pvc_claims.capacity() * sizeof(InternedString);
-  if (affinity) bytes += sizeof(Affinity) + 64;  // terms are rare; a rough allowance
-  return bytes;
-}
-
 Result<Pod> decode_pod(JsonReader& r) {
   JsonDecoder d("pod");
   Pod p;

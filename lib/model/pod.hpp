@@ -116,7 +116,6 @@ struct Pod {
 
   bool same_content(const Pod& other) const;
   bool operator==(const Pod&) const;
-  size_t memory_bytes() const;
 };
 
 // Reads one pod from r, in one pass; r stays in step after a pod that does not decode.

@@ -63,7 +63,6 @@ class ResourceList {
       if (value) f(name.view(), value);
   }
 
-  size_t heap_bytes() const { return scalars_.capacity() * sizeof(Scalar); }
   // "cpu=500m,memory=128Mi" style summary for logs and explanations.
   std::string to_string() const;
 
