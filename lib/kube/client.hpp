@@ -96,6 +96,7 @@ struct ResourceTraits<model::Pod> {
   static const Resource& resource() { return Resource::pods(); }
   static Result<model::Pod> decode(const model::JsonValue& v) { return model::decode_pod(v); }
   static Result<model::Pod> read(model::JsonReader& r) { return model::decode_pod(r); }
+  static Result<void> read_into(model::JsonReader& r, model::Pod& into) { return model::decode_pod(r, into); }
 };
 template <>
 struct ResourceTraits<model::Node> {
@@ -132,6 +133,19 @@ Result<T> read_object(model::JsonReader& r) {
     return ResourceTraits<T>::read(r);
   else
     return model::decode_document(r, [](const model::JsonValue& v) { return ResourceTraits<T>::decode(v); });
+}
+
+// The same into `into`, a default-constructed T: pods are decoded in place, where they are kept.
+template <class T>
+Result<void> read_object_into(model::JsonReader& r, T& into) {
+  if constexpr (requires { ResourceTraits<T>::read_into(r, into); }) {
+    return ResourceTraits<T>::read_into(r, into);
+  } else {
+    auto decoded = read_object<T>(r);
+    if (!decoded) return decoded.error();
+    into = std::move(*decoded);
+    return Result<void>{};
+  }
 }
 
 template <class T>
@@ -255,9 +269,10 @@ class Client {
   asio::awaitable<Result<ObjectList<T>>> list(std::string_view ns, ListOptions o) {
     ObjectList<T> out;
     auto rv = co_await list_each(ResourceTraits<T>::resource(), ns, std::move(o), [&](model::JsonReader& item) {
-      auto decoded = read_object<T>(item);
-      if (decoded) out.items.push_back(std::move(*decoded));
-      else out.skipped.push_back(decoded.error());
+      if (auto decoded = read_object_into<T>(item, out.items.emplace_back()); !decoded) {
+        out.items.pop_back();
+        out.skipped.push_back(decoded.error());
+      }
     });
     if (!rv) co_return rv.error();
     out.resource_version = std::move(*rv);

@@ -463,9 +463,8 @@ bool Pod::operator==(const Pod& other) const {
   return meta.resource_version == other.meta.resource_version && equal_except_rv(*this, other);
 }
 
-Result<Pod> decode_pod(JsonReader& r) {
+Result<void> decode_pod(JsonReader& r, Pod& p) {
   JsonDecoder d("pod");
-  Pod p;
   if (r.peek() != JsonType::kObject) {
     d.wrong_type("an object", r);
     return d.take_error();
@@ -498,6 +497,12 @@ Result<Pod> decode_pod(JsonReader& r) {
     d.fail("metadata.name is empty");
     return d.take_error();
   }
+  return Result<void>{};
+}
+
+Result<Pod> decode_pod(JsonReader& r) {
+  Pod p;
+  if (auto done = decode_pod(r, p); !done) return done.error();
   return p;
 }
 

@@ -120,6 +120,9 @@ struct Pod {
 
 // Reads one pod from r, in one pass; r stays in step after a pod that does not decode.
 Result<Pod> decode_pod(JsonReader& r);
+// The same into `into`, which must be a default-constructed Pod, so a pod goes straight to where
+// it is kept (a 440-byte Pod is not moved out of a Result); after an error `into` holds part of it.
+Result<void> decode_pod(JsonReader& r, Pod& into);
 // A pod's JSON text.
 Result<Pod> decode_pod(std::string_view json);
 Result<Pod> decode_pod(const JsonValue& v);

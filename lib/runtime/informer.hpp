@@ -183,13 +183,25 @@ class Informer {
       o.resource_version = from_rv;
     }
     ++stats_.lists;
-    auto list = co_await client_->list<T>(options_.namespace_, o);
-    if (!list) co_return list.error();
-    for (const auto& e : list->skipped) skip_undecodable(e);
+    // Each object is decoded straight into the shared object the store keeps; none is applied
+    // before the whole list has read (a list that fails part-way is dropped, list_each's rule).
+    std::vector<Ptr> listed;
+    std::vector<Error> skipped;
+    auto rv = co_await client_->list_each(kube::ResourceTraits<T>::resource(), options_.namespace_, o,
+                                          [&](model::JsonReader& item) {
+                                            auto obj = std::make_shared<T>();
+                                            if (auto decoded = kube::read_object_into<T>(item, *obj); !decoded) {
+                                              skipped.push_back(decoded.error());
+                                              return;
+                                            }
+                                            if (options_.transform) options_.transform(*obj);
+                                            listed.push_back(std::move(obj));
+                                          });
+    if (!rv) co_return rv.error();
+    for (const auto& e : skipped) skip_undecodable(e);
     // Replace: upsert everything listed, then delete what vanished, telling handlers.
     std::set<std::string> seen;
-    for (auto& obj : list->items) {
-      Ptr fresh = decode_ready(std::move(obj));
+    for (Ptr& fresh : listed) {
       std::string key = fresh->meta.key();
       seen.insert(key);
       Ptr prev = store_.upsert(fresh);
@@ -201,7 +213,7 @@ class Informer {
       if (seen.count(key)) continue;
       if (Ptr gone = store_.erase(key)) deliver({ObjectEvent<T>::Type::kDeleted, gone, nullptr, false});
     }
-    rv_ = list->resource_version;
+    rv_ = std::move(*rv);
     if (!synced_) {
       synced_ = true;
       synced_signal_.notify();

@@ -103,7 +103,7 @@ void figure_decode() {
     while (page.next_member(key))
       if (key == "items" && page.begin_array()) {
         while (page.next_element())
-          if (auto p = model::decode_pod(page)) decoded.push_back(std::move(*p));
+          if (!model::decode_pod(page, decoded.emplace_back())) decoded.pop_back();
       } else {
         page.skip();
       }

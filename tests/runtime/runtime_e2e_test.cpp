@@ -146,6 +146,40 @@ TEST_CASE("after dropped watches, forced 410s and a burst of changes the store e
   run_for(ioc, 50ms);
 }
 
+TEST_CASE("a listed pod that does not decode is skipped and counted; the rest are trimmed and stored", "[informer]") {
+  kubesim::SimulatorOptions o;
+  for (int i = 0; i < 5; ++i)
+    o.scenario_text += fmt::format("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{}, namespace: default}}\n"
+                                   "spec: {{containers: [{{name: c, image: i}}]}}\n",
+                                   i);
+  kubesim::Simulator sim(o);
+  REQUIRE(sim.start());
+  // Stored past kubesim's validation, as a newer apiserver's object might read to this client.
+  sim.run([](kubesim::Cluster& c) {
+    c.mutate(*c.registry().pods(), "default/p2", [](kubesim::Value& obj, kubesim::Alloc& a) {
+      kubesim::set_str(*kubesim::get_mut(obj, "spec"), "priority", "high", a);
+    });
+  });
+  boost::asio::io_context ioc;
+  Timers timers(ioc.get_executor(), SystemClock::instance());
+  Informer<model::Pod>::Options opts;
+  opts.page_size = 2;  // the bad pod in the middle page
+  opts.transform = [](model::Pod& p) { p.do_not_move = true; };
+  Informer<model::Pod> informer("pods", client_for(ioc, sim), timers, opts);
+  std::vector<std::string> added;
+  informer.on_event([&](const ObjectEvent<model::Pod>& e) {
+    if (e.type == ObjectEvent<model::Pod>::Type::kAdded) added.push_back(e.object->meta.key());
+  });
+  spawn(ioc.get_executor(), informer.run(), "informer");
+  REQUIRE(run_sync(ioc, informer.wait_synced(10s)));
+  CHECK(informer.stats().decode_errors == 1);
+  CHECK(added == std::vector<std::string>{"default/p0", "default/p1", "default/p3", "default/p4"});
+  REQUIRE(informer.store().size() == 4);
+  informer.store().for_each([](const auto& p) { CHECK(p->do_not_move); });
+  CHECK_FALSE(informer.store().get("default/p2"));
+  informer.stop();
+}
+
 TEST_CASE("heartbeat-only node updates are not content changes", "[informer]") {
   kubesim::SimulatorOptions o;
   o.scenario_text = nodes_scenario(1);
