@@ -219,15 +219,17 @@ asio::awaitable<Result<ListPageMeta>> Client::list_page(const Resource& r, std::
   bool has_items = false;
   if (reader.begin_object())
     while (reader.next_member(key)) {
-      if (key == "items" && !has_items && reader.peek() == model::JsonType::kArray) {
+      if (key == "items") {
+        if (has_items) co_return Error::decode(fmt::format("list of {}: items is given twice", r.plural));
         has_items = true;
-        reader.begin_array();
-        while (reader.next_element()) on_item(reader);
-      } else if (key == "items" && !has_items && reader.peek() == model::JsonType::kNull) {
-        has_items = true;
-        reader.read_null();
-      } else if (key == "items") {
-        co_return Error::decode(fmt::format("list of {}: items is {}", r.plural, has_items ? "given twice" : "not an array"));
+        if (reader.peek() == model::JsonType::kArray) {
+          reader.begin_array();
+          while (reader.next_element()) on_item(reader);
+        } else if (reader.peek() == model::JsonType::kNull) {
+          reader.read_null();
+        } else {
+          co_return Error::decode(fmt::format("list of {}: items is not an array", r.plural));
+        }
       } else if (key == "metadata" && reader.peek() == model::JsonType::kObject) {
         reader.begin_object();
         while (reader.next_member(key)) {

@@ -157,9 +157,10 @@ class Informer {
     logger_.warn(fmt::format("{} failed", what), {{"error", e}});
   }
 
-  Ptr decode_ready(T obj) {
-    if (options_.transform) options_.transform(obj);
-    return std::make_shared<const T>(std::move(obj));
+  // An object as the store keeps it: trimmed by the transform, then shared and immutable.
+  Ptr keep(std::shared_ptr<T> obj) {
+    if (options_.transform) options_.transform(*obj);
+    return obj;
   }
 
   void skip_undecodable(const Error& e) {
@@ -194,8 +195,7 @@ class Informer {
                                               skipped.push_back(decoded.error());
                                               return;
                                             }
-                                            if (options_.transform) options_.transform(*obj);
-                                            listed.push_back(std::move(obj));
+                                            listed.push_back(keep(std::move(obj)));
                                           });
     if (!rv) co_return rv.error();
     for (const auto& e : skipped) skip_undecodable(e);
@@ -251,7 +251,7 @@ class Informer {
         skip_undecodable(*ev.decode_error);
         continue;
       }
-      Ptr fresh = decode_ready(std::move(*(*e)->object));
+      Ptr fresh = keep(std::make_shared<T>(std::move(*(*e)->object)));
       if (ev.type == kube::WatchEventType::kDeleted) {
         if (Ptr gone = store_.erase(fresh->meta.key())) deliver({ObjectEvent<T>::Type::kDeleted, fresh, gone, false});
       } else {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -15,6 +16,26 @@
 
 using spotshift::model::InternedString;
 using spotshift::model::intern_stats;
+
+namespace {
+
+// Four threads each take the handle of every value 0..n-1, two of them walking from the end, so
+// they meet the values in different orders: ids[t][i] is thread t's handle for value i.
+std::vector<std::vector<const void*>> handles_from_four_threads(int n, const std::function<const void*(int)>& handle_of) {
+  std::vector<std::vector<const void*>> ids(4, std::vector<const void*>(size_t(n)));
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < ids.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < n; ++k) {
+        int i = t % 2 ? n - 1 - k : k;
+        ids[t][size_t(i)] = handle_of(i);
+      }
+    });
+  for (auto& th : threads) th.join();
+  return ids;
+}
+
+}  // namespace
 
 TEST_CASE("equal strings share one handle; different ones never do", "[intern]") {
   // Lengths around the cache's in-place limit (22 bytes), a shared prefix, and embedded NULs.
@@ -49,20 +70,10 @@ TEST_CASE("many strings: the pool grows and handles stay valid and unique", "[in
 
 TEST_CASE("threads interning the same strings get the same handles", "[intern]") {
   const int per_thread = 20000;
-  std::vector<std::vector<const void*>> ids(4);
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < ids.size(); ++t)
-    threads.emplace_back([&, t] {
-      // Each thread walks the same strings in its own order.
-      for (int k = 0; k < per_thread; ++k) {
-        int i = t % 2 ? per_thread - 1 - k : k;
-        ids[t].push_back(InternedString(fmt::format("threaded-{}", i)).id());
-      }
-    });
-  for (auto& th : threads) th.join();
+  auto ids = handles_from_four_threads(per_thread, [](int i) { return InternedString(fmt::format("threaded-{}", i)).id(); });
   for (int i = 0; i < per_thread; ++i) {
     const void* expected = InternedString(fmt::format("threaded-{}", i)).id();
-    for (size_t t = 0; t < ids.size(); ++t) REQUIRE(ids[t][size_t(t % 2 ? per_thread - 1 - i : i)] == expected);
+    for (const auto& thread_ids : ids) REQUIRE(thread_ids[size_t(i)] == expected);
   }
 }
 
@@ -129,22 +140,13 @@ TEST_CASE("many toleration lists from several threads: one list per content, wha
     return v;
   };
   const int n = 3000;
-  std::vector<std::vector<const void*>> ids(4);
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < ids.size(); ++t)
-    threads.emplace_back([&, t] {
-      for (int k = 0; k < n; ++k) {
-        int i = t % 2 ? n - 1 - k : k;
-        ids[t].push_back(Tolerations(list_of(i)).id());
-      }
-    });
-  for (auto& th : threads) th.join();
+  auto ids = handles_from_four_threads(n, [&](int i) { return Tolerations(list_of(i)).id(); });
   std::vector<const void*> seen;
   for (int i = 0; i < n; ++i) {
     Tolerations list(list_of(i));
     REQUIRE(list.size() == size_t(i % 3 + 1));
     REQUIRE(list[0].key.view() == fmt::format("list-test/{}", i));
-    for (size_t t = 0; t < ids.size(); ++t) REQUIRE(ids[t][size_t(t % 2 ? n - 1 - i : i)] == list.id());
+    for (const auto& thread_ids : ids) REQUIRE(thread_ids[size_t(i)] == list.id());
     seen.push_back(list.id());
   }
   std::sort(seen.begin(), seen.end());
