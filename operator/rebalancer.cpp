@@ -146,6 +146,7 @@ drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const
   in.nodes.reserve(stores_.nodes.size());
   stores_.nodes.for_each([&](const auto& p) { in.nodes.push_back(p); });
   in.pods = stores_.pods.values();
+  in.snapshots = &snapshots_;
   stores_.pdbs.for_each([&](const auto& p) { in.pdbs.push_back(p); });
   if (spec.namespace_selector)
     stores_.namespaces.for_each([&](const auto& n) { in.namespaces.emplace(n->meta.name, n->meta.labels); });

@@ -110,6 +110,9 @@ class SpotRebalancer final : public runtime::Reconciler {
   std::map<std::string, std::unique_ptr<PolicyState>> states_;
   mutable std::vector<std::string> policy_keys_;
   mutable uint64_t policy_keys_version_ = UINT64_MAX;  // the store's version when policy_keys_ was read
+  // The last plan's cluster snapshot, for the next plan of any policy (it depends on the nodes,
+  // pods and volumes only): a node change alone plans without touching the pods.
+  mutable sched::SnapshotCache snapshots_;
 };
 
 }  // namespace spotshift::op

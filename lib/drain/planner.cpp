@@ -97,7 +97,9 @@ struct Candidate {
 Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   const auto started = std::chrono::steady_clock::now();
   Plan plan;
-  auto snap = sched::ClusterSnapshot::build(in.nodes, in.pods, in.volumes);
+  std::optional<sched::ClusterSnapshot> own;
+  const sched::ClusterSnapshot& snap = in.snapshots ? in.snapshots->get(in.nodes, in.pods, in.volumes)
+                                                    : own.emplace(sched::ClusterSnapshot::build(in.nodes, in.pods, in.volumes));
 
   std::vector<int> on_demand, spot;
   std::vector<NodePtr> spot_nodes;

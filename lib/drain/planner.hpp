@@ -44,6 +44,9 @@ struct PlanInput {
   std::map<std::string, std::string> excluded;
   // Plan only this on-demand node (the evictor's re-check), without earlier nodes' moves.
   std::optional<std::string> only_node;
+  // Where the cluster snapshot of the last plan is kept for this one (the operator's, across its
+  // plans); none: the snapshot is built for this plan alone. The plan is the same either way.
+  sched::SnapshotCache* snapshots = nullptr;
 };
 
 struct PodMove {

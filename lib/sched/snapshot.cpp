@@ -97,6 +97,38 @@ ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::ve
   return s;
 }
 
+bool ClusterSnapshot::refresh_nodes(std::vector<NodePtr> nodes) {
+  if (nodes.size() != nodes_.size()) return false;
+  std::sort(nodes.begin(), nodes.end(), [](const NodePtr& a, const NodePtr& b) { return a->name() < b->name(); });
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeInfo& info = nodes_[i];
+    if (nodes[i]->name() != info.name || nodes[i]->allocatable != info.allocatable ||
+        nodes[i]->meta.labels != info.node->meta.labels)
+      return false;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) nodes_[i].node = std::move(nodes[i]);
+  return true;
+}
+
+const ClusterSnapshot& SnapshotCache::get(const std::vector<NodePtr>& nodes, const std::vector<PodPtr>& pods,
+                                          const VolumeRequirements& volumes) {
+  auto same_pods = [&] {
+    if (pods.size() != pods_.size()) return false;
+    for (size_t i = 0; i < pods.size(); ++i)
+      if (pods[i].get() != pods_[i].get()) return false;
+    return true;
+  };
+  if (snapshot_ && same_pods() && volumes == snapshot_->volumes() && snapshot_->refresh_nodes(nodes)) {
+    ++reuses_;
+    return *snapshot_;
+  }
+  snapshot_.reset();  // the old one's memory goes before the new one's is taken
+  snapshot_ = ClusterSnapshot::build(nodes, pods, volumes);
+  pods_ = pods;
+  ++builds_;
+  return *snapshot_;
+}
+
 std::optional<int> ClusterSnapshot::index_of(std::string_view name) const {
   auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;

@@ -366,3 +366,96 @@ TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs
   REQUIRE(cpu_only.drainable.size() == 1);
   CHECK(targets(cpu_only.drainable[0])["cpu-only"] == "gpu-free");
 }
+
+TEST_CASE("a plan through the snapshot cache is the plan made without it; a node change alone reuses the snapshot", "[planner]") {
+  // od-1's 800m pod fits only on spot-a, which starts NotReady.
+  PlanInput in;
+  in.nodes.push_back(spot("spot-a").cpu("1").condition("Ready", "False"));
+  in.nodes.push_back(spot("spot-b").cpu("1"));
+  in.nodes.push_back(on_demand("od-1"));
+  in.pods.push_back(replica("fill", "fill").cpu("500m").on("spot-b"));
+  in.pods.push_back(replica("web-1", "web").cpu("800m").on("od-1"));
+  in.pods.push_back(replica("pending", "web").cpu("100m"));  // not bound: not in the snapshot
+  sched::SnapshotCache cache;
+  const PolicySpec spec = default_policy_spec();
+  auto set_node = [&](NodePtr node) {
+    for (auto& n : in.nodes)
+      if (n->name() == node->name()) {
+        n = std::move(node);
+        return;
+      }
+  };
+  // Plans with the cache and without it; returns the plan made with it.
+  auto plan_both = [&] {
+    PlanInput cached = in;
+    cached.snapshots = &cache;
+    Plan with = make_plan(cached, spec);
+    Plan without = make_plan(in, spec);
+    with.summary.plan_millis = without.summary.plan_millis = 0;
+    CHECK(plan_to_json(with) == plan_to_json(without));
+    return with;
+  };
+
+  CHECK(plan_both().drainable.empty());
+  CHECK(cache.builds() == 1);
+
+  SECTION("the spot node turns Ready, then is tainted, then cordoned: the same snapshot with the new node objects") {
+    set_node(spot("spot-a").cpu("1"));
+    Plan ready = plan_both();
+    REQUIRE(ready.drainable.size() == 1);
+    CHECK(targets(ready.drainable[0])["web-1"] == "spot-a");
+    set_node(spot("spot-a").cpu("1").taint("dedicated", "batch", "NoSchedule"));
+    Plan tainted = plan_both();
+    CHECK(tainted.drainable.empty());
+    CHECK(all_reasons(tainted, "od-1").find("taint") != std::string::npos);
+    set_node(spot("spot-a").cpu("1").unschedulable());
+    CHECK(plan_both().drainable.empty());
+    CHECK(cache.builds() == 1);
+    CHECK(cache.reuses() == 3);
+  }
+  SECTION("a node's labels change: built again (the selectors and topology read them)") {
+    set_node(spot("spot-a").cpu("1").label("topology.kubernetes.io/zone", "b"));
+    plan_both();
+    set_node(on_demand("od-1").label("node-role.kubernetes.io/spot-worker", ""));  // now both
+    CHECK(plan_both().drainable.empty());
+    CHECK(cache.builds() == 3);
+    CHECK(cache.reuses() == 0);
+  }
+  SECTION("a node's allocatable resources change: built again") {
+    set_node(spot("spot-b").cpu("2"));
+    Plan bigger = plan_both();
+    REQUIRE(bigger.drainable.size() == 1);
+    CHECK(targets(bigger.drainable[0])["web-1"] == "spot-b");
+    CHECK(cache.builds() == 2);
+  }
+  SECTION("a node comes or goes: built again") {
+    in.nodes.push_back(spot("spot-c").cpu("1"));
+    CHECK(plan_both().drainable.size() == 1);
+    in.nodes.pop_back();
+    CHECK(plan_both().drainable.empty());
+    CHECK(cache.builds() == 3);
+  }
+  SECTION("a pod is replaced, even by an equal object, or one is added or removed: built again") {
+    in.pods[0] = std::make_shared<const model::Pod>(*in.pods[0]);
+    plan_both();
+    in.pods[0] = replica("fill", "fill").cpu("100m").on("spot-b");  // now od-1's pod fits on spot-b
+    Plan smaller = plan_both();
+    REQUIRE(smaller.drainable.size() == 1);
+    CHECK(targets(smaller.drainable[0])["web-1"] == "spot-b");
+    in.pods.pop_back();
+    plan_both();
+    CHECK(cache.builds() == 4);
+    CHECK(cache.reuses() == 0);
+  }
+  SECTION("the volumes' node requirements change: built again") {
+    in.volumes["default/data"] = {{"topology.kubernetes.io/zone", "a"}};
+    plan_both();
+    CHECK(cache.builds() == 2);
+  }
+  SECTION("nothing changes: reused") {
+    plan_both();
+    plan_both();
+    CHECK(cache.builds() == 1);
+    CHECK(cache.reuses() == 2);
+  }
+}
