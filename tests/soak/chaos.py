@@ -59,7 +59,13 @@ class Soak:
 
     # --- plumbing ------------------------------------------------------------------------------
     def kubectl(self, *args, stdin=None, check=False):
-        r = subprocess.run(["kubectl", *args], env=self.env, capture_output=True, text=True, input=stdin)
+        # The harness's own requests meet the faults it injects (10 % 503s on every verb): a read
+        # or write it depends on is tried again, as a person at kubectl would.
+        for _ in range(10):
+            r = subprocess.run(["kubectl", *args], env=self.env, capture_output=True, text=True, input=stdin)
+            if not (check and r.returncode != 0 and "injected fault" in r.stderr):
+                break
+            time.sleep(0.1)
         if check and r.returncode != 0:
             raise RuntimeError(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
         return r
