@@ -50,6 +50,13 @@ bool is_ip_address(const std::string& host) {
 }
 
 struct Connection {
+  // Beast reads into `buffer` no more than its free capacity (at least 512 bytes). Left to grow
+  // from the size of the headers, that cost a system call for every few hundred bytes of a busy
+  // watch or a large list page: room for 64 KiB reads a burst of events, or 64 KiB of a page,
+  // in one.
+  static constexpr size_t kReadBufferBytes = 64 * 1024;
+  Connection() { buffer.reserve(kReadBufferBytes); }
+
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> secure;
   beast::flat_buffer buffer;
