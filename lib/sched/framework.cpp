@@ -122,9 +122,9 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
 }
 
 void Framework::signature(const model::Pod& pod, std::string& s, bool with_node_name) {
-  // Plain appends into a reused buffer: this runs per placement. Interned strings and lists go in as their
-  // handles (one pool holds one copy of each string, so equal handles are equal strings): no
-  // string is read, and a signature is a key only within this process. Every list is preceded
+  // Plain appends into a reused buffer: this runs per placement. Interned strings and lists go
+  // in as their handles (one pool holds one copy of each, so equal handles are equal contents):
+  // no string is read, and a signature is a key only within this process. Every list is preceded
   // by its length and every string by its size, so two different pods never write the same
   // bytes.
   auto raw = [&](const auto& v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };

@@ -4,6 +4,15 @@
 
 namespace spotshift::sched {
 
+namespace {
+
+// A snapshot's node order (NodeInfo::index): by name.
+void sort_by_name(std::vector<NodePtr>& nodes) {
+  std::sort(nodes.begin(), nodes.end(), [](const NodePtr& a, const NodePtr& b) { return a->name() < b->name(); });
+}
+
+}  // namespace
+
 void Usage::add(const model::ResourceList& r, int sign) {
   // Held at the int64 limits, as ResourceList::add does (requests saturate there).
   cpu_milli = model::saturating_add(cpu_milli, r.cpu_milli, sign);
@@ -58,7 +67,7 @@ ClusterSnapshot::~ClusterSnapshot() = default;
 ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::vector<PodPtr>& pods,
                                        VolumeRequirements volumes) {
   ClusterSnapshot s;
-  std::sort(nodes.begin(), nodes.end(), [](const NodePtr& a, const NodePtr& b) { return a->name() < b->name(); });
+  sort_by_name(nodes);
   s.nodes_.reserve(nodes.size());
   for (auto& n : nodes) {
     NodeInfo info;
@@ -99,7 +108,7 @@ ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::ve
 
 bool ClusterSnapshot::refresh_nodes(std::vector<NodePtr> nodes) {
   if (nodes.size() != nodes_.size()) return false;
-  std::sort(nodes.begin(), nodes.end(), [](const NodePtr& a, const NodePtr& b) { return a->name() < b->name(); });
+  sort_by_name(nodes);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeInfo& info = nodes_[i];
     if (nodes[i]->name() != info.name || nodes[i]->allocatable != info.allocatable ||
