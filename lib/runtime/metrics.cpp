@@ -1,6 +1,7 @@
 #include "runtime/metrics.hpp"
 
 #include "core/strings.hpp"
+#include "model/intern.hpp"
 
 #include <fmt/format.h>
 
@@ -118,6 +119,8 @@ Metrics::Metrics() {
   gauge("process_open_fds", "Number of open file descriptors.");
   gauge("process_max_fds", "Maximum number of open file descriptors.");
   gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.");
+  gauge("spotshift_interned_strings", "Distinct strings in the interning pool (label keys and values, namespaces, node and owner names); never freed.");
+  gauge("spotshift_interned_string_bytes", "Bytes the interning pool holds; it only grows.");
 }
 
 std::vector<double> Metrics::default_buckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}; }
@@ -184,6 +187,9 @@ void Metrics::update_process_metrics() {
     --fds;  // the directory stream itself
   }
   gauge("process_open_fds", "").get().set(fds);
+  const model::InternStats interned = model::intern_stats();
+  gauge("spotshift_interned_strings", "").get().set(static_cast<double>(interned.strings));
+  gauge("spotshift_interned_string_bytes", "").get().set(static_cast<double>(interned.bytes));
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) gauge("process_max_fds", "").get().set(static_cast<double>(rl.rlim_cur));
   // Start time: field 22 of /proc/self/stat (clock ticks after boot) plus the boot time.

@@ -77,6 +77,9 @@ TEST_CASE("on-demand nodes empty onto spot nodes one after another, least reques
   CHECK(metrics.find(R"(spotshift_nodes{policy="default",class="on_demand"})") != std::string::npos);
   CHECK(metrics.find("spotshift_build_info") != std::string::npos);
   CHECK(metrics.find("spotshift_plan_duration_seconds_count") != std::string::npos);
+  // The caches' labels, namespaces and node names went through the interning pool.
+  CHECK(metric(metrics, "spotshift_interned_strings") > 0);
+  CHECK(metric(metrics, "spotshift_interned_string_bytes") > metric(metrics, "spotshift_interned_strings"));
 
   op->stop(SIGTERM);
   CHECK(op->log().find("stopped exitCode=0") != std::string::npos);
