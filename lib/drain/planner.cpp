@@ -52,7 +52,7 @@ std::string unusable_reason(const model::Node& node) {
 // resource's scarcity (every on-demand node's request / the spot nodes' free total). A resource
 // nowhere free makes every node that needs it last.
 std::vector<double> scarcity_keys(const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand,
-                                  const std::vector<int>& spot, model::InternedString scarce) {
+                                  const std::vector<int>& spot, const model::InternedString& scarce) {
   auto amounts = [&](int n, bool free) {
     const sched::NodeInfo& info = snap.node(n);
     std::array<double, 4> used{static_cast<double>(info.used.cpu_milli), static_cast<double>(info.used.memory),

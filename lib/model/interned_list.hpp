@@ -4,9 +4,10 @@
 // tolerations) then cost each pod one pointer instead of a heap block, and two lists are equal
 // exactly when they are the same list, a pointer comparison.
 //
-// The pool is never freed (as the string pool): keep it to lists whose distinct values are few,
-// such as those a workload's template gives all its pods. Each thread first looks in a small
-// cache of its own, so the pool's mutex is taken only for a list the thread has not met lately.
+// The pool is never freed (unlike the string pool): keep it to lists whose distinct values are
+// few, such as those a workload's template gives all its pods. Each thread first looks in a
+// small cache of its own, so the pool's mutex is taken only for a list the thread has not met
+// lately.
 
 #include <array>
 #include <cstddef>

@@ -28,9 +28,9 @@ Labels::Labels(std::vector<Entry> entries) : entries_(std::move(entries)) {
 
 void Labels::set(std::string_view key, std::string_view value) { set(InternedString(key), InternedString(value)); }
 
-void Labels::set(InternedString key, InternedString value) {
+void Labels::set(const InternedString& key, const InternedString& value) {
   auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, InternedString k) { return e.first < k; });
+                             [](const Entry& e, const InternedString& k) { return e.first < k; });
   if (it != entries_.end() && it->first == key) {
     it->second = value;
   } else {
@@ -42,17 +42,17 @@ void Labels::erase(std::string_view key) {
   std::erase_if(entries_, [&](const Entry& e) { return e.first.view() == key; });
 }
 
-std::optional<InternedString> Labels::get(InternedString key) const {
+const InternedString* Labels::get(const InternedString& key) const {
   // Label sets are small: a linear scan comparing 8-byte handles beats a binary search.
   for (const auto& e : entries_)
-    if (e.first == key) return e.second;
-  return std::nullopt;
+    if (e.first == key) return &e.second;
+  return nullptr;
 }
 
-std::optional<InternedString> Labels::get(std::string_view key) const {
+const InternedString* Labels::get(std::string_view key) const {
   for (const auto& e : entries_)
-    if (e.first.view() == key) return e.second;
-  return std::nullopt;
+    if (e.first.view() == key) return &e.second;
+  return nullptr;
 }
 
 std::string Labels::to_string() const {

@@ -21,14 +21,15 @@ class Labels {
 
   // Inserts or replaces.
   void set(std::string_view key, std::string_view value);
-  void set(InternedString key, InternedString value);
+  void set(const InternedString& key, const InternedString& value);
   void erase(std::string_view key);
 
-  // The value of key, or nothing when the label is absent (an empty value is present).
-  std::optional<InternedString> get(InternedString key) const;
-  std::optional<InternedString> get(std::string_view key) const;
-  bool has(InternedString key) const { return get(key).has_value(); }
-  bool has(std::string_view key) const { return get(key).has_value(); }
+  // The value of key, or null when the label is absent (an empty value is present). A pointer
+  // into the labels, not a copy: no handle is counted.
+  const InternedString* get(const InternedString& key) const;
+  const InternedString* get(std::string_view key) const;
+  bool has(const InternedString& key) const { return get(key) != nullptr; }
+  bool has(std::string_view key) const { return get(key) != nullptr; }
 
   bool empty() const { return entries_.empty(); }
   size_t size() const { return entries_.size(); }

@@ -209,7 +209,7 @@ Result<Requirement> Requirement::make(std::string_view key, SelectorOp op, std::
 
 bool Requirement::matches_value(std::string_view value) const {
   auto contains = [&] {
-    for (auto v : values)
+    for (const auto& v : values)
       if (v.view() == value) return true;
     return false;
   };
@@ -236,17 +236,17 @@ bool Requirement::matches(const Labels& labels) const {
     case SelectorOp::kIn:
     case SelectorOp::kEquals:
       if (!value) return false;
-      for (auto v : values)
+      for (const auto& v : values)
         if (v == *value) return true;
       return false;
     case SelectorOp::kNotIn:
     case SelectorOp::kNotEquals:
       if (!value) return true;
-      for (auto v : values)
+      for (const auto& v : values)
         if (v == *value) return false;
       return true;
-    case SelectorOp::kExists: return value.has_value();
-    case SelectorOp::kDoesNotExist: return !value.has_value();
+    case SelectorOp::kExists: return value != nullptr;
+    case SelectorOp::kDoesNotExist: return value == nullptr;
     case SelectorOp::kGt:
     case SelectorOp::kLt: return value && matches_value(value->view());
   }

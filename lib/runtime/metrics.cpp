@@ -119,8 +119,8 @@ Metrics::Metrics() {
   gauge("process_open_fds", "Number of open file descriptors.");
   gauge("process_max_fds", "Maximum number of open file descriptors.");
   gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.");
-  gauge("spotshift_interned_strings", "Distinct strings in the interning pool (label keys and values, namespaces, node and owner names); never freed.");
-  gauge("spotshift_interned_string_bytes", "Bytes the interning pool holds; it only grows.");
+  gauge("spotshift_interned_strings", "Distinct strings in the interning pool (label keys and values, namespaces, node and owner names).");
+  gauge("spotshift_interned_string_bytes", "Bytes of the strings in the interning pool.");
 }
 
 std::vector<double> Metrics::default_buckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}; }

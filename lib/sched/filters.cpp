@@ -86,7 +86,7 @@ class VolumeZone final : public FilterPlugin {
     const auto& volumes = fork.base().volumes();
     if (volumes.empty()) return Status::success();
     const model::Node& node = *fork.base().node(n).node;
-    for (auto claim : pod.pvc_claims) {
+    for (const auto& claim : pod.pvc_claims) {
       auto it = volumes.find(fmt::format("{}/{}", pod.meta.namespace_.view(), claim.view()));
       if (it == volumes.end()) continue;  // not cached: nothing known to check
       for (const auto& [key, value] : it->second) {

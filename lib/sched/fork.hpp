@@ -91,7 +91,7 @@ class Fork {
   // Each pod once: a pod removed and added back to the same node is listed twice, so when more
   // than one fork of the chain has entries they are deduplicated.
   template <class F>
-  void for_each_added_with_label(model::InternedString key, model::InternedString value, F&& f) const {
+  void for_each_added_with_label(const model::InternedString& key, const model::InternedString& value, F&& f) const {
     std::vector<const std::vector<PlacedPod>*> buckets;
     for (const Fork* fk = this; fk; fk = fk->parent_)
       if (const auto* bucket = fk->added_by_label_.find(key, value)) buckets.push_back(bucket);

@@ -124,19 +124,21 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
 void Framework::signature(const model::Pod& pod, std::string& s, bool with_node_name) {
   // Plain appends into a reused buffer: this runs per placement. Interned strings and lists go
   // in as their handles (one pool holds one copy of each, so equal handles are equal contents):
-  // no string is read, and a signature is a key only within this process. Every list is preceded
-  // by its length and every string by its size, so two different pods never write the same
-  // bytes.
+  // no string is read, and a signature is a key only while the pods it came from live (a freed
+  // string's address may come back for another; the cache lives for one snapshot). Every list is
+  // preceded by its length and every string by its size, so two different pods never write the
+  // same bytes.
   auto raw = [&](const auto& v) { s.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  auto id = [&](model::InternedString v) { raw(v.id()); };
+  auto id = [&](const model::InternedString& v) { raw(v.id()); };
   auto count = [&](size_t n) { raw(static_cast<uint32_t>(n)); };
   auto text = [&](const std::string& t) {
     count(t.size());
     s.append(t);
   };
+  static const model::InternedString kNoNode;
   s.clear();
   id(pod.meta.namespace_);
-  id(with_node_name ? pod.node_name : model::InternedString());
+  id(with_node_name ? pod.node_name : kNoNode);
   s.push_back(pod.best_effort ? 'B' : '-');
   raw(pod.tolerations.id());  // interned: equal lists are one list
   count(pod.node_selector.size());

@@ -25,7 +25,7 @@ struct InterPodState final : PluginState {
   std::vector<std::pair<const std::vector<int>*, std::set<int>>> forbidden;
 };
 
-TermCounts count_term(const Fork& fork, const model::PodAffinityTerm& term, model::InternedString owner_ns,
+TermCounts count_term(const Fork& fork, const model::PodAffinityTerm& term, const model::InternedString& owner_ns,
                       bool* unknown_namespaces) {
   const ClusterSnapshot& snap = fork.base();
   TermCounts c;

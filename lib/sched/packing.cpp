@@ -43,7 +43,7 @@ struct Free {
   int64_t cpu, memory, scarce, pods;
 };
 
-Free free_on(const Fork& fork, int n, model::InternedString resource) {
+Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
   const BasicResources& a = fork.base().allocatable_basic(n);
   const BasicResources u = fork.used_basic(n);
   return {a.cpu_milli - u.cpu_milli, a.memory - u.memory,

@@ -13,7 +13,7 @@ const model::Taint* untolerated_taint(const model::Pod& pod, const model::Node& 
 // `owner_ns`. An empty namespace selector selects every namespace. A non-empty one needs
 // namespace labels, which the snapshot does not have: callers decide what that means.
 enum class NamespaceScope { kIn, kOut, kUnknown };
-NamespaceScope term_scope(const model::PodAffinityTerm& term, model::InternedString owner_ns, model::InternedString ns);
+NamespaceScope term_scope(const model::PodAffinityTerm& term, const model::InternedString& owner_ns, const model::InternedString& ns);
 
 // Calls f(pod, node) for each pod in the what-if whose labels match the selector (a nil selector
 // matches nothing), visiting only the index bucket of its most selective positive requirement.

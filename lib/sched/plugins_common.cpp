@@ -18,8 +18,8 @@ const model::Taint* untolerated_taint(const model::Pod& pod, const model::Node& 
   return model::first_untolerated(pod.tolerations, node.taints, true, false, true);
 }
 
-NamespaceScope term_scope(const model::PodAffinityTerm& term, model::InternedString owner_ns, model::InternedString ns) {
-  for (auto n : term.namespaces)
+NamespaceScope term_scope(const model::PodAffinityTerm& term, const model::InternedString& owner_ns, const model::InternedString& ns) {
+  for (const auto& n : term.namespaces)
     if (n == ns) return NamespaceScope::kIn;
   if (term.namespace_selector) {
     if (term.namespace_selector->empty()) return NamespaceScope::kIn;
@@ -46,10 +46,10 @@ void for_each_matching(const Fork& fork, const model::LabelSelector& selector,
         }
       } else {
         size_t total = 0;
-        for (auto v : r.values) total += snap.pods_with_label_value(r.key, v).size();
+        for (const auto& v : r.values) total += snap.pods_with_label_value(r.key, v).size();
         if (total < best_size) {
           merged.clear();
-          for (auto v : r.values) {
+          for (const auto& v : r.values) {
             const auto& b = snap.pods_with_label_value(r.key, v);
             merged.insert(merged.end(), b.begin(), b.end());
           }

@@ -25,7 +25,7 @@ void Usage::add(const model::ResourceList& r, int sign) {
   }
 }
 
-int64_t Usage::scalar(model::InternedString name) const {
+int64_t Usage::scalar(const model::InternedString& name) const {
   for (const auto& [n, v] : scalars)
     if (n == name) return v;
   return 0;
@@ -144,7 +144,7 @@ std::optional<int> ClusterSnapshot::index_of(std::string_view name) const {
   return it->second;
 }
 
-const ClusterSnapshot::TopologyKey& ClusterSnapshot::topology(model::InternedString key) const {
+const ClusterSnapshot::TopologyKey& ClusterSnapshot::topology(const model::InternedString& key) const {
   std::lock_guard lock(lazy_mutex_);
   auto& slot = topology_[key];
   if (!slot) {
@@ -162,17 +162,17 @@ const ClusterSnapshot::TopologyKey& ClusterSnapshot::topology(model::InternedStr
   return *slot;
 }
 
-int ClusterSnapshot::domain(int node, model::InternedString key) const {
+int ClusterSnapshot::domain(int node, const model::InternedString& key) const {
   return topology(key).node_domain[static_cast<size_t>(node)];
 }
 
-int ClusterSnapshot::domains(model::InternedString key) const { return static_cast<int>(topology(key).names.size()); }
+int ClusterSnapshot::domains(const model::InternedString& key) const { return static_cast<int>(topology(key).names.size()); }
 
-const std::string& ClusterSnapshot::domain_name(model::InternedString key, int domain) const {
+const std::string& ClusterSnapshot::domain_name(const model::InternedString& key, int domain) const {
   return topology(key).names[static_cast<size_t>(domain)];
 }
 
-const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label(model::InternedString key) const {
+const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label(const model::InternedString& key) const {
   std::lock_guard lock(lazy_mutex_);
   auto it = label_index_.find(key);
   if (it != label_index_.end()) return it->second;
@@ -183,8 +183,8 @@ const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label(model::InternedSt
   return label_index_.emplace(key, std::move(out)).first->second;
 }
 
-const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label_value(model::InternedString key,
-                                                                    model::InternedString value) const {
+const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label_value(const model::InternedString& key,
+                                                                    const model::InternedString& value) const {
   static const std::vector<PlacedPod> kNone;
   std::lock_guard lock(lazy_mutex_);
   auto it = label_value_index_.find(key);

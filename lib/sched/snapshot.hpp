@@ -29,7 +29,7 @@ struct Usage {
   std::vector<std::pair<model::InternedString, int64_t>> scalars;  // extended resources, hugepages
 
   void add(const model::ResourceList& r, int sign);
-  int64_t scalar(model::InternedString name) const;
+  int64_t scalar(const model::InternedString& name) const;
   bool operator==(const Usage&) const = default;
 };
 
@@ -75,9 +75,9 @@ const model::Requirement* single_value_requirement(const model::LabelSelector& s
 template <class T>
 class LabelBuckets {
  public:
-  void add(model::InternedString key, model::InternedString value, T item) { map_[key][value].push_back(std::move(item)); }
+  void add(const model::InternedString& key, const model::InternedString& value, T item) { map_[key][value].push_back(std::move(item)); }
   // The items filed under key=value, or null.
-  const std::vector<T>* find(model::InternedString key, model::InternedString value) const {
+  const std::vector<T>* find(const model::InternedString& key, const model::InternedString& value) const {
     auto k = map_.find(key);
     if (k == map_.end()) return nullptr;
     auto v = k->second.find(value);
@@ -173,16 +173,16 @@ class ClusterSnapshot {
 
   // The node's domain id for a topology key (its label value), or -1 when it has no such label.
   // Ids are dense per key; domain_name() maps them back. Computed on first use per key.
-  int domain(int node, model::InternedString key) const;
+  int domain(int node, const model::InternedString& key) const;
   // Node index -> domain id for a key, for loops over nodes (one lookup instead of one per node).
-  const std::vector<int>& node_domains(model::InternedString key) const { return topology(key).node_domain; }
-  int domains(model::InternedString key) const;
-  const std::string& domain_name(model::InternedString key, int domain) const;
+  const std::vector<int>& node_domains(const model::InternedString& key) const { return topology(key).node_domain; }
+  int domains(const model::InternedString& key) const;
+  const std::string& domain_name(const model::InternedString& key, int domain) const;
 
   // Pods having a label key (for selectors with a positive requirement), on any node.
-  const std::vector<PlacedPod>& pods_with_label(model::InternedString key) const;
+  const std::vector<PlacedPod>& pods_with_label(const model::InternedString& key) const;
   // Pods whose label key has this value.
-  const std::vector<PlacedPod>& pods_with_label_value(model::InternedString key, model::InternedString value) const;
+  const std::vector<PlacedPod>& pods_with_label_value(const model::InternedString& key, const model::InternedString& value) const;
   // Every placed pod (for selectors without a positive requirement).
   const std::vector<PlacedPod>& all_pods() const;
   // Pods with required pod anti-affinity terms (checked against every incoming pod).
@@ -200,7 +200,7 @@ class ClusterSnapshot {
     std::vector<int> node_domain;
     std::vector<std::string> names;
   };
-  const TopologyKey& topology(model::InternedString key) const;
+  const TopologyKey& topology(const model::InternedString& key) const;
 
   std::vector<NodeInfo> nodes_;
   std::vector<BasicResources> allocatable_basic_;

@@ -138,7 +138,7 @@ bool SimScheduler::schedule(const std::string& key) {
     }
     bool selector_ok = true;
     for (const auto& [k, v] : pod->node_selector)
-      if (node.meta.labels.get(k) != v) selector_ok = false;
+      if (const auto* got = node.meta.labels.get(k); !got || *got != v) selector_ok = false;
     if (selector_ok && pod->affinity && pod->affinity->node_required)
       selector_ok = pod->affinity->node_required->matches(node.meta.labels, name);
     if (!selector_ok) {

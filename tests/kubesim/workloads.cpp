@@ -338,7 +338,7 @@ bool SimWorkloads::sync_daemonset(const std::string& key) {
     // later, such as a drain's, leaves it running).
     bool selected = true;
     for (const auto& [k, v] : pod->node_selector)
-      if (node->meta.labels.get(k) != v) selected = false;
+      if (const auto* got = node->meta.labels.get(k); !got || *got != v) selected = false;
     if (selected && pod->affinity && pod->affinity->node_required)
       selected = pod->affinity->node_required->matches(node->meta.labels, name);
     bool should_run = selected && !model::first_untolerated(pod->tolerations, node->taints, true, false, true);
