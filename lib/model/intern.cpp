@@ -11,7 +11,7 @@ namespace spotshift::model {
 
 namespace detail {
 
-constinit const InternEntry kEmptyInternEntry{};
+const InternEntry kEmptyInternEntry{};
 
 // What the pool needs of a handle: to make one that takes over a reference it counted.
 struct InternAccess {

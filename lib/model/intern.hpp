@@ -24,7 +24,7 @@ struct InternEntry {
   mutable std::atomic<uint32_t> refs{0};
 };
 // The empty string: never counted, never freed.
-extern constinit const InternEntry kEmptyInternEntry;
+extern const InternEntry kEmptyInternEntry;
 // Drops what may be the last reference, under the pool's lock; frees the entry if it was.
 void release_interned(const InternEntry* e) noexcept;
 struct InternAccess;  // lib/model/intern.cpp: makes handles for the pool's entries
