@@ -445,6 +445,12 @@ void decode_pod_meta(JsonDecoder& d, JsonReader& r, Pod& p) {
 
 }  // namespace
 
+bool Pod::selects_node(const Labels& node_labels, std::string_view node_name) const {
+  for (const auto& [k, v] : node_selector)
+    if (const InternedString* have = node_labels.get(k); !have || *have != v) return false;
+  return !affinity || !affinity->node_required || affinity->node_required->matches(node_labels, node_name);
+}
+
 bool Pod::same_content(const Pod& other) const { return equal_except_rv(*this, other); }
 
 bool Pod::key_less(const Pod& other) const {

@@ -113,6 +113,9 @@ struct Pod {
   bool terminating() const { return meta.deletion_timestamp.has_value(); }
   bool terminal() const { return phase == PodPhase::kSucceeded || phase == PodPhase::kFailed; }
   bool owned_by(std::string_view kind) const { return controller && controller->kind.view() == kind; }
+  // Whether its nodeSelector and required node affinity both let it run on a node with these
+  // labels and this name (taints are another matter: model::first_untolerated).
+  bool selects_node(const Labels& node_labels, std::string_view node_name) const;
 
   bool same_content(const Pod& other) const;
   bool operator==(const Pod&) const;

@@ -4,15 +4,7 @@
 
 namespace spotshift::sched {
 
-bool matches_node_affinity(const model::Pod& pod, const model::Node& node) {
-  for (const auto& [k, v] : pod.node_selector) {
-    auto have = node.meta.labels.get(k);
-    if (!have || *have != v) return false;
-  }
-  if (pod.affinity && pod.affinity->node_required && !pod.affinity->node_required->matches(node.meta.labels, node.name()))
-    return false;
-  return true;
-}
+bool matches_node_affinity(const model::Pod& pod, const model::Node& node) { return pod.selects_node(node.meta.labels, node.name()); }
 
 const model::Taint* untolerated_taint(const model::Pod& pod, const model::Node& node) {
   return model::first_untolerated(pod.tolerations, node.taints, true, false, true);

@@ -3,17 +3,12 @@
 
 
 #include "env.hpp"
+#include "support/metrics_text.hpp"
 
 using namespace spotshift;
 using namespace spotshift::e2e;
 
-namespace {
-// A sample's value from the /metrics text ("name{labels}" as written there), or -1.
-double metric(const std::string& text, const std::string& series) {
-  auto at = text.find("\n" + series + " ");
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
-}
-}  // namespace
+using spotshift::testing::metric_sample;
 
 TEST_CASE("on-demand nodes empty onto spot nodes one after another, least requested first, budgets respected", "[e2e]") {
   Env env;
@@ -69,17 +64,17 @@ TEST_CASE("on-demand nodes empty onto spot nodes one after another, least reques
   const size_t other_requests = env.operator_requests("/").size() - event_requests;
   REQUIRE(event_requests > 0);
   std::string metrics = op->metrics();
-  CHECK(metric(metrics, R"(spotshift_api_requests_total{client="events"})") >= static_cast<double>(event_requests));
-  CHECK(metric(metrics, R"(spotshift_api_requests_total{client="controller"})") >= static_cast<double>(other_requests));
-  CHECK(metric(metrics, R"(spotshift_api_rate_limit_wait_seconds_total{client="events"})") >= 0);
+  CHECK(metric_sample(metrics, R"(spotshift_api_requests_total{client="events"})") >= static_cast<double>(event_requests));
+  CHECK(metric_sample(metrics, R"(spotshift_api_requests_total{client="controller"})") >= static_cast<double>(other_requests));
+  CHECK(metric_sample(metrics, R"(spotshift_api_rate_limit_wait_seconds_total{client="events"})") >= 0);
   CHECK(metrics.find(R"(spotshift_drains_total{policy="default",result="succeeded"} 2)") != std::string::npos);
   CHECK(metrics.find(R"(spotshift_evictions_total{policy="default",result="evicted"} 5)") != std::string::npos);
   CHECK(metrics.find(R"(spotshift_nodes{policy="default",class="on_demand"})") != std::string::npos);
   CHECK(metrics.find("spotshift_build_info") != std::string::npos);
   CHECK(metrics.find("spotshift_plan_duration_seconds_count") != std::string::npos);
   // The caches' labels, namespaces and node names went through the interning pool.
-  CHECK(metric(metrics, "spotshift_interned_strings") > 0);
-  CHECK(metric(metrics, "spotshift_interned_string_bytes") > metric(metrics, "spotshift_interned_strings"));
+  CHECK(metric_sample(metrics, "spotshift_interned_strings") > 0);
+  CHECK(metric_sample(metrics, "spotshift_interned_string_bytes") > metric_sample(metrics, "spotshift_interned_strings"));
 
   op->stop(SIGTERM);
   CHECK(op->log().find("stopped exitCode=0") != std::string::npos);
@@ -123,7 +118,7 @@ TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, a
   const std::string count = R"(spotshift_plan_duration_seconds_count{policy="default"})";
   const std::string sum = R"(spotshift_plan_duration_seconds_sum{policy="default"})";
   std::string before = op->metrics();
-  REQUIRE(metric(before, count) >= 1);
+  REQUIRE(metric_sample(before, count) >= 1);
 
   // A label changes on a pod every millisecond for 1.5 s: each change asks for a plan.
   std::string pod;
@@ -147,8 +142,8 @@ TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, a
   REQUIRE(eventually([&] { return env.status("default", {"drainableNodes"}) == "0"; }, 10s));
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::string after = op->metrics();
-  double plans = metric(after, count) - metric(before, count);
-  double planning = metric(after, sum) - metric(before, sum);
+  double plans = metric_sample(after, count) - metric_sample(before, count);
+  double planning = metric_sample(after, sum) - metric_sample(before, sum);
   INFO(changes << " changes in " << elapsed << " s: " << plans << " plans, " << planning << " s planning\n" << op->log());
   CHECK(plans < changes / 2.0);
   // 1 % of the time plus the plans at either end; without the wait it is 3 to 4 %.
@@ -438,7 +433,7 @@ TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e
   CHECK_FALSE(env.any_draining());
   CHECK(follower->log().find("removed the taint of an interrupted drain") != std::string::npos);
   // The lease is renewed through a client of its own, which no other request can hold back.
-  CHECK(metric(follower->metrics(), R"(spotshift_api_requests_total{client="leader-election"})") >= 1);
+  CHECK(metric_sample(follower->metrics(), R"(spotshift_api_requests_total{client="leader-election"})") >= 1);
   follower->stop(SIGTERM);
   CHECK(follower->exit_status() == 0);
 }

@@ -136,12 +136,7 @@ bool SimScheduler::schedule(const std::string& key) {
       ++reasons[fmt::format("node(s) had untolerated taint {{{}: {}}}", t->key.view(), t->value.view())];
       continue;
     }
-    bool selector_ok = true;
-    for (const auto& [k, v] : pod->node_selector)
-      if (const auto* got = node.meta.labels.get(k); !got || *got != v) selector_ok = false;
-    if (selector_ok && pod->affinity && pod->affinity->node_required)
-      selector_ok = pod->affinity->node_required->matches(node.meta.labels, name);
-    if (!selector_ok) {
+    if (!pod->selects_node(node.meta.labels, name)) {
       ++reasons["node(s) didn't match Pod's node affinity/selector"];
       continue;
     }

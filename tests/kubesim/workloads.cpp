@@ -336,11 +336,7 @@ bool SimWorkloads::sync_daemonset(const std::string& key) {
     // As the DaemonSet controller decides: a new pod needs every NoSchedule and NoExecute taint
     // tolerated; a running pod stays unless a NoExecute taint is not (a NoSchedule taint added
     // later, such as a drain's, leaves it running).
-    bool selected = true;
-    for (const auto& [k, v] : pod->node_selector)
-      if (const auto* got = node->meta.labels.get(k); !got || *got != v) selected = false;
-    if (selected && pod->affinity && pod->affinity->node_required)
-      selected = pod->affinity->node_required->matches(node->meta.labels, name);
+    const bool selected = pod->selects_node(node->meta.labels, name);
     bool should_run = selected && !model::first_untolerated(pod->tolerations, node->taints, true, false, true);
     bool keep_running = selected && !model::first_untolerated(pod->tolerations, node->taints, false, false, true);
     auto& pods = by_node[name];

@@ -1,12 +1,14 @@
 #include "runtime/metrics.hpp"
 #include "model/intern.hpp"
 #include "support/catch.hpp"
+#include "support/metrics_text.hpp"
 
 #include <regex>
 #include <set>
 #include <sstream>
 
 using namespace spotshift::runtime;
+using spotshift::testing::metric_sample;
 
 namespace {
 // A strict reader of the Prometheus text format: every sample belongs to a declared family,
@@ -77,27 +79,18 @@ TEST_CASE("metrics render in the Prometheus text format", "[metrics]") {
   CHECK(text.find("process_start_time_seconds ") != std::string::npos);
 }
 
-namespace {
-// The value of an unlabelled sample in exposition text; -1 when it is missing.
-double sample(const std::string& text, const std::string& name) {
-  auto at = text.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + name.size() + 2));
-}
-}  // namespace
-
 TEST_CASE("the interning pool's size is a metric, and grows with each new distinct string", "[metrics]") {
   Metrics m;
   std::string before = m.render();
   check_exposition(before);
-  double strings = sample(before, "spotshift_interned_strings"), bytes = sample(before, "spotshift_interned_string_bytes");
+  double strings = metric_sample(before, "spotshift_interned_strings"), bytes = metric_sample(before, "spotshift_interned_string_bytes");
   REQUIRE(strings >= 0);
   REQUIRE(bytes >= 0);
   const std::string fresh = "metrics-test-a-string-no-one-else-interns";
   spotshift::model::InternedString once(fresh), again(fresh);
   std::string after = m.render();
-  CHECK(sample(after, "spotshift_interned_strings") == strings + 1);
-  CHECK(sample(after, "spotshift_interned_string_bytes") >= bytes + static_cast<double>(fresh.size()));
+  CHECK(metric_sample(after, "spotshift_interned_strings") == strings + 1);
+  CHECK(metric_sample(after, "spotshift_interned_string_bytes") >= bytes + static_cast<double>(fresh.size()));
 }
 
 TEST_CASE("bad metric names and label counts are refused", "[metrics]") {
