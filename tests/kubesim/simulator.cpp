@@ -65,15 +65,17 @@ std::string to_json(const AuditRecord& r) {
 }
 
 struct Simulator::Impl {
+  // Declaration order is destruction order, reversed. Coroutines still pending when the thread
+  // stops (a watch stuck writing to a client that does not read, a request in a fault's delay)
+  // are destroyed with the io_context, and their destructors use what they point to: the
+  // waiters set, the TLS context, the API, the cluster. So everything below up to `ioc` must
+  // outlive it, and the acceptor, which needs the io_context, goes first.
   SimulatorOptions options;
   SimClock clock;
   Cluster cluster;
   std::unique_ptr<Api> api;
   std::unique_ptr<Controllers> controllers;
-  net::io_context ioc{1};
   std::optional<net::ssl::context> ssl;
-  std::optional<tcp::acceptor> acceptor;
-  std::thread thread;
   uint16_t port = 0;
   bool stopping = false;
   bool started = false;
@@ -85,6 +87,9 @@ struct Simulator::Impl {
   mutable std::mutex audit_mutex;
   std::vector<AuditRecord> audit;
   std::ofstream audit_file;
+  net::io_context ioc{1};
+  std::optional<tcp::acceptor> acceptor;
+  std::thread thread;
 
   explicit Impl(SimulatorOptions o)
       : options(std::move(o)), clock(options.time_scale), cluster(clock, options.cluster) {}
