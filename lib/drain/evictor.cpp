@@ -63,8 +63,12 @@ bool has_draining_taint(const model::Node& node, std::string_view policy) {
   return false;
 }
 
-Evictor::Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options)
-    : client_(std::move(client)), timers_(timers), options_(std::move(options)), stop_signal_(timers.executor()) {}
+Evictor::Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options, ListPods list_pods)
+    : client_(std::move(client)),
+      timers_(timers),
+      options_(std::move(options)),
+      list_pods_(std::move(list_pods)),
+      stop_signal_(timers.executor()) {}
 
 void Evictor::stop(std::string why) {
   stopping_ = true;
@@ -205,7 +209,7 @@ asio::awaitable<Result<void>> Evictor::wait_gone(const PodMove& move) {
   }
 }
 
-asio::awaitable<std::map<std::string, std::set<std::string>>> Evictor::controller_pod_uids(const std::vector<PodMove>& moves) {
+std::map<std::string, std::set<std::string>> Evictor::controller_pod_uids(const std::vector<PodMove>& moves) const {
   std::map<std::string, std::set<std::string>> out;  // controller uid -> pod uids
   std::set<std::string> namespaces;
   for (const auto& m : moves)
@@ -213,14 +217,11 @@ asio::awaitable<std::map<std::string, std::set<std::string>>> Evictor::controlle
       namespaces.insert(std::string(m.pod->meta.namespace_.view()));
       out[m.pod->controller->uid.str()];
     }
-  for (const auto& ns : namespaces) {
-    auto pods = co_await client_->list<model::Pod>(ns);
-    if (!pods) continue;
-    for (const auto& p : pods->items)
-      if (p.controller)
-        if (auto it = out.find(p.controller->uid.str()); it != out.end()) it->second.insert(p.meta.uid);
-  }
-  co_return out;
+  for (const auto& ns : namespaces)
+    for (const auto& p : list_pods_(ns))
+      if (p->controller)
+        if (auto it = out.find(p->controller->uid.str()); it != out.end()) it->second.insert(p->meta.uid);
+  return out;
 }
 
 asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
@@ -242,23 +243,20 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
     }
   if (expected.empty()) co_return;
   const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.replacement_timeout);
-  std::map<std::string, std::vector<model::Pod>> found;  // controller uid -> new pods
+  std::map<std::string, std::vector<PodPtr>> found;  // controller uid -> new pods
   while (true) {
     found.clear();
-    for (const auto& ns : namespaces) {
-      auto pods = co_await client_->list<model::Pod>(ns);
-      if (!pods) continue;
-      for (auto& p : pods->items) {
-        if (!p.controller || p.terminating()) continue;
-        auto known = known_uids.find(p.controller->uid.str());
-        if (known == known_uids.end() || known->second.count(p.meta.uid)) continue;
-        found[p.controller->uid.str()].push_back(std::move(p));
+    for (const auto& ns : namespaces)
+      for (auto& p : list_pods_(ns)) {
+        if (!p->controller || p->terminating()) continue;
+        auto known = known_uids.find(p->controller->uid.str());
+        if (known == known_uids.end() || known->second.count(p->meta.uid)) continue;
+        found[p->controller->uid.str()].push_back(std::move(p));
       }
-    }
     bool all_bound = true;
     for (const auto& [uid, e] : expected) {
       int bound = 0;
-      for (const auto& p : found[uid]) bound += p.node_name.empty() ? 0 : 1;
+      for (const auto& p : found[uid]) bound += p->node_name.empty() ? 0 : 1;
       all_bound = all_bound && bound >= e.count;
     }
     if (all_bound || timers_.now() >= deadline || stopping_) break;
@@ -266,10 +264,11 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
   }
   for (const auto& [uid, e] : expected) {
     auto& pods = found[uid];
-    std::sort(pods.begin(), pods.end(), [](const model::Pod& a, const model::Pod& b) { return a.name() < b.name(); });
+    std::sort(pods.begin(), pods.end(), [](const PodPtr& a, const PodPtr& b) { return a->name() < b->name(); });
     int reported = 0;
     const auto& owner = *e.example->pod->controller;
-    for (const auto& p : pods) {
+    for (const auto& pod : pods) {
+      const model::Pod& p = *pod;
       if (reported >= e.count) break;
       ++reported;
       if (p.node_name.empty()) {
@@ -333,7 +332,7 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
   plan = std::move(*fresh);
   report.remaining = static_cast<int>(plan.moves.size());
   if (observer) observer->drain_started(plan);
-  auto known_uids = co_await controller_pod_uids(plan.moves);
+  auto known_uids = controller_pod_uids(plan.moves);
 
   auto tainted = co_await set_taint(plan.node, true);
   if (!tainted) {

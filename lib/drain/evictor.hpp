@@ -18,7 +18,8 @@
 //  4. On any failure, or when told to stop: evict nothing more, remove the taint, and report
 //     why. On success: remove the taint too (the node stays schedulable; the cluster autoscaler
 //     removes it once empty) and check where the evicted pods' replacements were scheduled,
-//     reporting those not on a spot node.
+//     reporting those not on a spot node. Replacements are looked for in the caller's pod cache
+//     (`ListPods`, the informer's store in the operator), polled, never by listing pods again.
 //
 // Crash safety: remove_stale_taints() removes the policy's taint from nodes with no drain in
 // progress in this process; the operator calls it once it holds leadership.
@@ -91,8 +92,10 @@ class Evictor {
   // Whether the policy still lets this pod move, from the live cache (annotations and selectors
   // can change mid-drain); an error, the reason, stops the drain before the pod is evicted.
   using StillMovable = std::function<Result<void>(const model::Pod& planned)>;
+  // The pods of a namespace as the caller's cache has them now (kept current by a watch).
+  using ListPods = std::function<std::vector<PodPtr>(std::string_view ns)>;
 
-  Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options);
+  Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options, ListPods list_pods);
 
   asio::awaitable<DrainReport> drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer,
                                      StillMovable still_movable = {});
@@ -112,7 +115,7 @@ class Evictor {
   asio::awaitable<void> check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
                                            const std::map<std::string, std::set<std::string>>& known_uids,
                                            const IsSpot& is_spot, DrainObserver* observer, DrainReport& report);
-  asio::awaitable<std::map<std::string, std::set<std::string>>> controller_pod_uids(const std::vector<PodMove>& moves);
+  std::map<std::string, std::set<std::string>> controller_pod_uids(const std::vector<PodMove>& moves) const;
   asio::awaitable<bool> pause(Duration d);
   Error stopped() const;  // why a stopped drain ended
   asio::awaitable<void> untaint(DrainReport& report);
@@ -120,6 +123,7 @@ class Evictor {
   std::shared_ptr<kube::Client> client_;
   runtime::Timers& timers_;
   EvictorOptions options_;
+  ListPods list_pods_;
   runtime::Signal stop_signal_;
   bool stopping_ = false;
   std::string stop_reason_;

@@ -4,6 +4,8 @@
 #include "drain/evictor.hpp"
 #include "drain/planner.hpp"
 #include "kube/client.hpp"
+#include "runtime/informer.hpp"
+#include "runtime/spawn.hpp"
 #include "simulator.hpp"
 #include "support/asio_run.hpp"
 #include "support/catch.hpp"
@@ -109,7 +111,26 @@ struct Env {
     options.retry_cap = 200ms;
     options.replacement_timeout = 5s;
     wait_running();
+    // The pod cache the evictor looks for replacements in, as the operator's: an informer.
+    pod_informer = std::make_unique<runtime::Informer<model::Pod>>("pods", client, *timers, runtime::Informer<model::Pod>::Options{});
+    runtime::spawn(ioc.get_executor(), pod_informer->run(), "pod informer");
+    REQUIRE(run_sync(ioc, pod_informer->wait_synced(10s)));
   }
+  ~Env() {
+    pod_informer->stop();
+    spotshift::testing::run_for(ioc, 50ms);
+  }
+
+  Evictor::ListPods cached_pods() {
+    return [this](std::string_view ns) {
+      std::vector<PodPtr> out;
+      pod_informer->store().for_each([&](const PodPtr& p) {
+        if (p->meta.namespace_.view() == ns) out.push_back(p);
+      });
+      return out;
+    };
+  }
+  Evictor evictor(EvictorOptions o) { return Evictor(client, *timers, std::move(o), cached_pods()); }
 
   // Lists the cluster through the client and plans it as the operator would.
   Plan plan() {
@@ -150,9 +171,9 @@ struct Env {
   }
 
   DrainReport drain(NodePlan plan, DrainObserver* observer = nullptr, Evictor::Recheck recheck = {}) {
-    Evictor evictor(client, *timers, options);
+    Evictor e = evictor(options);
     if (!recheck) recheck = [plan]() -> Result<NodePlan> { return plan; };
-    return run_sync(ioc, evictor.drain(plan, recheck, [](std::string_view n) { return n.starts_with("spot-"); }, observer));
+    return run_sync(ioc, e.drain(plan, recheck, [](std::string_view n) { return n.starts_with("spot-"); }, observer));
   }
 
   std::vector<model::Taint> taints(const std::string& node) {
@@ -182,6 +203,7 @@ struct Env {
   std::shared_ptr<kube::Client> client;
   std::unique_ptr<runtime::Timers> timers;
   EvictorOptions options;
+  std::unique_ptr<runtime::Informer<model::Pod>> pod_informer;
 };
 
 struct Recorder : DrainObserver {
@@ -373,7 +395,7 @@ TEST_CASE("a 409 on removing the taint is retried too", "[evictor]") {
 
 TEST_CASE("the taint keeps other taints and is set with a resourceVersion precondition", "[evictor]") {
   Env env(scenario());
-  Evictor evictor(env.client, *env.timers, env.options);
+  Evictor evictor = env.evictor(env.options);
   CHECK(run_sync(env.ioc, evictor.set_taint("od-1", true)).value());
   CHECK_FALSE(run_sync(env.ioc, evictor.set_taint("od-1", true)).value());  // already there
   auto t = env.taints("od-1");
@@ -386,7 +408,7 @@ TEST_CASE("the taint keeps other taints and is set with a resourceVersion precon
   CHECK_FALSE(run_sync(env.ioc, evictor.set_taint("no-such-node", false)).value());
 
   // Another policy's drain is not ours to take over.
-  Evictor other(env.client, *env.timers, [&] { auto o = env.options; o.policy = "other"; return o; }());
+  Evictor other = env.evictor([&] { auto o = env.options; o.policy = "other"; return o; }());
   CHECK(run_sync(env.ioc, other.set_taint("od-2", true)).value());
   auto clash = run_sync(env.ioc, evictor.set_taint("od-2", true));
   REQUIRE_FALSE(clash);
@@ -418,7 +440,7 @@ TEST_CASE("a plan that stops holding once the node is tainted is dropped, untain
 
 TEST_CASE("stopping a drain part-way evicts nothing more and removes the taint", "[evictor]") {
   Env env(scenario());
-  Evictor evictor(env.client, *env.timers, env.options);
+  Evictor evictor = env.evictor(env.options);
   Recorder rec;
   rec.after_first_eviction = [&] { evictor.stop(); };
   NodePlan plan = env.node_plan();
@@ -437,7 +459,7 @@ TEST_CASE("a pod the policy no longer lets move stops the drain before it is evi
   NodePlan plan = env.node_plan();
   REQUIRE(plan.moves.size() == 3);
   const std::string protected_pod = plan.moves[1].pod->key();
-  Evictor evictor(env.client, *env.timers, env.options);
+  Evictor evictor = env.evictor(env.options);
   std::vector<std::string> asked;
   auto still_movable = [&](const model::Pod& pod) -> Result<void> {
     asked.push_back(pod.key());
@@ -486,8 +508,11 @@ TEST_CASE("replacements that do not land on a spot node are reported", "[evictor
     run_sync(env.ioc, env.client->patch(kube::Resource::nodes(), "", n, kube::PatchType::kMerge, R"({"spec":{"unschedulable":true}})"))
         .value();
   Recorder rec;
+  env.sim->clear_audit();
   DrainReport r = env.drain(plan, &rec);
   CHECK(r.outcome == DrainOutcome::kSucceeded);
+  // Replacements were looked for in the pod cache: no pods were listed during the drain.
+  for (const auto& a : env.sim->audit()) CHECK_FALSE((a.verb == "list" && a.resource == "pods"));
   REQUIRE(r.replacements_not_on_spot.size() == 3);
   CHECK(rec.replacements.size() == 3);
   CHECK(r.replacements_not_on_spot[0].find("was scheduled on od-2, which is not a spot node") != std::string::npos);
@@ -501,10 +526,10 @@ TEST_CASE("replacements that do not land on a spot node are reported", "[evictor
 
 TEST_CASE("stale taints of the policy are removed at start-up, other policies' are left", "[evictor]") {
   Env env(scenario());
-  Evictor ours(env.client, *env.timers, env.options);
+  Evictor ours = env.evictor(env.options);
   auto other_options = env.options;
   other_options.policy = "other";
-  Evictor theirs(env.client, *env.timers, other_options);
+  Evictor theirs = env.evictor(other_options);
   REQUIRE(run_sync(env.ioc, ours.set_taint("od-1", true)).value());
   REQUIRE(run_sync(env.ioc, theirs.set_taint("od-2", true)).value());
   auto cleaned = run_sync(env.ioc, remove_stale_taints(ours, {"od-1", "od-2"})).value();
