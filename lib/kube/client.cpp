@@ -132,10 +132,12 @@ asio::awaitable<Result<Credential>> Client::credential(bool refresh) {
   if (!credentials_) co_return Credential{};
   Result<Credential> c = Error::internal("unset");
   if (credentials_->may_block()) {
+    // The function is a named local, not a temporary of the co_await expression: GCC 12 destroyed
+    // that temporary twice, releasing the captured credential source once too often (AddressSanitizer:
+    // a use after free when the client was destroyed after an exec plugin's credential).
     auto source = credentials_;
-    c = co_await asio::co_spawn(
-        blocking_pool(), [source, refresh]() -> asio::awaitable<Result<Credential>> { co_return source->get(refresh); },
-        asio::use_awaitable);
+    auto get = [source, refresh]() -> asio::awaitable<Result<Credential>> { co_return source->get(refresh); };
+    c = co_await asio::co_spawn(blocking_pool(), std::move(get), asio::use_awaitable);
   } else {
     c = credentials_->get(refresh);
   }
