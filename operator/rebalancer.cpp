@@ -141,17 +141,6 @@ std::map<std::string, std::string> SpotRebalancer::conflicts(const drain::Policy
   return out;
 }
 
-// Replacements are found in the pod cache, which the informer's watch keeps current: no list of
-// whole namespaces while a drain waits for them.
-drain::Evictor::ListPods SpotRebalancer::pod_cache() const {
-  return [this](std::string_view ns) {
-    std::vector<drain::PodPtr> out;
-    for (const auto& p : stores_.pods.values())
-      if (p->meta.namespace_.view() == ns) out.push_back(p);
-    return out;
-  };
-}
-
 drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const std::string& policy) const {
   drain::PlanInput in;
   in.nodes.reserve(stores_.nodes.size());
@@ -266,7 +255,7 @@ asio::awaitable<void> SpotRebalancer::clean_stale_taints(const std::string& poli
   if (tainted.empty()) co_return;
   drain::EvictorOptions o;
   o.policy = policy;
-  drain::Evictor cleaner(client_, timers_, o, pod_cache());
+  drain::Evictor cleaner(client_, timers_, o, stores_.pods);
   for (const auto& node : tainted) {
     auto r = co_await cleaner.set_taint(node, false);
     if (!r) {
@@ -307,7 +296,7 @@ asio::awaitable<void> SpotRebalancer::recover() {
   for (const auto& [policy, nodes] : by_policy) {
     drain::EvictorOptions o;
     o.policy = policy;
-    drain::Evictor cleaner(client_, timers_, o, pod_cache());
+    drain::Evictor cleaner(client_, timers_, o, stores_.pods);
     for (const auto& node : nodes) {
       auto r = co_await cleaner.set_taint(node, false);
       if (!r) logger.error("could not remove a draining taint at start-up; retried at the next reconcile",
@@ -383,7 +372,7 @@ asio::awaitable<void> SpotRebalancer::run_drain(const drain::ReschedulePolicy& p
   auto options = drain::evictor_options(name, spec);
   options.poll_interval = options_.poll_interval;
   options.replacement_timeout = options_.replacement_timeout;
-  st.active = std::make_shared<drain::Evictor>(client_, timers_, options, pod_cache());
+  st.active = std::make_shared<drain::Evictor>(client_, timers_, options, stores_.pods);
   auto evictor = st.active;  // keeps it alive across the await even if the state is dropped
   const std::string node = node_plan.node;
   auto recheck = [this, spec, name, node]() -> Result<drain::NodePlan> {

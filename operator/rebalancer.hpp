@@ -84,7 +84,6 @@ class SpotRebalancer final : public runtime::Reconciler {
   class Observer;
 
   drain::PlanInput plan_input(const drain::PolicySpec& spec, const std::string& policy) const;
-  drain::Evictor::ListPods pod_cache() const;
   // How long the policy's next plan must still wait (RebalancerOptions::max_planning_cpu_percent).
   Duration plan_cooldown(const PolicyState& st, Time now) const;
   std::map<std::string, std::string> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;

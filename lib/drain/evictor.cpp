@@ -63,11 +63,12 @@ bool has_draining_taint(const model::Node& node, std::string_view policy) {
   return false;
 }
 
-Evictor::Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options, ListPods list_pods)
+Evictor::Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options,
+                 const PodStore& pods)
     : client_(std::move(client)),
       timers_(timers),
       options_(std::move(options)),
-      list_pods_(std::move(list_pods)),
+      pods_(pods),
       stop_signal_(timers.executor()) {}
 
 void Evictor::stop(std::string why) {
@@ -211,16 +212,16 @@ asio::awaitable<Result<void>> Evictor::wait_gone(const PodMove& move) {
 
 std::map<std::string, std::set<std::string>> Evictor::controller_pod_uids(const std::vector<PodMove>& moves) const {
   std::map<std::string, std::set<std::string>> out;  // controller uid -> pod uids
-  std::set<std::string> namespaces;
+  std::set<std::string, std::less<>> namespaces;
   for (const auto& m : moves)
     if (m.pod->controller) {
       namespaces.insert(std::string(m.pod->meta.namespace_.view()));
       out[m.pod->controller->uid.str()];
     }
-  for (const auto& ns : namespaces)
-    for (const auto& p : list_pods_(ns))
-      if (p->controller)
-        if (auto it = out.find(p->controller->uid.str()); it != out.end()) it->second.insert(p->meta.uid);
+  pods_.for_each([&](const PodPtr& p) {
+    if (p->controller && namespaces.count(p->meta.namespace_.view()))
+      if (auto it = out.find(p->controller->uid.str()); it != out.end()) it->second.insert(p->meta.uid);
+  });
   return out;
 }
 
@@ -233,7 +234,7 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
     int count = 0;
   };
   std::map<std::string, Expect> expected;
-  std::set<std::string> namespaces;
+  std::set<std::string, std::less<>> namespaces;
   for (const auto& m : evicted)
     if (m.pod->controller && known_uids.count(m.pod->controller->uid.str())) {
       auto& e = expected[m.pod->controller->uid.str()];
@@ -246,13 +247,12 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
   std::map<std::string, std::vector<PodPtr>> found;  // controller uid -> new pods
   while (true) {
     found.clear();
-    for (const auto& ns : namespaces)
-      for (auto& p : list_pods_(ns)) {
-        if (!p->controller || p->terminating()) continue;
-        auto known = known_uids.find(p->controller->uid.str());
-        if (known == known_uids.end() || known->second.count(p->meta.uid)) continue;
-        found[p->controller->uid.str()].push_back(std::move(p));
-      }
+    pods_.for_each([&](const PodPtr& p) {
+      if (!p->controller || p->terminating() || !namespaces.count(p->meta.namespace_.view())) return;
+      auto known = known_uids.find(p->controller->uid.str());
+      if (known == known_uids.end() || known->second.count(p->meta.uid)) return;
+      found[p->controller->uid.str()].push_back(p);
+    });
     bool all_bound = true;
     for (const auto& [uid, e] : expected) {
       int bound = 0;

@@ -18,14 +18,15 @@
 //  4. On any failure, or when told to stop: evict nothing more, remove the taint, and report
 //     why. On success: remove the taint too (the node stays schedulable; the cluster autoscaler
 //     removes it once empty) and check where the evicted pods' replacements were scheduled,
-//     reporting those not on a spot node. Replacements are looked for in the caller's pod cache
-//     (`ListPods`, the informer's store in the operator), polled, never by listing pods again.
+//     reporting those not on a spot node. Replacements are looked for in the caller's pod store
+//     (the informer's, kept current by its watch), polled, never by listing pods again.
 //
 // Crash safety: remove_stale_taints() removes the policy's taint from nodes with no drain in
 // progress in this process; the operator calls it once it holds leadership.
 
 #include "drain/planner.hpp"
 #include "kube/client.hpp"
+#include "runtime/store.hpp"
 #include "runtime/timers.hpp"
 
 #include <functional>
@@ -92,10 +93,12 @@ class Evictor {
   // Whether the policy still lets this pod move, from the live cache (annotations and selectors
   // can change mid-drain); an error, the reason, stops the drain before the pod is evicted.
   using StillMovable = std::function<Result<void>(const model::Pod& planned)>;
-  // The pods of a namespace as the caller's cache has them now (kept current by a watch).
-  using ListPods = std::function<std::vector<PodPtr>(std::string_view ns)>;
+  using PodStore = runtime::Store<model::Pod>;
 
-  Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options, ListPods list_pods);
+  // `pods`: the caller's pod cache, kept current by a watch (an informer's store); it must outlive
+  // the evictor.
+  Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options,
+          const PodStore& pods);
 
   asio::awaitable<DrainReport> drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer,
                                      StillMovable still_movable = {});
@@ -123,7 +126,7 @@ class Evictor {
   std::shared_ptr<kube::Client> client_;
   runtime::Timers& timers_;
   EvictorOptions options_;
-  ListPods list_pods_;
+  const PodStore& pods_;
   runtime::Signal stop_signal_;
   bool stopping_ = false;
   std::string stop_reason_;

@@ -121,16 +121,7 @@ struct Env {
     spotshift::testing::run_for(ioc, 50ms);
   }
 
-  Evictor::ListPods cached_pods() {
-    return [this](std::string_view ns) {
-      std::vector<PodPtr> out;
-      pod_informer->store().for_each([&](const PodPtr& p) {
-        if (p->meta.namespace_.view() == ns) out.push_back(p);
-      });
-      return out;
-    };
-  }
-  Evictor evictor(EvictorOptions o) { return Evictor(client, *timers, std::move(o), cached_pods()); }
+  Evictor evictor(EvictorOptions o) { return Evictor(client, *timers, std::move(o), pod_informer->store()); }
 
   // Lists the cluster through the client and plans it as the operator would.
   Plan plan() {
