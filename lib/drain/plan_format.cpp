@@ -17,6 +17,9 @@ std::string plan_to_table(const Plan& plan) {
                                 s.on_demand_nodes, s.on_demand_nodes == 1 ? "" : "s", s.spot_nodes, s.spot_nodes == 1 ? "" : "s",
                                 s.drainable_nodes, s.undrainable_nodes, s.pods_to_move, s.pods_to_move == 1 ? "" : "s",
                                 s.plan_millis);
+  if (s.searched_nodes > 0)
+    out += fmt::format("The plan search (spec.searchIterations) found {} more drainable node{} than planning node by node.\n",
+                       s.searched_nodes, s.searched_nodes == 1 ? "" : "s");
   if (!plan.drainable.empty()) {
     size_t width = 4;
     for (const auto& n : plan.drainable) width = std::max(width, n.node.size());
@@ -116,6 +119,8 @@ std::string plan_to_json(const Plan& plan) {
   w.Int(s.undrainable_nodes);
   str("podsToMove");
   w.Int(s.pods_to_move);
+  str("searchedNodes");
+  w.Int(s.searched_nodes);
   str("planMillis");
   w.Double(static_cast<double>(static_cast<int64_t>(s.plan_millis * 1000)) / 1000.0);
   w.EndObject();

@@ -1,5 +1,6 @@
 #include "drain/planner.hpp"
 
+#include "drain/search.hpp"
 #include "sched/demand.hpp"
 #include "sched/fork.hpp"
 #include "sched/framework.hpp"
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <string_view>
+#include <unordered_map>
 
 namespace spotshift::drain {
 
@@ -92,6 +95,92 @@ struct Candidate {
   std::vector<const model::PodDisruptionBudget*> budgets;  // that cover it
 };
 
+// A pod's spot node (snapshot index) to try first, from the plan search.
+using Hints = std::unordered_map<const model::Pod*, int>;
+
+struct Pass {
+  std::vector<NodePlan> drainable;
+  std::vector<NodeRejection> undrainable;
+  int pods_to_move = 0;
+  // The nodes only the placement decided (nothing blocks them), with their pods to move in the
+  // order they were placed: what the plan search may choose from, in the pass's order.
+  std::vector<std::pair<int, std::vector<PodPtr>>> searchable;
+};
+
+struct Search {
+  int drained = 0;
+  std::vector<int> nodes;  // the nodes to drain, in the pass's order
+  Hints hints;
+};
+
+// The plan search (search.hpp) on the compact model of the pass's searchable nodes, started
+// from the pass's own plan.
+Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& framework, sched::PlacementCache& cache,
+                    const std::vector<int>& spot, const model::InternedString& scarce, const Pass& pass, int iterations) {
+  search::Problem problem;
+  std::unordered_map<std::string_view, int> bin_of;
+  std::vector<int> bin_at(static_cast<size_t>(snap.size()), -1);  // snapshot index -> spot position
+  for (size_t b = 0; b < spot.size(); ++b) {
+    const sched::NodeInfo& info = snap.node(spot[b]);
+    bin_of.emplace(info.name, static_cast<int>(b));
+    bin_at[static_cast<size_t>(spot[b])] = static_cast<int>(b);
+    problem.free.push_back({info.allocatable.cpu_milli - info.used.cpu_milli, info.allocatable.memory - info.used.memory,
+                            info.allocatable.pods - info.used.pods,
+                            scarce.empty() ? 0 : info.allocatable.get(scarce.view()) - info.used.scalar(scarce)});
+  }
+  std::unordered_map<const model::Pod*, std::string_view> planned;  // pod -> its target in the pass
+  for (const auto& np : pass.drainable)
+    for (const auto& m : np.moves) planned.emplace(m.pod.get(), m.target);
+  search::Solution start;
+  sched::Fork probe(snap);
+  std::unordered_map<std::string, int> allowed_of;  // pod signature -> Problem::allowed index
+  std::string sig;
+  model::Pod unbound;
+  for (const auto& [idx, pods] : pass.searchable) {
+    search::Node node;
+    std::vector<int> targets;
+    for (const auto& pod : pods) {
+      unbound = *pod;
+      unbound.node_name = {};
+      sched::Framework::signature(unbound, sig);
+      auto [it, added] = allowed_of.emplace(sig, -1);
+      if (added) {
+        std::vector<int> ok = framework.statically_feasible(unbound, probe, spot, cache);
+        if (ok.size() < spot.size()) {
+          std::vector<uint8_t> mask(spot.size(), 0);
+          for (int n : ok) mask[static_cast<size_t>(bin_at[static_cast<size_t>(n)])] = 1;
+          it->second = static_cast<int>(problem.allowed.size());
+          problem.allowed.push_back(std::move(mask));
+        }
+      }
+      const auto& r = pod->requests;
+      node.pods.push_back({{r.cpu_milli, r.memory, 1, scarce.empty() ? 0 : r.get(scarce.view())}, it->second});
+      if (auto p = planned.find(pod.get()); p != planned.end()) targets.push_back(bin_of.at(p->second));
+    }
+    if (targets.size() == pods.size()) {
+      start.targets.push_back(std::move(targets));
+      ++start.drained;
+      start.moved += static_cast<int>(pods.size());
+    } else {
+      start.targets.emplace_back();
+    }
+    problem.nodes.push_back(std::move(node));
+  }
+  Search out;
+  // The pass's plan is feasible in the model unless the model is wrong (a resource the planner
+  // charges differently): then search nothing rather than from a bad start.
+  if (!search::feasible(problem, start)) return out;
+  search::Solution best = search::improve(problem, std::move(start), iterations);
+  out.drained = best.drained;
+  for (size_t i = 0; i < best.targets.size(); ++i) {
+    if (best.targets[i].empty()) continue;
+    const auto& [idx, pods] = pass.searchable[i];
+    out.nodes.push_back(idx);
+    for (size_t k = 0; k < pods.size(); ++k) out.hints.emplace(pods[k].get(), spot[static_cast<size_t>(best.targets[i][k])]);
+  }
+  return out;
+}
+
 }  // namespace
 
 Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
@@ -155,8 +244,6 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   auto framework = sched::Framework::create(spec.profile);
   // What is still to be placed: the pods of the on-demand nodes not decided yet.
   sched::Demand demand(scarce);
-  for (int idx : on_demand)
-    for (const auto& pod : snap.node(idx).pods) demand.add(*pod);
   sched::PlacementCache cache(snap);
   cache.set_demand(&demand);
   BudgetIndex budgets(in.pdbs);
@@ -170,107 +257,146 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
                    // With no spot node at all, no pod is pinned: every node says there is none.
                    spot_nodes.empty() ? nullptr : &reach};
 
-  sched::Fork committed(snap);
-  committed.track_candidates(spot);
-  model::Pod unbound;
-  for (int idx : on_demand) {
-    const sched::NodeInfo& info = snap.node(idx);
-    if (in.only_node && info.name != *in.only_node) continue;
-    // This node's pods leave the demand as they are placed; whatever is left (pods that stay,
-    // or all of them when the node cannot drain) when the node is decided.
-    std::vector<const model::Pod*> undecided;
-    for (const auto& pod : info.pods) undecided.push_back(pod.get());
-    struct Decided {
-      sched::Demand& demand;
-      std::vector<const model::Pod*>& pods;
-      ~Decided() {
-        for (const auto* p : pods)
-          if (p) demand.add(*p, -1);
-      }
-    } decided{demand, undecided};
-    auto leave_demand = [&](const model::Pod* pod) {
-      if (auto it = std::find(undecided.begin(), undecided.end(), pod); it != undecided.end()) {
-        demand.add(*pod, -1);
-        *it = nullptr;
-      }
-    };
-    if (auto ex = in.excluded.find(info.name); ex != in.excluded.end()) {
-      plan.undrainable.push_back({info.name, {ex->second}});
-      continue;
-    }
-    NodeRejection rejection{info.name, {}};
-    NodePlan node_plan;
-    node_plan.node = info.name;
-    node_plan.requested_cpu_milli = info.used.cpu_milli;
-
-    std::vector<Candidate> moving;
-    for (const auto& pod : info.pods) {
-      PodVerdict v = classify(*pod, ctx);
-      switch (v.verdict) {
-        case Verdict::kSkip: node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason)); break;
-        case Verdict::kBlock: rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason)); break;
-        case Verdict::kMove: moving.push_back({pod, std::move(v), {}}); break;
-      }
-    }
-    if (moving.empty() && rejection.reasons.empty()) {
-      rejection.reasons.push_back("nothing to move: every pod on it stays (DaemonSet, static or terminating pods)");
-      plan.undrainable.push_back(std::move(rejection));
-      continue;
-    }
-
-    std::vector<const model::Pod*> moving_pods;
-    for (const auto& c : moving) moving_pods.push_back(c.pod.get());
-    BudgetCheck budget = check_budgets(moving_pods, budgets);
-    for (auto& r : budget.reasons) rejection.reasons.push_back(std::move(r));
-    for (size_t k = 0; k < moving.size(); ++k) moving[k].budgets = std::move(budget.budgets_of[k]);
-
-    // Largest CPU request first (ties by key, the pods' order on the node); with the
-    // ScarceResources order, largest request of the scarce resource first.
-    std::stable_sort(moving.begin(), moving.end(), [&](const Candidate& a, const Candidate& b) {
-      if (spec.drain_order == DrainOrder::kScarceResources && !scarce.empty()) {
-        int64_t sa = a.pod->requests.get(scarce.view()), sb = b.pod->requests.get(scarce.view());
-        if (sa != sb) return sa > sb;
-      }
-      return a.pod->requests.cpu_milli > b.pod->requests.cpu_milli;
-    });
-    sched::Fork attempt = committed.fork();
-    for (const auto& c : moving) attempt.remove_pod(idx, *c.pod);
-    if (!framework) {
-      rejection.reasons.push_back(fmt::format("the scheduling profile is invalid: {}", framework.error().message));
-    } else if (spot.empty()) {
-      rejection.reasons.push_back("no Ready, schedulable node matches the spotNodeSelector");
-    } else {
-      for (const auto& c : moving) {
-        // Where the pod's controller would see it scheduled: the same pod, not bound anywhere
-        // (assigned into one reused Pod, whose buffers outlive the loop).
-        unbound = *c.pod;
-        unbound.node_name = {};
-        leave_demand(c.pod.get());
-        auto placed = framework->place_on_tracked(unbound, attempt, cache);
-        if (placed.node < 0) {
-          rejection.reasons.push_back(fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));
-          break;
+  // One pass over the on-demand nodes in `order`, each decided once. `hints` (from the plan
+  // search): the spot node to try first for a pod, through every filter.
+  auto run_pass = [&](const std::vector<int>& order, const Hints* hints) {
+    Pass pass;
+    for (int idx : order)
+      for (const auto& pod : snap.node(idx).pods) demand.add(*pod);
+    sched::Fork committed(snap);
+    committed.track_candidates(spot);
+    model::Pod unbound;
+    for (int idx : order) {
+      const sched::NodeInfo& info = snap.node(idx);
+      if (in.only_node && info.name != *in.only_node) continue;
+      // This node's pods leave the demand as they are placed; whatever is left (pods that stay,
+      // or all of them when the node cannot drain) when the node is decided.
+      std::vector<const model::Pod*> undecided;
+      for (const auto& pod : info.pods) undecided.push_back(pod.get());
+      struct Decided {
+        sched::Demand& demand;
+        std::vector<const model::Pod*>& pods;
+        ~Decided() {
+          for (const auto* p : pods)
+            if (p) demand.add(*p, -1);
         }
-        // The what-if holds the pod itself: nothing in a fork reads an added pod's node name.
-        attempt.add_pod(placed.node, c.pod);
-        PodMove move;
-        move.pod = c.pod;
-        move.target = snap.node(placed.node).name;
-        for (const auto* pdb : c.budgets) move.budgets.push_back(pdb->meta.key());
-        if (c.verdict.warning) move.warning = c.verdict.reason;
-        node_plan.moves.push_back(std::move(move));
+      } decided{demand, undecided};
+      auto leave_demand = [&](const model::Pod* pod) {
+        if (auto it = std::find(undecided.begin(), undecided.end(), pod); it != undecided.end()) {
+          demand.add(*pod, -1);
+          *it = nullptr;
+        }
+      };
+      if (auto ex = in.excluded.find(info.name); ex != in.excluded.end()) {
+        pass.undrainable.push_back({info.name, {ex->second}});
+        continue;
+      }
+      NodeRejection rejection{info.name, {}};
+      NodePlan node_plan;
+      node_plan.node = info.name;
+      node_plan.requested_cpu_milli = info.used.cpu_milli;
+
+      std::vector<Candidate> moving;
+      for (const auto& pod : info.pods) {
+        PodVerdict v = classify(*pod, ctx);
+        switch (v.verdict) {
+          case Verdict::kSkip: node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason)); break;
+          case Verdict::kBlock: rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason)); break;
+          case Verdict::kMove: moving.push_back({pod, std::move(v), {}}); break;
+        }
+      }
+      if (moving.empty() && rejection.reasons.empty()) {
+        rejection.reasons.push_back("nothing to move: every pod on it stays (DaemonSet, static or terminating pods)");
+        pass.undrainable.push_back(std::move(rejection));
+        continue;
+      }
+
+      std::vector<const model::Pod*> moving_pods;
+      for (const auto& c : moving) moving_pods.push_back(c.pod.get());
+      BudgetCheck budget = check_budgets(moving_pods, budgets);
+      for (auto& r : budget.reasons) rejection.reasons.push_back(std::move(r));
+      for (size_t k = 0; k < moving.size(); ++k) moving[k].budgets = std::move(budget.budgets_of[k]);
+
+      // Largest CPU request first (ties by key, the pods' order on the node); with the
+      // ScarceResources order, largest request of the scarce resource first.
+      std::stable_sort(moving.begin(), moving.end(), [&](const Candidate& a, const Candidate& b) {
+        if (spec.drain_order == DrainOrder::kScarceResources && !scarce.empty()) {
+          int64_t sa = a.pod->requests.get(scarce.view()), sb = b.pod->requests.get(scarce.view());
+          if (sa != sb) return sa > sb;
+        }
+        return a.pod->requests.cpu_milli > b.pod->requests.cpu_milli;
+      });
+      // Only the placement decides this node: the plan search may try it.
+      if (rejection.reasons.empty()) {
+        std::vector<PodPtr> pods;
+        for (const auto& c : moving) pods.push_back(c.pod);
+        pass.searchable.emplace_back(idx, std::move(pods));
+      }
+      sched::Fork attempt = committed.fork();
+      for (const auto& c : moving) attempt.remove_pod(idx, *c.pod);
+      if (!framework) {
+        rejection.reasons.push_back(fmt::format("the scheduling profile is invalid: {}", framework.error().message));
+      } else if (spot.empty()) {
+        rejection.reasons.push_back("no Ready, schedulable node matches the spotNodeSelector");
+      } else {
+        for (const auto& c : moving) {
+          // Where the pod's controller would see it scheduled: the same pod, not bound anywhere
+          // (assigned into one reused Pod, whose buffers outlive the loop).
+          unbound = *c.pod;
+          unbound.node_name = {};
+          leave_demand(c.pod.get());
+          sched::Placement placed;
+          if (hints)
+            if (auto h = hints->find(c.pod.get()); h != hints->end()) placed = framework->place(unbound, attempt, {h->second}, &cache);
+          if (placed.node < 0) placed = framework->place_on_tracked(unbound, attempt, cache);
+          if (placed.node < 0) {
+            rejection.reasons.push_back(fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));
+            break;
+          }
+          // The what-if holds the pod itself: nothing in a fork reads an added pod's node name.
+          attempt.add_pod(placed.node, c.pod);
+          PodMove move;
+          move.pod = c.pod;
+          move.target = snap.node(placed.node).name;
+          for (const auto* pdb : c.budgets) move.budgets.push_back(pdb->meta.key());
+          if (c.verdict.warning) move.warning = c.verdict.reason;
+          node_plan.moves.push_back(std::move(move));
+        }
+      }
+      if (!rejection.reasons.empty()) {
+        pass.undrainable.push_back(std::move(rejection));
+        continue;
+      }
+      committed.commit(std::move(attempt));
+      // Budget-covered pods first: a refusal then stops the drain before unprotected pods move.
+      std::stable_partition(node_plan.moves.begin(), node_plan.moves.end(), [](const PodMove& m) { return !m.budgets.empty(); });
+      pass.pods_to_move += static_cast<int>(node_plan.moves.size());
+      pass.drainable.push_back(std::move(node_plan));
+    }
+    return pass;
+  };
+
+  Pass pass = run_pass(on_demand, nullptr);
+  // The search looks for more nodes: none to look for when every node it could choose drains.
+  if (spec.search_iterations > 0 && !in.only_node && framework && !spot.empty() &&
+      pass.drainable.size() < pass.searchable.size()) {
+    Search found = search_nodes(snap, *framework, cache, spot, scarce, pass, spec.search_iterations);
+    if (found.drained > static_cast<int>(pass.drainable.size())) {
+      // Replan through the whole predicate engine: the chosen nodes first, in the drain order,
+      // each pod tried first where the search put it; then every other node as before.
+      std::vector<int> order = found.nodes;
+      for (int idx : on_demand)
+        if (std::find(found.nodes.begin(), found.nodes.end(), idx) == found.nodes.end()) order.push_back(idx);
+      Pass searched = run_pass(order, &found.hints);
+      if (searched.drainable.size() > pass.drainable.size()) {
+        plan.summary.searched_nodes = static_cast<int>(searched.drainable.size() - pass.drainable.size());
+        pass = std::move(searched);
       }
     }
-    if (!rejection.reasons.empty()) {
-      plan.undrainable.push_back(std::move(rejection));
-      continue;
-    }
-    committed.commit(std::move(attempt));
-    // Budget-covered pods first: a refusal then stops the drain before unprotected pods move.
-    std::stable_partition(node_plan.moves.begin(), node_plan.moves.end(), [](const PodMove& m) { return !m.budgets.empty(); });
-    plan.summary.pods_to_move += static_cast<int>(node_plan.moves.size());
-    plan.drainable.push_back(std::move(node_plan));
   }
+  plan.drainable = std::move(pass.drainable);
+  for (auto& r : pass.undrainable) plan.undrainable.push_back(std::move(r));
+  plan.summary.pods_to_move = pass.pods_to_move;
   plan.summary.drainable_nodes = static_cast<int>(plan.drainable.size());
   plan.summary.undrainable_nodes = static_cast<int>(plan.undrainable.size());
   plan.summary.plan_millis =

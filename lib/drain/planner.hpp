@@ -14,6 +14,10 @@
 //     packing scores see the pods of the on-demand nodes still to decide (sched::Demand).
 //  5. If every pod fits and nothing blocks, the node gets a NodePlan and the fork is committed,
 //     so later nodes see those placements; otherwise the node gets every reason found.
+//  6. With spec.searchIterations, search (search.hpp) for a set of those nodes that drains more,
+//     starting from this plan; if it finds one, plan again through the same steps with that set
+//     first and each pod tried first on the spot node the search gave it, and keep whichever of
+//     the two plans drains more nodes.
 
 #include "core/clock.hpp"
 #include "drain/budget.hpp"
@@ -74,6 +78,7 @@ struct PlanSummary {
   int drainable_nodes = 0;
   int undrainable_nodes = 0;
   int pods_to_move = 0;
+  int searched_nodes = 0;  // drained because the plan search (spec.searchIterations) found them
   double plan_millis = 0;
 };
 

@@ -31,6 +31,7 @@ constexpr std::array kSpecFields = {
     "housekeepingInterval", "nodeDrainDelay",         "podEvictionTimeout", "maxGracefulTermination",
     "deleteNonReplicatedPods", "localStorage",        "kubeSystemPodsWithoutPDB", "unschedulablePodsGate",
     "dryRun",               "suspend",                "profile",           "drainOrder",
+    "searchIterations",
 };
 
 void reject_unknown(model::JsonDecoder& d, const model::JsonValue& obj, const auto& known) {
@@ -71,6 +72,9 @@ void choice(model::JsonDecoder& d, const model::JsonValue& obj, std::string_view
   d.fail(fmt::format("must be one of {}, got \"{}\"", valid, *text));
 }
 
+// A step takes from tens of microseconds to a few milliseconds (docs/benchmarks.md, f).
+constexpr int64_t kMaxSearchIterations = 100000;
+
 constexpr std::array<std::pair<std::string_view, Handling>, 2> kHandling = {{{"Move", Handling::kMove}, {"Block", Handling::kBlock}}};
 
 }  // namespace
@@ -109,6 +113,12 @@ void decode_spec(model::JsonDecoder& d, const model::JsonValue& spec, PolicySpec
   choice(d, spec, "drainOrder", s.drain_order,
          std::array<std::pair<std::string_view, DrainOrder>, 2>{
              {{"RequestedCPU", DrainOrder::kRequestedCpu}, {"ScarceResources", DrainOrder::kScarceResources}}});
+  if (auto n = d.optional_integer(spec, "searchIterations"); n && d.ok()) {
+    auto scope = d.field("searchIterations");
+    if (*n < 0 || *n > kMaxSearchIterations)
+      return d.fail(fmt::format("must be from 0 (no search) to {}, got {}", kMaxSearchIterations, *n));
+    s.search_iterations = static_cast<int>(*n);
+  }
   s.dry_run = d.boolean(spec, "dryRun", false);
   s.suspend = d.boolean(spec, "suspend", false);
 }

@@ -57,6 +57,7 @@ struct PolicySpec {
   Handling kube_system_without_pdb = Handling::kBlock;
   GateScope unschedulable_pods_gate = GateScope::kAny;
   DrainOrder drain_order = DrainOrder::kRequestedCpu;
+  int search_iterations = 0;  // steps of the plan search (search.hpp); 0: no search
   bool dry_run = false;
   bool suspend = false;
   sched::ProfileConfig profile = sched::default_profile();

@@ -283,6 +283,26 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
   return out;
 }
 
+std::vector<int> Framework::statically_feasible(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
+                                                PlacementCache& cache) const {
+  CycleState state;
+  uint64_t statics, dynamics;
+  prepare(state, pod, fork, statics, dynamics);
+  std::vector<int> out;
+  if (cache.snapshot_ != &fork.base()) {  // a cache of another snapshot: no cached verdicts
+    for (int n : candidates) {
+      bool fits = true;
+      each_bit(statics, [&](size_t i) { fits = fits && filters_[i]->filter(state, i, pod, fork, n).ok(); });
+      if (fits) out.push_back(n);
+    }
+    return out;
+  }
+  const std::vector<uint8_t>& verdicts = static_verdicts(state, pod, fork, statics, cache);
+  for (int n : candidates)
+    if (verdicts[static_cast<size_t>(n)] == 0) out.push_back(n);
+  return out;
+}
+
 Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, PlacementCache& cache) const {
   const Fork* top = &fork;
   while (top->parent()) top = top->parent();

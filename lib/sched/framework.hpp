@@ -223,6 +223,10 @@ class Framework {
   // passes every filter: the node and score place() would give, without `feasible`. Otherwise,
   // and to explain a pod that fits nowhere, it is place().
   Placement place_on_tracked(const model::Pod& pod, const Fork& fork, PlacementCache& cache) const;
+  // The candidates the pod passes the node-static filters on (taints, node affinity and
+  // selector, ...): where it could go whatever else is placed. Verdicts come from the cache.
+  std::vector<int> statically_feasible(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
+                                       PlacementCache& cache) const;
   // Every filter's verdict on one node, for explanations and tests.
   std::vector<std::pair<std::string, Status>> check(const model::Pod& pod, const Fork& fork, int node) const;
   // The weighted score of one node among a set (normalisation needs the set).

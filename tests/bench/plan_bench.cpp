@@ -376,6 +376,7 @@ drain::PolicySpec packing_spec() {
   drain::PolicySpec spec = drain::default_policy_spec();
   spec.drain_order = drain::DrainOrder::kScarceResources;
   spec.profile.scores = {sched::ScoreConfig{"Fragmentation", 100, {}}, sched::ScoreConfig{"BestFit", 1, {}}};
+  spec.search_iterations = 2000;
   return spec;
 }
 
@@ -449,7 +450,7 @@ void figure_quality(const std::vector<uint64_t>& seeds) {
 int main(int argc, char** argv) {
   std::string which = argc > 1 ? argv[1] : "all";
   bool all = which == "all";
-  // quality takes the openb seeds to run (default 1 2 3).
+  // quality takes the openb seeds to run (default 1 to 8).
   std::vector<uint64_t> seeds;
   for (int i = 2; i < argc && which == "quality"; ++i) {
     char* end = nullptr;
@@ -460,7 +461,7 @@ int main(int argc, char** argv) {
     }
     seeds.push_back(seed);
   }
-  if (seeds.empty()) seeds = {1, 2, 3};
+  if (seeds.empty()) seeds = {1, 2, 3, 4, 5, 6, 7, 8};
   if ((!all && which != "plan" && which != "decode" && which != "memory" && which != "quality") ||
       (which != "quality" && argc > 2)) {
     std::fprintf(stderr, "usage: plan_bench [plan|decode|memory|quality [seed...]]\n");

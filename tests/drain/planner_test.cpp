@@ -341,10 +341,12 @@ TEST_CASE("drainOrder ScarceResources plans the nodes needing least of the scarc
   CHECK(all_reasons(scarce, "od-a").find("pod default/a fits on no spot node") != std::string::npos);
 }
 
-TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs the next node needs", "[planner]") {
-  // gpu-free has 4 CPUs and 2 GPUs free; gpu-full 6 CPUs and no GPU. od-1's 3-CPU pod on the
-  // fuller gpu-free (FreeCPU alone) would leave 1 CPU there, and od-2's GPU pod, which needs 4,
-  // would fit nowhere.
+namespace {
+
+// gpu-free: 4 CPUs and 2 GPUs free; gpu-full: 6 CPUs and no GPU free. od-1 has a 3-CPU pod,
+// od-2 a 4-CPU pod with a GPU. With FreeCPU alone, od-1's pod goes to the fuller gpu-free and
+// od-2's then fits nowhere: one node drains where two could.
+PlanInput gpu_trap(const std::string& trainer_affinity = "") {
   PlanInput in;
   in.nodes.push_back(spot("gpu-free").cpu("8").scalar(kGpu, "2"));
   in.nodes.push_back(spot("gpu-full").cpu("8").scalar(kGpu, "2"));
@@ -353,8 +355,18 @@ TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs
   in.nodes.push_back(on_demand("od-1"));
   in.nodes.push_back(on_demand("od-2").scalar(kGpu, "2"));
   in.pods.push_back(replica("cpu-only", "cpu").cpu("3").on("od-1"));
-  in.pods.push_back(replica("trainer", "gpu").cpu("4").scalar(kGpu, "1").on("od-2"));
+  auto trainer = replica("trainer", "gpu").cpu("4").scalar(kGpu, "1");
+  if (!trainer_affinity.empty()) trainer.affinity(trainer_affinity);
+  in.pods.push_back(trainer.on("od-2"));
+  return in;
+}
 
+}  // namespace
+
+TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs the next node needs", "[planner]") {
+  // od-1's 3-CPU pod on the fuller gpu-free (FreeCPU alone) would leave 1 CPU there, and od-2's
+  // GPU pod, which needs 4, would fit nowhere.
+  PlanInput in = gpu_trap();
   Plan plan = make_plan(in, default_policy_spec());
   INFO(plan_to_table(plan));
   REQUIRE(plan.drainable.size() == 2);
@@ -365,6 +377,54 @@ TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs
   INFO(plan_to_table(cpu_only));
   REQUIRE(cpu_only.drainable.size() == 1);
   CHECK(targets(cpu_only.drainable[0])["cpu-only"] == "gpu-free");
+}
+
+TEST_CASE("searchIterations: the plan search finds the set of nodes planning node by node misses", "[planner]") {
+  PlanInput in = gpu_trap();
+  Plan by_node = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]}})").value());
+  INFO(plan_to_table(by_node));
+  REQUIRE(by_node.drainable.size() == 1);
+  CHECK(by_node.summary.searched_nodes == 0);
+
+  Plan searched = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})").value());
+  std::string table = plan_to_table(searched);
+  INFO(table);
+  REQUIRE(searched.drainable.size() == 2);
+  CHECK(searched.summary.searched_nodes == 1);
+  CHECK(searched.summary.drainable_nodes == 2);
+  CHECK(searched.summary.pods_to_move == 2);
+  CHECK(searched.drainable[0].node == "od-1");  // the drain order is kept
+  CHECK(targets(searched.drainable[0])["cpu-only"] == "gpu-full");
+  CHECK(targets(searched.drainable[1])["trainer"] == "gpu-free");
+  CHECK(table.find("The plan search (spec.searchIterations) found 1 more drainable node than planning node by node.") !=
+        std::string::npos);
+  CHECK(plan_to_json(searched).find(R"("searchedNodes":1)") != std::string::npos);
+  // The same input plans the same way.
+  Plan again = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})").value());
+  again.summary.plan_millis = searched.summary.plan_millis;
+  CHECK(plan_to_json(again) == plan_to_json(searched));
+  // The evictor's re-check of one node plans that node alone, without a search.
+  PlanInput one = in;
+  one.only_node = "od-2";
+  CHECK(make_plan(one, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})").value())
+            .drainable.size() == 1);
+}
+
+TEST_CASE("searchIterations: what the search's model leaves out is checked; a plan it cannot improve is kept", "[planner]") {
+  // The trainer may not share a node with the fill pods (required anti-affinity), which the
+  // search's resource model does not see: it proposes the trainer on gpu-free, the predicate
+  // engine refuses it there, and the node-by-node plan stands.
+  const std::string anti =
+      R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"fill"}},"topologyKey":"kubernetes.io/hostname"}]}})";
+  PlanInput in = gpu_trap(anti);
+  Plan by_node = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]}})").value());
+  Plan searched = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})").value());
+  INFO(plan_to_table(searched));
+  REQUIRE(searched.drainable.size() == 1);
+  CHECK(searched.summary.searched_nodes == 0);
+  by_node.summary.plan_millis = searched.summary.plan_millis = 0;
+  CHECK(plan_to_json(searched) == plan_to_json(by_node));
+  CHECK(all_reasons(searched, "od-2").find("pod default/trainer fits on no spot node") != std::string::npos);
 }
 
 TEST_CASE("a plan through the snapshot cache is the plan made without it; a node change alone reuses the snapshot", "[planner]") {

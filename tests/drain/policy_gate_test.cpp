@@ -26,6 +26,7 @@ TEST_CASE("an empty spec takes k8s-spot-rescheduler's defaults", "[policy]") {
   CHECK(s.kube_system_without_pdb == Handling::kBlock);
   CHECK(s.unschedulable_pods_gate == GateScope::kAny);
   CHECK(s.drain_order == DrainOrder::kRequestedCpu);
+  CHECK(s.search_iterations == 0);
   CHECK_FALSE(s.dry_run);
   CHECK_FALSE(s.suspend);
   CHECK(s.profile == sched::default_profile());
@@ -40,7 +41,7 @@ TEST_CASE("every spec field decodes", "[policy]") {
     "housekeepingInterval": "30s", "nodeDrainDelay": "1m30s", "podEvictionTimeout": "45s", "maxGracefulTermination": "20s",
     "deleteNonReplicatedPods": true, "localStorage": {"emptyDir": "Block", "hostPath": "Move"},
     "kubeSystemPodsWithoutPDB": "Move", "unschedulablePodsGate": "SpotOnly", "dryRun": true, "suspend": true,
-    "drainOrder": "ScarceResources",
+    "drainOrder": "ScarceResources", "searchIterations": 2000,
     "profile": {"filters": ["NodeResourcesFit"], "scores": [{"name": "FreeCPU", "weight": 5, "args": {"order": "emptiest"}}]}
   })").value();
   CHECK(s.on_demand_selector.to_string() == "karpenter.sh/capacity-type=on-demand");
@@ -57,6 +58,7 @@ TEST_CASE("every spec field decodes", "[policy]") {
   CHECK(s.kube_system_without_pdb == Handling::kMove);
   CHECK(s.unschedulable_pods_gate == GateScope::kSpotOnly);
   CHECK(s.drain_order == DrainOrder::kScarceResources);
+  CHECK(s.search_iterations == 2000);
   CHECK(s.dry_run);
   CHECK(s.suspend);
   CHECK(s.profile.filters == std::vector<std::string>{"NodeResourcesFit"});
@@ -80,6 +82,12 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
         "decoding ReschedulePolicy: spec.unschedulablePodsGate: must be one of Any, SpotOnly, Disabled, got \"Some\"");
   CHECK(error(R"({"drainOrder":"Cheapest"})") ==
         "decoding ReschedulePolicy: spec.drainOrder: must be one of RequestedCPU, ScarceResources, got \"Cheapest\"");
+  CHECK(error(R"({"searchIterations":-1})") ==
+        "decoding ReschedulePolicy: spec.searchIterations: must be from 0 (no search) to 100000, got -1");
+  CHECK(error(R"({"searchIterations":100001})") ==
+        "decoding ReschedulePolicy: spec.searchIterations: must be from 0 (no search) to 100000, got 100001");
+  CHECK(error(R"({"searchIterations":"many"})").find("spec.searchIterations: expected") != std::string::npos);
+  CHECK(error(R"({"searchIterations":2.5})").find("spec.searchIterations: expected") != std::string::npos);
   CHECK(error(R"({"nodeDrainDelai":"1m"})").find("spec: unknown field \"nodeDrainDelai\" (valid: onDemandNodeSelector,") !=
         std::string::npos);
   CHECK(error(R"({"spotNodeSelector":{"matchExpressions":[{"key":"a","operator":"Near"}]}})").find("spec.spotNodeSelector") !=

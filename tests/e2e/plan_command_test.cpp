@@ -1,6 +1,7 @@
 // `spotshift plan` on a snapshot taken from kubesim with kubectl, with a policy the CRD accepted:
 // the offline path users take (docs/user-guide.md), here with a GPU pool planned by the default
-// order and by drainOrder ScarceResources (the packing profile, docs/scheduling.md).
+// order, by drainOrder ScarceResources (the packing profile, docs/scheduling.md) and with the
+// plan search (searchIterations).
 
 #include "env.hpp"
 
@@ -88,7 +89,7 @@ std::vector<std::string> drain_order(const std::string& json) {
 
 }  // namespace
 
-TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder and the packing scores", "[plan]") {
+TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder, the packing scores and the plan search", "[plan]") {
   Env env("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n" + gpu_pool());
   env.apply("by-cpu", gpu_policy("by-cpu", ""));
   env.apply("packing", gpu_policy("packing", R"(  drainOrder: ScarceResources
@@ -97,11 +98,16 @@ TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder an
     - {name: Fragmentation, weight: 100}
     - {name: BestFit, weight: 1}
 )"));
+  env.apply("searched", gpu_policy("searched", "  searchIterations: 100\n"));
   // The CRD's schema refuses what the operator could not use.
   env.dir.write("bad.yaml", gpu_policy("bad", "  drainOrder: Cheapest\n"));
   std::string refused = env.kubectl("apply -f " + env.dir.file("bad.yaml"), false);
   CHECK(refused.find("spec.drainOrder") != std::string::npos);
   CHECK(refused.find("Unsupported value: \"Cheapest\"") != std::string::npos);
+  env.dir.write("bad-search.yaml", gpu_policy("bad-search", "  searchIterations: -5\n"));
+  refused = env.kubectl("apply -f " + env.dir.file("bad-search.yaml"), false);
+  CHECK(refused.find("spec.searchIterations") != std::string::npos);
+  CHECK(refused.find("should be greater than or equal to 0") != std::string::npos);
 
   env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces -A -o json"));
   auto plan = [&](const std::string& policy) {
@@ -119,4 +125,9 @@ TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder an
   CHECK(drain_order(packed) == std::vector<std::string>{"gpu-od-b", "gpu-od-c"});
   CHECK(packed.find("pod ml/trainer-a-x1 fits on no spot node: 0/1 nodes are available: 1 Insufficient example.com/gpu.") !=
         std::string::npos);
+  // In the order by requested CPU, the plan search takes gpu-od-a back to drain the other two.
+  std::string searched = plan("searched");
+  CHECK(drain_order(searched) == std::vector<std::string>{"gpu-od-b", "gpu-od-c"});
+  CHECK(searched.find(R"("searchedNodes":1)") != std::string::npos);
+  CHECK(plan("by-cpu").find(R"("searchedNodes":0)") != std::string::npos);
 }
