@@ -1,7 +1,7 @@
 // `spotshift plan` on a snapshot taken from kubesim with kubectl, with a policy the CRD accepted:
 // the offline path users take (docs/user-guide.md), here with a GPU pool planned by the default
 // order, by drainOrder ScarceResources (the packing profile, docs/scheduling.md) and with the
-// plan search (searchIterations).
+// plan search (searchIterations); and the operator itself draining what the search chose.
 
 #include "env.hpp"
 
@@ -130,4 +130,28 @@ TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder, t
   CHECK(drain_order(searched) == std::vector<std::string>{"gpu-od-b", "gpu-od-c"});
   CHECK(searched.find(R"("searchedNodes":1)") != std::string::npos);
   CHECK(plan("by-cpu").find(R"("searchedNodes":0)") != std::string::npos);
+}
+
+TEST_CASE("the operator drains the node the plan search chose first", "[operator]") {
+  // By requested CPU, gpu-od-a would go first and take both GPUs (the test above). With the
+  // search, the operator's plan drains gpu-od-b and gpu-od-c instead, and its first drain is
+  // gpu-od-b's, through the real evictor; trainer-a is never evicted.
+  Env env("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n" + gpu_pool());
+  env.apply("searched", gpu_policy("searched", R"(  searchIterations: 100
+  nodeDrainDelay: 1h
+  podEvictionTimeout: 20s
+  maxGracefulTermination: 2s
+)"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.status("searched", {"lastDrain", "result"}) == "Succeeded"; }, 30s));
+  INFO(op->log());
+  CHECK(env.status("searched", {"lastDrain", "node"}) == "gpu-od-b");
+  auto started = env.events("DrainStarted");
+  REQUIRE_FALSE(started.empty());
+  CHECK(started[0].starts_with("Node/gpu-od-b:"));
+  for (const auto& r : env.operator_requests("/eviction")) CHECK(r.find("trainer-a") == std::string::npos);
+  CHECK_FALSE(env.operator_requests("/eviction").empty());
+  CHECK_FALSE(env.any_draining());
+  op->stop(SIGTERM);
+  CHECK(op->exit_status() == 0);
 }
