@@ -34,8 +34,11 @@ class Search {
     current_.targets.resize(p_.nodes.size());
     for (size_t i = 0; i < current_.targets.size(); ++i)
       if (!current_.targets[i].empty()) charge(i, current_.targets[i], 1);
-    current_.moved = 0;
-    for (const auto& t : current_.targets) current_.moved += static_cast<int>(t.size());
+    current_.drained = current_.moved = 0;
+    for (const auto& t : current_.targets) {
+      current_.drained += t.empty() ? 0 : 1;
+      current_.moved += static_cast<int>(t.size());
+    }
     Solution best = current_;
     std::vector<std::pair<size_t, std::vector<int>>> removed;
     std::vector<size_t> added;
@@ -49,7 +52,7 @@ class Search {
         if (better(current_, best)) best = current_;
         continue;
       }
-      // Worse: undo the step.
+      // Worse than the best: undo the step.
       for (size_t i : added) take_back(i);
       for (auto& [i, targets] : removed) {
         charge(i, targets, 1);

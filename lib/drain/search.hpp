@@ -8,10 +8,10 @@
 // pod's requests and the spot nodes its node-static filters allow. One step takes back a few
 // drained nodes (at random, or every node with a pod on a few random spot nodes), then tries the
 // other nodes again in the drain order with a little noise, each pod on the best-fitting spot
-// node (resources weighted by scarcity); a step that drains as many or more is kept. The planner
-// then replans the best set found through the whole predicate engine (planner.cpp), so the
-// model only proposes: what the model leaves out (inter-pod affinity, spread, volumes...) is
-// checked there.
+// node (resources weighted by scarcity); a step is kept when it drains more, or as many with no
+// more pods moved. The planner then replans the best set found through the whole predicate
+// engine (planner.cpp), so the model only proposes: what the model leaves out (inter-pod
+// affinity, spread, volumes...) is checked there.
 
 #include <array>
 #include <cstddef>
