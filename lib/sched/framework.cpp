@@ -212,16 +212,11 @@ const std::vector<uint8_t>& Framework::static_verdicts(const CycleState& state, 
   return it->second;
 }
 
-Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
-                           PlacementCache* cache) const {
-  Placement out;
-  CycleState state;
-  if (cache && uses_demand_) state.demand = &cache->demand();
-  uint64_t statics, dynamics;
-  prepare(state, pod, fork, statics, dynamics);
+void Framework::filter_static(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics,
+                              const std::vector<int>& candidates, PlacementCache* cache, std::vector<int>& out) const {
   const std::vector<uint8_t>* verdicts = nullptr;
   if (cache && cache->snapshot_ == &fork.base()) verdicts = &static_verdicts(state, pod, fork, statics, *cache);
-  out.feasible.reserve(candidates.size());
+  out.reserve(candidates.size());
   for (int n : candidates) {
     bool fits = true;
     if (verdicts) {
@@ -229,8 +224,18 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
     } else {
       each_bit(statics, [&](size_t i) { fits = fits && filters_[i]->filter(state, i, pod, fork, n).ok(); });
     }
-    if (fits) out.feasible.push_back(n);
+    if (fits) out.push_back(n);
   }
+}
+
+Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
+                           PlacementCache* cache) const {
+  Placement out;
+  CycleState state;
+  if (cache && uses_demand_) state.demand = &cache->demand();
+  uint64_t statics, dynamics;
+  prepare(state, pod, fork, statics, dynamics);
+  filter_static(state, pod, fork, statics, candidates, cache, out.feasible);
   each_bit(dynamics, [&](size_t i) {
     if (!out.feasible.empty()) filters_[i]->filter_nodes(state, i, pod, fork, out.feasible);
   });
@@ -289,17 +294,7 @@ std::vector<int> Framework::statically_feasible(const model::Pod& pod, const For
   uint64_t statics, dynamics;
   prepare(state, pod, fork, statics, dynamics);
   std::vector<int> out;
-  if (cache.snapshot_ != &fork.base()) {  // a cache of another snapshot: no cached verdicts
-    for (int n : candidates) {
-      bool fits = true;
-      each_bit(statics, [&](size_t i) { fits = fits && filters_[i]->filter(state, i, pod, fork, n).ok(); });
-      if (fits) out.push_back(n);
-    }
-    return out;
-  }
-  const std::vector<uint8_t>& verdicts = static_verdicts(state, pod, fork, statics, cache);
-  for (int n : candidates)
-    if (verdicts[static_cast<size_t>(n)] == 0) out.push_back(n);
+  filter_static(state, pod, fork, statics, candidates, &cache, out);
   return out;
 }
 

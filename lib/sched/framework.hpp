@@ -247,6 +247,10 @@ class Framework {
   // The cached node-static verdicts for the pod's signature (computed on first use).
   const std::vector<uint8_t>& static_verdicts(const CycleState& state, const model::Pod& pod, const Fork& fork,
                                               uint64_t statics, PlacementCache& cache) const;
+  // Appends the candidates passing the node-static filters to `out`: the cache's verdicts when
+  // it is this snapshot's, otherwise filter by filter.
+  void filter_static(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics,
+                     const std::vector<int>& candidates, PlacementCache* cache, std::vector<int>& out) const;
   std::optional<Placement> place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top, PlacementCache& cache) const;
   ProfileConfig config_;
   std::vector<std::unique_ptr<FilterPlugin>> filters_;
