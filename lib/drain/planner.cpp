@@ -101,14 +101,12 @@ using Hints = std::unordered_map<const model::Pod*, int>;
 struct Pass {
   std::vector<NodePlan> drainable;
   std::vector<NodeRejection> undrainable;
-  int pods_to_move = 0;
   // The nodes only the placement decided (nothing blocks them), with their pods to move in the
   // order they were placed: what the plan search may choose from, in the pass's order.
   std::vector<std::pair<int, std::vector<PodPtr>>> searchable;
 };
 
 struct Search {
-  int drained = 0;
   std::vector<int> nodes;  // the nodes to drain, in the pass's order
   Hints hints;
 };
@@ -140,11 +138,12 @@ Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& 
     search::Node node;
     std::vector<int> targets;
     for (const auto& pod : pods) {
-      unbound = *pod;
-      unbound.node_name = {};
-      sched::Framework::signature(unbound, sig);
+      // The signature of the pod as its controller would see it, not bound anywhere.
+      sched::Framework::signature(*pod, sig, false);
       auto [it, added] = allowed_of.emplace(sig, -1);
       if (added) {
+        unbound = *pod;
+        unbound.node_name = {};
         std::vector<int> ok = framework.statically_feasible(unbound, probe, spot, cache);
         if (ok.size() < spot.size()) {
           std::vector<uint8_t> mask(spot.size(), 0);
@@ -171,7 +170,6 @@ Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& 
   // charges differently): then search nothing rather than from a bad start.
   if (!search::feasible(problem, start)) return out;
   search::Solution best = search::improve(problem, std::move(start), iterations);
-  out.drained = best.drained;
   for (size_t i = 0; i < best.targets.size(); ++i) {
     if (best.targets[i].empty()) continue;
     const auto& [idx, pods] = pass.searchable[i];
@@ -370,7 +368,6 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
       committed.commit(std::move(attempt));
       // Budget-covered pods first: a refusal then stops the drain before unprotected pods move.
       std::stable_partition(node_plan.moves.begin(), node_plan.moves.end(), [](const PodMove& m) { return !m.budgets.empty(); });
-      pass.pods_to_move += static_cast<int>(node_plan.moves.size());
       pass.drainable.push_back(std::move(node_plan));
     }
     return pass;
@@ -381,7 +378,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   if (spec.search_iterations > 0 && !in.only_node && framework && !spot.empty() &&
       pass.drainable.size() < pass.searchable.size()) {
     Search found = search_nodes(snap, *framework, cache, spot, scarce, pass, spec.search_iterations);
-    if (found.drained > static_cast<int>(pass.drainable.size())) {
+    if (found.nodes.size() > pass.drainable.size()) {
       // Replan through the whole predicate engine: the chosen nodes first, in the drain order,
       // each pod tried first where the search put it; then every other node as before.
       std::vector<int> order = found.nodes;
@@ -396,7 +393,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   }
   plan.drainable = std::move(pass.drainable);
   for (auto& r : pass.undrainable) plan.undrainable.push_back(std::move(r));
-  plan.summary.pods_to_move = pass.pods_to_move;
+  for (const auto& np : plan.drainable) plan.summary.pods_to_move += static_cast<int>(np.moves.size());
   plan.summary.drainable_nodes = static_cast<int>(plan.drainable.size());
   plan.summary.undrainable_nodes = static_cast<int>(plan.undrainable.size());
   plan.summary.plan_millis =
