@@ -18,27 +18,22 @@ class Search {
     for (const auto& n : p_.nodes)
       for (const auto& pod : n.pods)
         for (size_t r = 0; r < kResources; ++r) need[r] += static_cast<double>(pod.request[r]);
-    for (size_t r = 0; r < kResources; ++r) {
-      weight_[r] = free[r] > 0 ? need[r] / free[r] : 0;
-      total_free_[r] = free[r];
-    }
+    for (size_t r = 0; r < kResources; ++r) weight_[r] = free[r] > 0 ? need[r] / free[r] : 0;
     key_.resize(p_.nodes.size());
     for (size_t i = 0; i < p_.nodes.size(); ++i)
       for (const auto& pod : p_.nodes[i].pods)
         for (size_t r = 0; r < kResources; ++r)
-          if (total_free_[r] > 0) key_[i] += weight_[r] * static_cast<double>(pod.request[r]) / total_free_[r];
+          if (free[r] > 0) key_[i] += weight_[r] * static_cast<double>(pod.request[r]) / free[r];
   }
 
   Solution run(Solution start, int iterations) {
-    current_ = std::move(start);
+    current_ = Solution{};
     current_.targets.resize(p_.nodes.size());
-    for (size_t i = 0; i < current_.targets.size(); ++i)
-      if (!current_.targets[i].empty()) charge(i, current_.targets[i], 1);
-    current_.drained = current_.moved = 0;
-    for (const auto& t : current_.targets) {
-      current_.drained += t.empty() ? 0 : 1;
-      current_.moved += static_cast<int>(t.size());
-    }
+    for (size_t i = 0; i < start.targets.size() && i < p_.nodes.size(); ++i)
+      if (!start.targets[i].empty()) {
+        charge(i, start.targets[i], 1);
+        settle(i, std::move(start.targets[i]));
+      }
     Solution best = current_;
     std::vector<std::pair<size_t, std::vector<int>>> removed;
     std::vector<size_t> added;
@@ -56,9 +51,7 @@ class Search {
       for (size_t i : added) take_back(i);
       for (auto& [i, targets] : removed) {
         charge(i, targets, 1);
-        current_.targets[i] = std::move(targets);
-        ++current_.drained;
-        current_.moved += static_cast<int>(p_.nodes[i].pods.size());
+        settle(i, std::move(targets));
       }
     }
     return best;
@@ -68,14 +61,22 @@ class Search {
   double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
   size_t below(size_t n) { return static_cast<size_t>(uniform() * static_cast<double>(n)); }
 
+  // Adds (sign 1) or takes back (-1) the load of the node's first targets.size() pods.
   void charge(size_t node, const std::vector<int>& targets, int sign) {
     const auto& pods = p_.nodes[node].pods;
-    for (size_t k = 0; k < pods.size(); ++k)
+    for (size_t k = 0; k < targets.size(); ++k)
       for (size_t r = 0; r < kResources; ++r) load_[static_cast<size_t>(targets[k])][r] += sign * pods[k].request[r];
   }
 
   static bool better(const Solution& a, const Solution& b) {
     return a.drained > b.drained || (a.drained == b.drained && a.moved < b.moved);
+  }
+
+  // Records the node as drained onto `targets` (its load already charged).
+  void settle(size_t node, std::vector<int> targets) {
+    ++current_.drained;
+    current_.moved += static_cast<int>(targets.size());
+    current_.targets[node] = std::move(targets);
   }
 
   std::vector<int> take_back(size_t node) {
@@ -130,16 +131,13 @@ class Search {
     for (const auto& pod : pods) {
       int bin = best_bin(pod);
       if (bin < 0) {
-        for (size_t k = 0; k < targets.size(); ++k)
-          for (size_t r = 0; r < kResources; ++r) load_[static_cast<size_t>(targets[k])][r] -= pods[k].request[r];
+        charge(node, targets, -1);
         return false;
       }
       for (size_t r = 0; r < kResources; ++r) load_[static_cast<size_t>(bin)][r] += pod.request[r];
       targets.push_back(bin);
     }
-    current_.targets[node] = std::move(targets);
-    ++current_.drained;
-    current_.moved += static_cast<int>(pods.size());
+    settle(node, std::move(targets));
     return true;
   }
 
@@ -174,7 +172,7 @@ class Search {
   const Problem& p_;
   std::mt19937_64 rng_;
   std::vector<Amounts> load_;
-  std::array<double, kResources> weight_{}, total_free_{};
+  std::array<double, kResources> weight_{};
   std::vector<double> key_;
   Solution current_;
   std::vector<size_t> drained_;
