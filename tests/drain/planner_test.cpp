@@ -361,6 +361,13 @@ PlanInput gpu_trap(const std::string& trainer_affinity = "") {
   return in;
 }
 
+// FreeCPU alone, which falls into gpu_trap(); with the plan search or without.
+PolicySpec free_cpu_spec(bool search) {
+  return spec_from(search ? R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})"
+                          : R"({"profile":{"scores":[{"name":"FreeCPU"}]}})")
+      .value();
+}
+
 }  // namespace
 
 TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs the next node needs", "[planner]") {
@@ -373,7 +380,7 @@ TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs
   CHECK(targets(plan.drainable[0])["cpu-only"] == "gpu-full");
   CHECK(targets(plan.drainable[1])["trainer"] == "gpu-free");
 
-  Plan cpu_only = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]}})").value());
+  Plan cpu_only = make_plan(in, free_cpu_spec(false));
   INFO(plan_to_table(cpu_only));
   REQUIRE(cpu_only.drainable.size() == 1);
   CHECK(targets(cpu_only.drainable[0])["cpu-only"] == "gpu-free");
@@ -381,12 +388,12 @@ TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs
 
 TEST_CASE("searchIterations: the plan search finds the set of nodes planning node by node misses", "[planner]") {
   PlanInput in = gpu_trap();
-  Plan by_node = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]}})").value());
+  Plan by_node = make_plan(in, free_cpu_spec(false));
   INFO(plan_to_table(by_node));
   REQUIRE(by_node.drainable.size() == 1);
   CHECK(by_node.summary.searched_nodes == 0);
 
-  Plan searched = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})").value());
+  Plan searched = make_plan(in, free_cpu_spec(true));
   std::string table = plan_to_table(searched);
   INFO(table);
   REQUIRE(searched.drainable.size() == 2);
@@ -400,14 +407,13 @@ TEST_CASE("searchIterations: the plan search finds the set of nodes planning nod
         std::string::npos);
   CHECK(plan_to_json(searched).find(R"("searchedNodes":1)") != std::string::npos);
   // The same input plans the same way.
-  Plan again = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})").value());
+  Plan again = make_plan(in, free_cpu_spec(true));
   again.summary.plan_millis = searched.summary.plan_millis;
   CHECK(plan_to_json(again) == plan_to_json(searched));
   // The evictor's re-check of one node plans that node alone, without a search.
   PlanInput one = in;
   one.only_node = "od-2";
-  CHECK(make_plan(one, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})").value())
-            .drainable.size() == 1);
+  CHECK(make_plan(one, free_cpu_spec(true)).drainable.size() == 1);
 }
 
 TEST_CASE("searchIterations: what the search's model leaves out is checked; a plan it cannot improve is kept", "[planner]") {
@@ -417,8 +423,8 @@ TEST_CASE("searchIterations: what the search's model leaves out is checked; a pl
   const std::string anti =
       R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"fill"}},"topologyKey":"kubernetes.io/hostname"}]}})";
   PlanInput in = gpu_trap(anti);
-  Plan by_node = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]}})").value());
-  Plan searched = make_plan(in, spec_from(R"({"profile":{"scores":[{"name":"FreeCPU"}]},"searchIterations":50})").value());
+  Plan by_node = make_plan(in, free_cpu_spec(false));
+  Plan searched = make_plan(in, free_cpu_spec(true));
   INFO(plan_to_table(searched));
   REQUIRE(searched.drainable.size() == 1);
   CHECK(searched.summary.searched_nodes == 0);
