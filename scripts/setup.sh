@@ -10,8 +10,22 @@ packages=(
   openssl curl procps        # certificates and probes in end-to-end tests
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev  # the chart renderer (Helm's engine)
 )
-# kubectl: any kubectl on PATH will do (the tests drive it); Debian's package otherwise.
-command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+
+here=$(cd "$(dirname "$0")" && pwd)
+
+# The real control plane the tests run against, and the kubectl they drive, built from the Go
+# module proxy at the pinned versions (scripts/kube-versions.sh), once per machine, cached
+# (scripts/kube-tools.sh). The pinned kubectl is linked into /usr/local/bin unless a kubectl that
+# is not ours is already there; Debian's kubernetes-client (1.20) is too old for the tests.
+kube_components() {
+  "$here/kube-tools.sh" build
+  local kbin link=/usr/local/bin/kubectl
+  kbin="$("$here/kube-tools.sh" bin)/kubectl"
+  if [ "$(id -u)" -eq 0 ] && { [ ! -e "$link" ] || [ -L "$link" ]; } && [ "$(readlink "$link" || true)" != "$kbin" ]; then
+    ln -sf "$kbin" "$link"
+    echo "setup: kubectl $("$kbin" version --client -o json | python3 -c 'import json,sys;print(json.load(sys.stdin)["clientVersion"]["gitVersion"])') installed as $link"
+  fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,7 +33,8 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "setup: all dependencies present"
+  echo "setup: all packages present"
+  kube_components
   exit 0
 fi
 
@@ -38,4 +53,5 @@ if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${m
   exit 1
 fi
 rm -f "$log"
-echo "setup: done"
+echo "setup: packages installed"
+kube_components

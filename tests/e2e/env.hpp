@@ -1,11 +1,12 @@
 #pragma once
-// The end-to-end harness: kubesim in process (plain HTTP, or HTTPS with bearer tokens), the
-// spotshift binary as a child process, and views of the cluster from the simulator's side.
+// The end-to-end harness: kubesim in process (plain HTTP, or HTTPS with bearer tokens) or the real
+// control plane, the spotshift binary as a child process, and views of the cluster.
 
 #include "core/strings.hpp"
 #include "simulator.hpp"
 #include "support/catch.hpp"
 #include "support/process.hpp"
+#include "support/realkube.hpp"
 
 #include <fmt/format.h>
 
@@ -105,31 +106,53 @@ struct EnvOptions {
   bool demo = true;  // start from tests/kubesim/scenarios/demo.yaml (the extra scenario is added to it)
 };
 
+// The cluster a scenario runs on: kubesim in process, or the real control plane
+// (SPOTSHIFT_E2E_BACKEND=real, scripts/realkube.sh) loaded with the same scenario. Every view of
+// the cluster below reads the same objects either way: kubesim's store in process, or the API
+// through kubectl. Faults and kubesim's internals (sim) exist on kubesim only.
 class Env {
  public:
   explicit Env(std::string extra_scenario = {}, EnvOptions options = {}) {
     spotshift::testing::require_tool("kubectl");
-    kubesim::SimulatorOptions o;
-    o.scenario_text = (options.demo ? read_all(kSource + "/tests/kubesim/scenarios/demo.yaml") : std::string()) + extra_scenario;
-    o.cluster.kubelet_start_delay = 200ms;
-    o.cluster.termination_cap = 500ms;
-    o.tls = options.tls;
-    o.tokens = options.tokens;
-    sim = std::make_unique<kubesim::Simulator>(o);
-    REQUIRE(sim->start());
-    REQUIRE(sim->write_kubeconfig(dir.file("kubeconfig")));
-    if (options.apply_crd) kubectl("apply -f " + kSource + "/crds/reschedulepolicies.spotshift.io.yaml");
-    REQUIRE(eventually([&] { return all_running(); }, 20s));
+    std::string scenario = (options.demo ? read_all(kSource + "/tests/kubesim/scenarios/demo.yaml") : std::string()) + extra_scenario;
+    if (spotshift::testing::real_backend()) {
+      std::vector<std::string> files;
+      if (!scenario.empty()) {
+        dir.write("scenario.yaml", scenario);
+        files.push_back(dir.file("scenario.yaml"));
+      }
+      real = std::make_unique<spotshift::testing::RealCluster>(dir.file("realkube"), files);
+      kubeconfig_ = real->kubeconfig();
+    } else {
+      kubesim::SimulatorOptions o;
+      o.scenario_text = scenario;
+      o.cluster.kubelet_start_delay = 200ms;
+      o.cluster.termination_cap = 500ms;
+      o.tls = options.tls;
+      o.tokens = options.tokens;
+      sim = std::make_unique<kubesim::Simulator>(o);
+      REQUIRE(sim->start());
+      kubeconfig_ = dir.file("kubeconfig");
+      REQUIRE(sim->write_kubeconfig(kubeconfig_));
+    }
+    if (options.apply_crd) {
+      kubectl("apply -f " + kSource + "/crds/reschedulepolicies.spotshift.io.yaml");
+      if (real) kubectl("wait --for condition=Established --timeout 30s crd/reschedulepolicies.spotshift.io");
+    }
+    REQUIRE(eventually([&] { return all_running(); }, 30s));
   }
-  // A kubeconfig that authenticates with this token.
+  bool on_kubesim() const { return sim != nullptr; }
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  // A kubeconfig that authenticates with this token (kubesim only).
   std::string kubeconfig_for(const std::string& token) {
+    REQUIRE(sim);
     std::string path = dir.file("kubeconfig-" + token);
     REQUIRE(sim->write_kubeconfig(path, token));
     return path;
   }
 
   std::string kubectl(const std::string& args, bool must_succeed = true) {
-    auto r = run(fmt::format("kubectl --kubeconfig {} {} 2>&1", dir.file("kubeconfig"), args));
+    auto r = run(fmt::format("kubectl --kubeconfig {} --cache-dir {} {} 2>&1", kubeconfig_, dir.file("kubectl-cache"), args));
     if (must_succeed) {
       INFO("kubectl " << args << "\n" << r.output);
       REQUIRE(r.status == 0);
@@ -141,24 +164,50 @@ class Env {
     kubectl("apply -f " + dir.file(name + ".yaml"));
   }
   std::unique_ptr<Operator> start(const std::string& name, const std::string& extra = "") {
-    return std::make_unique<Operator>(dir.file("kubeconfig"), dir.file(name + ".log"), extra);
+    return std::make_unique<Operator>(kubeconfig_, dir.file(name + ".log"), extra);
+  }
+  // Keeps the pod terminating once it is deleted, until the test ends: kubesim's never-terminate
+  // annotation, or on the real control plane the fake kubelet's termination delay.
+  void make_pod_hang(const std::string& ns, const std::string& name) {
+    kubectl(fmt::format("annotate pod -n {} {} {}", ns, name,
+                        sim ? "kubesim.spotshift.io/never-terminate=true" : "realkube.spotshift.io/termination-delay=1h"));
+  }
+
+  // Calls fn for every object of a resource ("pods", "nodes", "events", "reschedulepolicies",
+  // "leases"), across namespaces.
+  void for_each(const std::string& resource, const std::function<void(const rapidjson::Value&)>& fn) {
+    if (sim) {
+      sim->run([&](kubesim::Cluster& c) {
+        const kubesim::ResourceType* rt = resource == "pods"     ? c.registry().pods()
+                                          : resource == "nodes"  ? c.registry().nodes()
+                                          : resource == "events" ? c.registry().events()
+                                          : resource == "leases" ? c.registry().leases()
+                                                                 : c.registry().find("spotshift.io", "v1alpha1", resource);
+        if (!rt) return;
+        for (const auto& [k, o] : c.store().objects(*rt)) fn(o->doc);
+      });
+      return;
+    }
+    auto r = run(fmt::format("kubectl --kubeconfig {} --cache-dir {} get {} -A -o json 2>/dev/null", kubeconfig_,
+                             dir.file("kubectl-cache"), resource));
+    rapidjson::Document d;
+    if (r.status != 0 || d.Parse(r.output.c_str()).HasParseError() || !d.IsObject() || !d.HasMember("items")) return;
+    for (const auto& o : d["items"].GetArray()) fn(o);
   }
 
   // Every bound pod is Running.
   bool all_running() {
     bool ok = true;
-    sim->run([&](kubesim::Cluster& c) {
-      for (const auto& [k, p] : c.store().objects(*c.registry().pods()))
-        if (!kubesim::get_str(p->doc, {"spec", "nodeName"}).empty())
-          ok = ok && kubesim::get_str(p->doc, {"status", "phase"}) == "Running";
+    for_each("pods", [&](const rapidjson::Value& p) {
+      if (!kubesim::get_str(p, {"spec", "nodeName"}).empty()) ok = ok && kubesim::get_str(p, {"status", "phase"}) == "Running";
     });
     return ok;
   }
   std::vector<std::string> taints(const std::string& node) {
     std::vector<std::string> out;
-    sim->run([&](kubesim::Cluster& c) {
-      auto n = c.store().get(*c.registry().nodes(), node);
-      if (const auto* t = n ? kubesim::get_path(n->doc, {"spec", "taints"}) : nullptr)
+    for_each("nodes", [&](const rapidjson::Value& n) {
+      if (kubesim::get_str(n, {"metadata", "name"}) != node) return;
+      if (const auto* t = kubesim::get_path(n, {"spec", "taints"}))
         for (const auto& x : t->GetArray()) out.push_back(std::string(kubesim::get_str(x, {"key"})));
     });
     return out;
@@ -168,26 +217,27 @@ class Env {
     return std::find(t.begin(), t.end(), "spotshift.io/draining") != t.end();
   }
   bool any_draining() {
-    for (auto n : {"ondemand-1", "ondemand-2", "ondemand-3", "ondemand-4", "spot-1", "spot-2"})
-      if (draining(n)) return true;
-    return false;
+    bool any = false;
+    for_each("nodes", [&](const rapidjson::Value& n) {
+      if (const auto* t = kubesim::get_path(n, {"spec", "taints"}))
+        for (const auto& x : t->GetArray()) any = any || kubesim::get_str(x, {"key"}) == "spotshift.io/draining";
+    });
+    return any;
   }
   // Live (not terminating) pods by node: "ns/name" -> node.
   std::map<std::string, std::string> pods() {
     std::map<std::string, std::string> out;
-    sim->run([&](kubesim::Cluster& c) {
-      for (const auto& [k, p] : c.store().objects(*c.registry().pods()))
-        if (!kubesim::get_path(p->doc, {"metadata", "deletionTimestamp"})) out[k] = std::string(kubesim::get_str(p->doc, {"spec", "nodeName"}));
+    for_each("pods", [&](const rapidjson::Value& p) {
+      if (!kubesim::get_path(p, {"metadata", "deletionTimestamp"}))
+        out[key(p)] = std::string(kubesim::get_str(p, {"spec", "nodeName"}));
     });
     return out;
   }
   std::string status(const std::string& policy, std::initializer_list<std::string_view> path) {
     std::string out;
-    sim->run([&](kubesim::Cluster& c) {
-      const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies");
-      auto p = rt ? c.store().get(*rt, policy) : nullptr;
-      if (!p) return;
-      const auto* v = kubesim::get_path(p->doc, {"status"});
+    for_each("reschedulepolicies", [&](const rapidjson::Value& p) {
+      if (kubesim::get_str(p, {"metadata", "name"}) != policy) return;
+      const auto* v = kubesim::get_path(p, {"status"});
       for (auto part : path) v = v ? kubesim::field(*v, part) : nullptr;
       if (v) out = v->IsString() ? std::string(v->GetString()) : kubesim::to_json(*v);
     });
@@ -195,46 +245,54 @@ class Env {
   }
   std::string condition(const std::string& policy, const std::string& type, const char* field = "status") {
     std::string out;
-    sim->run([&](kubesim::Cluster& c) {
-      const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies");
-      auto p = rt ? c.store().get(*rt, policy) : nullptr;
-      const auto* conds = p ? kubesim::get_path(p->doc, {"status", "conditions"}) : nullptr;
-      if (!conds) return;
-      for (const auto& cond : conds->GetArray())
-        if (kubesim::get_str(cond, {"type"}) == type) out = std::string(kubesim::get_str(cond, {field}));
+    for_each("reschedulepolicies", [&](const rapidjson::Value& p) {
+      if (kubesim::get_str(p, {"metadata", "name"}) != policy) return;
+      if (const auto* conds = kubesim::get_path(p, {"status", "conditions"}))
+        for (const auto& cond : conds->GetArray())
+          if (kubesim::get_str(cond, {"type"}) == type) out = std::string(kubesim::get_str(cond, {field}));
     });
     return out;
   }
   // Events with this reason: "Kind/name: message".
   std::vector<std::string> events(const std::string& reason) {
     std::vector<std::string> out;
-    sim->run([&](kubesim::Cluster& c) {
-      for (const auto& [k, e] : c.store().objects(*c.registry().events()))
-        if (kubesim::get_str(e->doc, {"reason"}) == reason)
-          out.push_back(fmt::format("{}/{}: {}", kubesim::get_str(e->doc, {"involvedObject", "kind"}),
-                                    kubesim::get_str(e->doc, {"involvedObject", "name"}), kubesim::get_str(e->doc, {"message"})));
+    for_each("events", [&](const rapidjson::Value& e) {
+      if (kubesim::get_str(e, {"reason"}) == reason)
+        out.push_back(fmt::format("{}/{}: {}", kubesim::get_str(e, {"involvedObject", "kind"}),
+                                  kubesim::get_str(e, {"involvedObject", "name"}), kubesim::get_str(e, {"message"})));
     });
     return out;
   }
   // Requests spotshift made: "METHOD path code".
   std::vector<std::string> operator_requests(const std::string& part) {
     std::vector<std::string> out;
-    for (const auto& a : sim->audit())
-      if (a.user_agent.starts_with("spotshift/") && (a.method + " " + a.path).find(part) != std::string::npos)
-        out.push_back(fmt::format("{} {} {}", a.method, a.path, a.code));
+    auto add = [&](const std::string& method, const std::string& path, const std::string& agent, int code) {
+      if (agent.starts_with("spotshift/") && (method + " " + path).find(part) != std::string::npos)
+        out.push_back(fmt::format("{} {} {}", method, path, code));
+    };
+    if (sim)
+      for (const auto& a : sim->audit()) add(a.method, a.path, a.user_agent, a.code);
+    else
+      for (const auto& a : real->audit()) add(a.method, a.path, a.user_agent, a.code);
     return out;
   }
   std::string lease_holder() {
     std::string h;
-    sim->run([&](kubesim::Cluster& c) {
-      if (auto l = c.store().get(*c.registry().leases(), "default/spotshift"))
-        h = std::string(kubesim::get_str(l->doc, {"spec", "holderIdentity"}));
+    for_each("leases", [&](const rapidjson::Value& l) {
+      if (key(l) == "default/spotshift") h = std::string(kubesim::get_str(l, {"spec", "holderIdentity"}));
     });
     return h;
+  }
+  static std::string key(const rapidjson::Value& o) {
+    return fmt::format("{}/{}", kubesim::get_str(o, {"metadata", "namespace"}), kubesim::get_str(o, {"metadata", "name"}));
   }
 
   TempDir dir;
   std::unique_ptr<kubesim::Simulator> sim;
+  std::unique_ptr<spotshift::testing::RealCluster> real;
+
+ private:
+  std::string kubeconfig_;
 };
 
 // Samples the web workload's ready, live pods while a test runs: the budget says at least 4.
@@ -251,13 +309,11 @@ class BudgetWatch {
   void loop() {
     while (!stop_) {
       int ready = 0;
-      env_.sim->run([&](kubesim::Cluster& c) {
-        for (const auto& [k, p] : c.store().objects(*c.registry().pods())) {
-          if (!k.starts_with("shop/web-") || kubesim::get_path(p->doc, {"metadata", "deletionTimestamp"})) continue;
-          if (const auto* conds = kubesim::get_path(p->doc, {"status", "conditions"}))
-            for (const auto& cond : conds->GetArray())
-              if (kubesim::get_str(cond, {"type"}) == "Ready" && kubesim::get_str(cond, {"status"}) == "True") ++ready;
-        }
+      env_.for_each("pods", [&](const rapidjson::Value& p) {
+        if (!Env::key(p).starts_with("shop/web-") || kubesim::get_path(p, {"metadata", "deletionTimestamp"})) return;
+        if (const auto* conds = kubesim::get_path(p, {"status", "conditions"}))
+          for (const auto& cond : conds->GetArray())
+            if (kubesim::get_str(cond, {"type"}) == "Ready" && kubesim::get_str(cond, {"status"}) == "True") ++ready;
       });
       min_ = std::min(min_.load(), ready);
       std::this_thread::sleep_for(5ms);

@@ -1,5 +1,7 @@
-// The whole story on kubesim: the spotshift binary, the CRD and policies applied with kubectl, and
-// the cluster watched from the simulator's side.
+// The whole story: the spotshift binary, the CRD and policies applied with kubectl, and the cluster
+// watched, on kubesim and (SPOTSHIFT_E2E_BACKEND=real, the scenarios meson registers for it) on the
+// real control plane. Scenarios that inject kubesim's faults or reach into its cluster run on
+// kubesim only.
 
 
 #include "env.hpp"
@@ -108,6 +110,22 @@ TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   CHECK(env.operator_requests("PATCH /api/v1/nodes").empty());
   CHECK(env.operator_requests("/eviction").empty());
   CHECK(env.pods() == before);
+}
+
+TEST_CASE("a suspended policy plans but starts no drain until it is resumed", "[e2e]") {
+  Env env;
+  auto before = env.pods();
+  env.apply("policy", policy_yaml("default", "  suspend: true\n"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.condition("default", "Blocked", "reason") == "Suspended"; }, 20s));
+  CHECK(env.status("default", {"drainableNodes"}) == "2");
+  std::this_thread::sleep_for(2s);
+  CHECK_FALSE(env.any_draining());
+  CHECK(env.operator_requests("/eviction").empty());
+  CHECK(env.pods() == before);
+  env.apply("policy", policy_yaml("default", "  suspend: false\n"));
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
+  CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
 }
 
 TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, and the last change is planned", "[e2e]") {
@@ -371,7 +389,7 @@ namespace {
 const std::string kStuckPolicy = R"(  maxGracefulTermination: 60s
 )";
 void make_stuck(Env& env) {
-  env.kubectl("annotate pod -n shop web-7d4b9c-x1a2b kubesim.spotshift.io/never-terminate=true");
+  env.make_pod_hang("shop", "web-7d4b9c-x1a2b");
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include "cluster.hpp"
 #include "schema.hpp"
 
+#include "core/strings.hpp"
 #include "model/quantity.hpp"
 
 #include <fmt/format.h>
@@ -207,6 +208,10 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
                               {"containerRuntimeVersion", "kubesim://1"}, {"operatingSystem", "linux"},
                               {"architecture", "amd64"}})
       if (get_str(info, {key}).empty()) set_str(info, key, value, a);
+    // Identifiers a kubelet always reports (strict clients, such as the official Python client,
+    // require them): stable per node name.
+    for (auto [key, prefix] : {std::pair{"machineID", "machine-"}, {"systemUUID", "uuid-"}, {"bootID", "boot-"}})
+      if (get_str(info, {key}).empty()) set_str(info, key, std::string(prefix) + name, a);
     return {};
   }
   if (&rt == registry_.pdbs()) {
@@ -266,6 +271,17 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
     for (const auto& v : versions->GetArray())
       if (get_bool(v, {"storage"})) stored.PushBack(str(get_str(v, {"name"}), a), a);
     set(status, "storedVersions", std::move(stored), a);
+    return {};
+  }
+  if (rt.group.empty() && rt.plural == "secrets") {
+    if (get_str(obj, {"type"}).empty()) set_str(obj, "type", "Opaque", a);
+    // stringData is write-only: the API server merges it into data (base64) and never stores it.
+    if (Value* sd = get_mut(obj, "stringData"); sd && sd->IsObject()) {
+      Value& data = ensure_object(obj, "data", a);
+      for (const auto& m : sd->GetObject())
+        set_str(data, m.name.GetString(), base64_encode(m.value.IsString() ? m.value.GetString() : ""), a);
+      obj.RemoveMember("stringData");
+    }
     return {};
   }
   return {};

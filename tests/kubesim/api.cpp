@@ -64,13 +64,15 @@ Result<Doc> parse_body(const HttpRequest& r) {
 }
 
 // A create's body. kubectl sends built-in objects as protobuf; of those kubesim decodes the
-// Namespace (kubectl create namespace). Anything else is refused clearly instead of read as
-// broken JSON.
+// Namespace, ConfigMap and Secret (kubectl create namespace, configmap, secret). Anything else is
+// refused clearly instead of read as broken JSON.
 Result<Doc> parse_create_body(const HttpRequest& r, const ResourceType& rt) {
   if (!r.content_type.starts_with("application/vnd.kubernetes.protobuf")) return parse_body(r);
-  if (rt.plural == "namespaces" && rt.group.empty()) return decode_namespace_protobuf(r.body);
+  if (rt.group.empty() && rt.plural == "namespaces") return decode_namespace_protobuf(r.body);
+  if (rt.group.empty() && (rt.plural == "configmaps" || rt.plural == "secrets")) return decode_config_protobuf(r.body, rt.kind);
   return Error::api(415, "UnsupportedMediaType",
-                    fmt::format("kubesim reads protobuf bodies only for namespaces and DeleteOptions, not {}: send JSON", rt.plural));
+                    fmt::format("kubesim reads protobuf bodies only for namespaces, configmaps, secrets and DeleteOptions, not {}: send JSON",
+                                rt.plural));
 }
 
 }  // namespace

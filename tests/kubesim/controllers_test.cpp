@@ -118,6 +118,7 @@ TEST_CASE("the kubelet starts bound pods after a delay and ends graceful deletio
   auto p = t.pod("default/p");
   CHECK(get_str(p->doc, {"status", "phase"}) == "Running");
   CHECK(get_bool((*get_path(p->doc, {"status", "containerStatuses"}))[0], {"ready"}));
+  CHECK(get_str((*get_path(p->doc, {"status", "containerStatuses"}))[0], {"imageID"}).starts_with("kubesim://"));
   auto del = t.request("DELETE", "/api/v1/namespaces/default/pods/p");
   CHECK(del.status == 200);
   CHECK(get_path(parse(del.body), {"metadata", "deletionTimestamp"}));

@@ -102,25 +102,44 @@ bool map_entry(std::string_view entry, std::string& key, std::string& value) {
 
 }  // namespace
 
+namespace {
+
+// ObjectMeta's fields a create sends (name 1, generateName 2, namespace 3, labels 11,
+// annotations 12) into a JSON metadata object.
+bool object_meta(std::string_view msg, Value& meta, Alloc& a) {
+  Value labels(rapidjson::kObjectType), annotations(rapidjson::kObjectType);
+  bool ok = each_bytes_field(msg, [&](uint32_t f, std::string_view v) {
+    std::string key, value;
+    if (f == 1) set_str(meta, "name", std::string(v), a);
+    else if (f == 2) set_str(meta, "generateName", std::string(v), a);
+    else if (f == 3) set_str(meta, "namespace", std::string(v), a);
+    else if ((f == 11 || f == 12) && map_entry(v, key, value)) set_str(f == 11 ? labels : annotations, key, value, a);
+  });
+  if (labels.MemberCount()) meta.AddMember("labels", labels, a);
+  if (annotations.MemberCount()) meta.AddMember("annotations", annotations, a);
+  return ok;
+}
+
+Doc typed_doc(std::string_view kind) {
+  Doc d(rapidjson::kObjectType);
+  set_str(d, "apiVersion", "v1", d.GetAllocator());
+  set_str(d, "kind", kind, d.GetAllocator());
+  return d;
+}
+
+}  // namespace
+
 Result<Doc> decode_namespace_protobuf(std::string_view body) {
   auto bad = [] { return Error::api(400, "BadRequest", "the request body is not a valid protobuf Namespace"); };
   std::string_view raw;
   if (!unwrap(body, raw)) return bad();
-  Doc d(rapidjson::kObjectType);
+  Doc d = typed_doc("Namespace");
   auto& a = d.GetAllocator();
-  set_str(d, "apiVersion", "v1", a);
-  set_str(d, "kind", "Namespace", a);
-  Value meta(rapidjson::kObjectType), labels(rapidjson::kObjectType), annotations(rapidjson::kObjectType),
-      finalizers(rapidjson::kArrayType);
+  Value meta(rapidjson::kObjectType), finalizers(rapidjson::kArrayType);
   bool ok = true;
   bool parsed = each_bytes_field(raw, [&](uint32_t field, std::string_view s) {
-    if (field == 1) {  // ObjectMeta
-      ok = each_bytes_field(s, [&](uint32_t f, std::string_view v) {
-        std::string key, value;
-        if (f == 1) set_str(meta, "name", std::string(v), a);
-        else if (f == 2) set_str(meta, "generateName", std::string(v), a);
-        else if ((f == 11 || f == 12) && map_entry(v, key, value)) set_str(f == 11 ? labels : annotations, key, value, a);
-      }) && ok;
+    if (field == 1) {
+      ok = object_meta(s, meta, a) && ok;
     } else if (field == 2) {  // NamespaceSpec: finalizers = 1
       ok = each_bytes_field(s, [&](uint32_t f, std::string_view v) {
         if (f == 1) finalizers.PushBack(Value(std::string(v).c_str(), a), a);
@@ -128,14 +147,60 @@ Result<Doc> decode_namespace_protobuf(std::string_view body) {
     }
   });
   if (!parsed || !ok) return bad();
-  if (labels.MemberCount()) meta.AddMember("labels", labels, a);
-  if (annotations.MemberCount()) meta.AddMember("annotations", annotations, a);
   d.AddMember("metadata", meta, a);
   if (!finalizers.Empty()) {
     Value spec(rapidjson::kObjectType);
     spec.AddMember("finalizers", finalizers, a);
     d.AddMember("spec", spec, a);
   }
+  return d;
+}
+
+Result<Doc> decode_config_protobuf(std::string_view body, std::string_view kind) {
+  auto bad = [&] { return Error::api(400, "BadRequest", fmt::format("the request body is not a valid protobuf {}", kind)); };
+  std::string_view raw;
+  if (!unwrap(body, raw)) return bad();
+  const bool secret = kind == "Secret";
+  Doc d = typed_doc(kind);
+  auto& a = d.GetAllocator();
+  Value meta(rapidjson::kObjectType), data(rapidjson::kObjectType), binary(rapidjson::kObjectType),
+      string_data(rapidjson::kObjectType);
+  bool ok = true;
+  // ConfigMap: metadata 1, data 2 (map<string,string>), binaryData 3 (map<string,bytes>),
+  // immutable 4. Secret: metadata 1, data 2 (map<string,bytes>), type 3, stringData 4, immutable 5.
+  ProtoReader r(raw);
+  uint32_t field, wire;
+  while (!r.done()) {
+    if (!r.next(field, wire)) return bad();
+    if (wire == 0) {
+      uint64_t v;
+      if (!r.varint(v)) return bad();
+      if (field == (secret ? 5u : 4u)) set_bool(d, "immutable", v != 0, a);
+      continue;
+    }
+    if (wire != 2) {
+      if (!r.skip(wire)) return bad();
+      continue;
+    }
+    std::string_view s;
+    if (!r.bytes(s)) return bad();
+    std::string key, value;
+    if (field == 1) ok = object_meta(s, meta, a) && ok;
+    else if (secret && field == 3) set_str(d, "type", s, a);
+    else if (field == 2 || field == 3 || field == 4) {
+      if (!map_entry(s, key, value)) return bad();
+      // JSON carries bytes as base64.
+      if (secret && field == 2) set_str(data, key, base64_encode(value), a);
+      else if (field == 2) set_str(data, key, value, a);
+      else if (field == 3) set_str(binary, key, base64_encode(value), a);
+      else set_str(string_data, key, value, a);
+    }
+  }
+  if (!ok) return bad();
+  d.AddMember("metadata", meta, a);
+  if (data.MemberCount()) d.AddMember("data", data, a);
+  if (binary.MemberCount()) d.AddMember("binaryData", binary, a);
+  if (string_data.MemberCount()) d.AddMember("stringData", string_data, a);
   return d;
 }
 

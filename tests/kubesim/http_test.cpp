@@ -114,8 +114,24 @@ TEST_CASE("kubectl gets nodes, applies a CRD and a custom resource, and shows it
   INFO(ns.output);
   CHECK(ns.status == 0);
   CHECK(h.k("get namespace team-a -o jsonpath={.metadata.name}/{.status.phase}").output == "team-a/Active");
-  auto cm = h.k("create configmap settings -n team-a --from-literal=a=b");
-  CHECK(cm.status != 0);  // not served by kubesim, and never misread
+  // ConfigMaps and Secrets, also created as protobuf; a Secret's data is base64 and its type
+  // defaults to Opaque, as the API server stores them.
+  auto cm = h.k("create configmap settings -n team-a --from-literal=a=b --from-literal=mode=fast");
+  INFO(cm.output);
+  CHECK(cm.status == 0);
+  CHECK(h.k("get configmap settings -n team-a -o jsonpath={.data.a}/{.data.mode}").output == "b/fast");
+  auto secret = h.k("create secret generic token -n team-a --from-literal=password=s3cr3t");
+  INFO(secret.output);
+  CHECK(secret.status == 0);
+  CHECK(h.k("get secret token -n team-a -o jsonpath={.type}/{.data.password}").output == "Opaque/czNjcjN0");
+  h.dir.write("secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: applied, namespace: team-a}\nstringData: {user: admin}\n");
+  REQUIRE(h.k("apply -f " + h.dir.file("secret.yaml")).status == 0);
+  CHECK(h.k("get secret applied -n team-a -o jsonpath={.data.user}").output == "YWRtaW4=");
+  CHECK(h.k("get secret applied -n team-a -o jsonpath={.stringData}").output.empty());
+  CHECK(h.k("get cm -n team-a -o name").output == "configmap/settings\n");
+  // A kubelet's identifiers, which strict clients require, and a container's image digest.
+  CHECK(h.k("get node spot-1 -o jsonpath={.status.nodeInfo.machineID}/{.status.nodeInfo.systemUUID}/{.status.nodeInfo.bootID}").output ==
+        "machine-spot-1/uuid-spot-1/boot-spot-1");
 
   h.dir.write("crd.yaml", kCrd);
   auto crd = h.k("apply -f " + h.dir.file("crd.yaml"));

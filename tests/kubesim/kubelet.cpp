@@ -97,6 +97,9 @@ bool SimKubelet::run() {
           set_bool(s, "started", true, a);
           set_int(s, "restartCount", 0, a);
           set_str(s, "image", get_str(c, {"image"}), a);
+          // A container runtime reports the image's digest and the container's id.
+          set_str(s, "imageID", fmt::format("kubesim://{}@sha256:0", get_str(c, {"image"})), a);
+          set_str(s, "containerID", fmt::format("kubesim://{}/{}", get_str(o, {"metadata", "uid"}), get_str(c, {"name"})), a);
           Value running(rapidjson::kObjectType);
           set_str(running, "startedAt", stamp, a);
           set(ensure_object(s, "state", a), "running", std::move(running), a);

@@ -93,6 +93,16 @@ Registry::Registry() {
     add(std::move(r));
   }
   {
+    auto r = t("", "v1", "configmaps", "configmap", "ConfigMap", true);
+    r.short_names = {"cm"};
+    add(std::move(r));
+  }
+  {
+    auto r = t("", "v1", "secrets", "secret", "Secret", true);
+    r.selectable_fields = {"type"};
+    add(std::move(r));
+  }
+  {
     auto r = t("", "v1", "services", "service", "Service", true);
     r.short_names = {"svc"};
     r.categories = {"all"};

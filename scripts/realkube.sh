@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on loopback, for tests and for trying spotshift by hand:
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake nodes), built by
+# scripts/kube-tools.sh at the versions pinned in scripts/kube-versions.sh.
+#
+#   scripts/realkube.sh start DIR [NODES_FILE...]   start everything, state and logs under DIR;
+#                                                   writes DIR/kubeconfig (cluster admin); returns
+#                                                   once /readyz passes and the controllers run
+#   scripts/realkube.sh load DIR NODES_FILE...      load nodes and workloads into a running one
+#   scripts/realkube.sh stop DIR                    stop every process start started; logs stay
+#
+# A nodes file is YAML (several documents) or a JSON List such as `kubectl get ... -o json`
+# writes, like kubesim's --scenario. Nodes are created as kwok's fake nodes (Ready, kept alive by
+# kwok, their pods Running and Ready shortly after binding). Pods that name a node keep it; the
+# workloads (ReplicaSets, Deployments, StatefulSets, DaemonSets, Jobs) are created after their pods,
+# so their controllers adopt them, as a controller adopts orphans it selects. uids,
+# resourceVersions and ownerReferences in the file are dropped: the API server assigns them.
+#
+# Every process listens on 127.0.0.1 only, on ports picked free at start.
+set -Eeuo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=kube-versions.sh
+. "$here/kube-versions.sh"
+bin=$("$here/kube-tools.sh" bin)
+
+usage() {
+  echo "usage: scripts/realkube.sh start DIR [NODES_FILE...] | load DIR NODES_FILE... | stop DIR" >&2
+  exit 2
+}
+
+log() { echo "realkube: $*" >&2; }
+
+free_ports() {
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+# ECDSA P-256 keys: generated in milliseconds, accepted by every component.
+gen_key() { openssl ecparam -name prime256v1 -genkey -noout -out "$1" 2>/dev/null; }
+
+# gen_cert NAME SUBJECT [EXTFILE]: NAME.key and NAME.crt signed by the CA in the current directory.
+gen_cert() {
+  local name=$1 subj=$2 ext=${3:-}
+  gen_key "$name.key"
+  openssl req -new -key "$name.key" -subj "$subj" -out "$name.csr" 2>/dev/null
+  openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -sha256 \
+    ${ext:+-extfile "$ext"} -out "$name.crt" 2>/dev/null
+  rm -f "$name.csr"
+}
+
+write_kubeconfig() {
+  local file=$1 server=$2 pki=$3 user=$4
+  cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: realkube
+  cluster:
+    server: $server
+    certificate-authority: $pki/ca.crt
+users:
+- name: $user
+  user:
+    client-certificate: $pki/$user.crt
+    client-key: $pki/$user.key
+contexts:
+- name: realkube
+  context: {cluster: realkube, user: $user}
+current-context: realkube
+EOF
+}
+
+# start_proc NAME COMMAND...: runs it in the background, its output in DIR/logs/NAME.log, its pid
+# in DIR/pids/NAME.
+start_proc() {
+  local name=$1
+  shift
+  "$@" >"$dir/logs/$name.log" 2>&1 &
+  echo $! >"$dir/pids/$name"
+}
+
+wait_for() {
+  local what=$1 seconds=$2
+  shift 2
+  local deadline=$(( $(date +%s) + seconds ))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "$what did not come up within ${seconds}s; logs in $dir/logs"
+      return 1
+    fi
+    local p
+    for p in "$dir"/pids/*; do
+      kill -0 "$(cat "$p")" 2>/dev/null || { log "$(basename "$p") exited; its log: $dir/logs/$(basename "$p").log"; tail -n 20 "$dir/logs/$(basename "$p").log" >&2; return 1; }
+    done
+    sleep 0.2
+  done
+}
+
+kubectl_() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" --cache-dir "$dir/kubectl-cache" "$@"; }
+
+cmd_start() {
+  "$here/kube-tools.sh" check
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  if [ -d "$dir/pids" ] && ls "$dir/pids"/* >/dev/null 2>&1; then
+    log "$dir already holds a running control plane (stop it first)"
+    exit 1
+  fi
+  local started
+  started=$(date +%s.%N)
+  # A start that fails part way stops what it started.
+  trap 'cmd_stop' ERR
+  rm -rf "$dir/etcd" "$dir/pki" "$dir/logs" "$dir/pids"
+  mkdir -p "$dir/pki" "$dir/logs" "$dir/pids" "$dir/etcd"
+  local pki="$dir/pki"
+  (
+    cd "$pki"
+    gen_key ca.key
+    openssl req -x509 -new -key ca.key -subj "/CN=realkube-ca" -days 3650 -sha256 -out ca.crt 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n' >serving.ext
+    printf 'extendedKeyUsage=clientAuth\n' >client.ext
+    gen_cert apiserver "/CN=kube-apiserver" serving.ext
+    gen_cert admin "/O=system:masters/CN=realkube-admin" client.ext
+    gen_cert controller-manager "/CN=system:kube-controller-manager" client.ext
+    gen_cert scheduler "/CN=system:kube-scheduler" client.ext
+    gen_key sa.key
+    openssl ec -in sa.key -pubout -out sa.pub 2>/dev/null
+  )
+  local ports etcd_client etcd_peer api
+  read -r etcd_client etcd_peer api <<<"$(free_ports 3)"
+  local server="https://127.0.0.1:$api"
+  echo "$server" >"$dir/server"
+  write_kubeconfig "$dir/kubeconfig" "$server" "$pki" admin
+  write_kubeconfig "$dir/controller-manager.kubeconfig" "$server" "$pki" controller-manager
+  write_kubeconfig "$dir/scheduler.kubeconfig" "$server" "$pki" scheduler
+
+  start_proc etcd "$bin/etcd" --name realkube --data-dir "$dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_client" --advertise-client-urls "http://127.0.0.1:$etcd_client" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer" \
+    --initial-cluster "realkube=http://127.0.0.1:$etcd_peer" --unsafe-no-fsync --log-level warn
+  wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_client/health"
+
+  # Every request is audited at Metadata level: tests read which requests a client made.
+  cat >"$dir/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+EOF
+  start_proc kube-apiserver "$bin/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$etcd_client" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api" \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --api-audiences https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range 10.96.0.0/16 \
+    --authorization-mode Node,RBAC \
+    --endpoint-reconciler-type none \
+    --allow-privileged=true \
+    --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log" \
+    --audit-log-mode blocking
+  wait_for kube-apiserver 60 curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$server/readyz"
+
+  start_proc kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig "$dir/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
+    --controllers '*,-nodeipam' \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+    --concurrent-gc-syncs 5
+  start_proc kube-scheduler "$bin/kube-scheduler" \
+    --kubeconfig "$dir/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$dir/scheduler.kubeconfig" \
+    --authorization-kubeconfig "$dir/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false
+  start_proc kwok "$bin/kwok" --kubeconfig "$dir/kubeconfig" --config "$here/realkube-kwok.yaml" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+    --cidr 10.244.0.1/16 --node-ip 10.0.0.1 --node-lease-duration-seconds 40
+
+  # The controllers run once the service account controller has made the default namespace's
+  # ServiceAccount (kube-controller-manager's own start takes a few seconds).
+  wait_for kube-controller-manager 60 kubectl_ get serviceaccount default -n default
+  wait_for kube-scheduler 30 sh -c "grep -q 'Successfully\\|Starting Kubernetes Scheduler\\|Serving' '$dir/logs/kube-scheduler.log' || kubectl_ get --raw /readyz"
+  local elapsed
+  elapsed=$(python3 -c "import time;print(f'{time.time()-$started:.1f}')")
+  log "Kubernetes $KUBERNETES_VERSION up in ${elapsed}s: kubeconfig $dir/kubeconfig, server $server"
+  [ $# -eq 0 ] || cmd_load "$@"
+  trap - ERR
+}
+
+# Converts the files to one JSON List (kubectl's client-side conversion reads YAML and JSON alike)
+# and creates it in dependency order.
+cmd_load() {
+  local f
+  local lists=()
+  for f in "$@"; do
+    [ -f "$f" ] || { log "no such nodes file: $f"; exit 1; }
+    lists+=("$dir/load-$(basename "$f").json")
+    kubectl_ create --dry-run=client -o json -f "$f" >"${lists[-1]}"
+  done
+  python3 - "$dir/load" "${lists[@]}" <<'PY'
+import json, sys
+out = sys.argv[1]
+items = []
+dec = json.JSONDecoder()
+for path in sys.argv[2:]:
+    text, pos = open(path).read(), 0
+    # kubectl prints one JSON object per document, one after another.
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos == len(text):
+            break
+        doc, pos = dec.raw_decode(text, pos)
+        items += doc.get("items", []) if doc.get("kind", "").endswith("List") else [doc]
+order = {"Namespace": 0, "CustomResourceDefinition": 0, "Node": 1, "PriorityClass": 1,
+         "StorageClass": 1, "PersistentVolume": 2, "PersistentVolumeClaim": 3, "ConfigMap": 3,
+         "Secret": 3, "ServiceAccount": 3, "PodDisruptionBudget": 4, "Pod": 5}
+phases = [[] for _ in range(8)]
+for o in items:
+    meta = o.setdefault("metadata", {})
+    for k in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences", "managedFields", "generation"):
+        meta.pop(k, None)
+    kind = o.get("kind")
+    if kind == "Node":
+        meta.setdefault("annotations", {})["kwok.x-k8s.io/node"] = "fake"
+        # kwok reports what the node says it has; conditions and addresses are kwok's.
+        st = o.get("status", {})
+        o["status"] = {k: v for k, v in st.items() if k in ("capacity", "allocatable")}
+    elif kind == "Pod":
+        o.pop("status", None)
+    elif kind == "StatefulSet":
+        # Adopted pods carry no revision of the controller's: a rolling update strategy would
+        # replace them at once. OnDelete keeps the file's pods where the file put them.
+        o.setdefault("spec", {})["updateStrategy"] = {"type": "OnDelete"}
+        o.pop("status", None)
+    elif kind not in order:
+        o.pop("status", None)
+    phases[order.get(kind, 6)].append(o)
+for i, p in enumerate(phases):
+    with open(f"{out}-{i}.json", "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": p}, f)
+PY
+  local i
+  for i in 0 1 2 3 4 5 6 7; do
+    [ "$(python3 -c "import json;print(len(json.load(open('$dir/load-$i.json'))['items']))")" -gt 0 ] || continue
+    kubectl_ create -f "$dir/load-$i.json" >/dev/null
+    # Node status is a subresource: what create kept is the capacity the file gave; namespaces
+    # must be active before anything enters them.
+    if [ $i -eq 0 ]; then sleep 0; fi
+  done
+  log "loaded $* ($(python3 -c "
+import json
+print(sum(len(json.load(open('$dir/load-%d.json' % i))['items']) for i in range(8)))") objects)"
+}
+
+cmd_stop() {
+  [ -d "$dir/pids" ] || { log "nothing started in $dir"; return 0; }
+  local p name pid
+  # Stop the clients first, then the API server, then etcd.
+  for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    p="$dir/pids/$name"
+    [ -f "$p" ] || continue
+    pid=$(cat "$p")
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$p"
+  done
+  log "stopped; logs in $dir/logs"
+}
+
+[ $# -ge 2 ] || usage
+cmd=$1
+dir=$2
+shift 2
+case $cmd in
+  start) cmd_start "$@" ;;
+  load) dir=$(cd "$dir" && pwd); [ $# -ge 1 ] || usage; cmd_load "$@" ;;
+  stop) cmd_stop ;;
+  *) usage ;;
+esac

@@ -1,0 +1,82 @@
+// The ReschedulePolicy CRD as the API server serves it: defaults, the schema kubectl explain reads,
+// printer columns, the status subresource, and the messages users get for invalid policies (the
+// ones docs/policy-reference.md shows). On kubesim and, with SPOTSHIFT_E2E_BACKEND=real, on the
+// real API server, with the same assertions.
+
+#include "env.hpp"
+
+using namespace spotshift;
+using namespace spotshift::e2e;
+
+namespace {
+
+// What `kubectl apply` prints after "is invalid: " for a policy with this spec, or "" if it is
+// accepted.
+std::string rejection(Env& env, const std::string& name, const std::string& spec) {
+  env.dir.write(name + ".yaml", fmt::format("apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata:\n  name: {}\nspec:\n{}", name, spec));
+  std::string out = env.kubectl("apply -f " + env.dir.file(name + ".yaml"), false);
+  auto at = out.find("is invalid: ");
+  return at == std::string::npos ? "" : std::string(trim(out.substr(at + 12)));
+}
+
+EnvOptions empty_cluster() {
+  EnvOptions o;
+  o.demo = false;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("the CRD defaults a policy, shows it in printer columns and explains its fields", "[crd]") {
+  Env env({}, empty_cluster());
+  env.apply("policy", policy_yaml("default", ""));
+  // Defaults from the schema are stored.
+  CHECK(env.kubectl("get rsp default -o jsonpath={.spec.kubeSystemPodsWithoutPDB}/{.spec.unschedulablePodsGate}/{.spec.drainOrder}") ==
+        "Block/Any/RequestedCPU");
+  // The printer columns, in order.
+  std::string table = env.kubectl("get reschedulepolicies");
+  INFO(table);
+  CHECK(table.starts_with("NAME      ON-DEMAND   SPOT   DRAINABLE   DRAINING   LAST DRAIN   AGE\n"));
+  CHECK(env.kubectl("get rsp") == table.substr(0, table.find('\n') + 1) + table.substr(table.find('\n') + 1));
+  // kubectl explain reads the published schema.
+  std::string explain = env.kubectl("explain rsp.spec");
+  INFO(explain);
+  CHECK(explain.find("KIND:       ReschedulePolicy") != std::string::npos);
+  CHECK(explain.find("FIELD: spec <Object>") != std::string::npos);
+  CHECK(explain.find("nodeDrainDelay\t<string>") != std::string::npos);
+  CHECK(explain.find("unschedulablePodsGate\t<string>") != std::string::npos);
+  std::string field = env.kubectl("explain rsp.spec.nodeDrainDelay");
+  CHECK(field.find("FIELD: nodeDrainDelay <string>") != std::string::npos);
+}
+
+TEST_CASE("a policy's status is a subresource: writes to the policy keep it, writes to status keep the spec", "[crd]") {
+  Env env({}, empty_cluster());
+  env.apply("policy", policy_yaml("default", ""));
+  env.kubectl(R"(patch rsp default --subresource status --type merge -p '{"status":{"drainableNodes":3}}')");
+  CHECK(env.kubectl("get rsp default -o jsonpath={.status.drainableNodes}") == "3");
+  // A status in a write to the main resource is ignored.
+  env.kubectl(R"(patch rsp default --type merge -p '{"spec":{"dryRun":true},"status":{"drainableNodes":9}}')");
+  CHECK(env.kubectl("get rsp default -o jsonpath={.status.drainableNodes}/{.spec.dryRun}") == "3/true");
+  // A spec in a write to status is ignored, and the generation counts spec changes only.
+  env.kubectl(R"(patch rsp default --subresource status --type merge -p '{"spec":{"dryRun":false},"status":{"drainableNodes":4}}')");
+  CHECK(env.kubectl("get rsp default -o jsonpath={.status.drainableNodes}/{.spec.dryRun}/{.metadata.generation}") == "4/true/2");
+}
+
+TEST_CASE("invalid policies are refused with the messages the policy reference shows", "[crd]") {
+  Env env({}, empty_cluster());
+  // Each line of docs/policy-reference.md's "What the API server refuses" table.
+  CHECK(rejection(env, "a", "  nodeDrainDelay: 5 minutes\n") ==
+        R"(spec.nodeDrainDelay: Invalid value: "5 minutes": spec.nodeDrainDelay in body should match '^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$')");
+  CHECK(rejection(env, "b", "  unschedulablePodsGate: Some\n") ==
+        R"(spec.unschedulablePodsGate: Unsupported value: "Some": supported values: "Any", "SpotOnly", "Disabled")");
+  CHECK(rejection(env, "c", "  searchIterations: -1\n") ==
+        "spec.searchIterations: Invalid value: -1: spec.searchIterations in body should be greater than or equal to 0");
+  CHECK(rejection(env, "d", "  profile:\n    scores: [{name: FreeCPU, weight: 101}]\n") ==
+        "spec.profile.scores[0].weight: Invalid value: 101: spec.profile.scores[0].weight in body should be less than or equal to 100");
+  CHECK(rejection(env, "e", "  profile:\n    filters: [Fit]\n").starts_with(R"(spec.profile.filters[0]: Unsupported value: "Fit": supported values: )"));
+  CHECK(rejection(env, "f", "  dryRun: maybe\n") ==
+        R"(spec.dryRun: Invalid value: "string": spec.dryRun in body must be of type boolean: "string")");
+  // A valid one is accepted.
+  CHECK(rejection(env, "g", "  nodeDrainDelay: 90s\n").empty());
+  CHECK(env.kubectl("get rsp -o name") == "reschedulepolicy.spotshift.io/g\n");
+}
