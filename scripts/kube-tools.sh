@@ -6,6 +6,7 @@
 #   scripts/kube-tools.sh build [COMPONENT...]   build what is missing (all by default), one line each
 #   scripts/kube-tools.sh bin                    print the directory holding the binaries
 #   scripts/kube-tools.sh check                  exit 1 (naming what is missing) unless all are built
+#   scripts/kube-tools.sh recipe COMPONENT       what the component is built from (version, flags)
 #
 # Components: kubectl kube-apiserver kube-controller-manager kube-scheduler etcd helm kwok.
 # The cache is $SPOTSHIFT_KUBE_CACHE (default /var/cache/spotshift/kube as root, else
@@ -84,6 +85,29 @@ version_ldflags() {
   echo "-s -w$f"
 }
 
+# Helm's version, and the Kubernetes version `helm template` and `helm lint` assume without a
+# cluster: the pinned one (Helm's own build stamps its client-go's).
+helm_ldflags() {
+  local minor=${KUBERNETES_VERSION#v1.}
+  minor=${minor%%.*}
+  local f="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" p
+  for p in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+    f+=" -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$minor"
+  done
+  echo "$f"
+}
+
+# What a component is built from: a binary built from another recipe is built again.
+recipe() {
+  case $1 in
+    helm) echo "helm $HELM_VERSION $(helm_ldflags)" ;;
+    kwok) echo "kwok $KWOK_VERSION" ;;
+    *) echo "$1 $KUBERNETES_VERSION $(version_ldflags)" ;;
+  esac
+}
+
+built() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.recipe" 2>/dev/null)" = "$(recipe "$1")" ]; }
+
 build_one() {
   local go=$1 c=$2 start out
   start=$(date +%s)
@@ -99,8 +123,7 @@ build_one() {
       prepare_module "$go"
       (cd "$root/src" && GOFLAGS=-mod=mod CGO_ENABLED=0 "$go" build -trimpath -ldflags "-s -w" -o "$out" ./etcd) >"$log" 2>&1 ;;
     helm)
-      (GOBIN="$root/gobin-helm" CGO_ENABLED=0 "$go" install -trimpath \
-        -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+      (GOBIN="$root/gobin-helm" CGO_ENABLED=0 "$go" install -trimpath -ldflags "$(helm_ldflags)" \
         "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" && mv "$root/gobin-helm/helm" "$out") >"$log" 2>&1 ;;
     kwok)
       (GOBIN="$root/gobin-kwok" CGO_ENABLED=0 "$go" install -trimpath -ldflags "-s -w" \
@@ -112,6 +135,7 @@ build_one() {
     return 1
   }
   mv "$out" "$bin/$c"
+  recipe "$c" >"$bin/.$c.recipe"
   echo "kube-tools: built $c $(component_version "$c") in $(( $(date +%s) - start )) s"
 }
 
@@ -128,9 +152,10 @@ cmd=${1:-build}
 shift || true
 case $cmd in
   bin) echo "$bin" ;;
+  recipe) recipe "$1" ;;
   check)
     missing=()
-    for c in "${all[@]}"; do [ -x "$bin/$c" ] || missing+=("$c"); done
+    for c in "${all[@]}"; do built "$c" || missing+=("$c"); done
     if [ ${#missing[@]} -ne 0 ]; then
       echo "kube-tools: not built: ${missing[*]} (build them with: scripts/kube-tools.sh build)" >&2
       exit 1
@@ -139,7 +164,7 @@ case $cmd in
     want=("$@")
     [ ${#want[@]} -eq 0 ] && want=("${all[@]}")
     todo=()
-    for c in "${want[@]}"; do [ -x "$bin/$c" ] || todo+=("$c"); done
+    for c in "${want[@]}"; do built "$c" || todo+=("$c"); done
     [ ${#todo[@]} -eq 0 ] && exit 0
     go=$(find_go)
     echo "kube-tools: building ${todo[*]} of Kubernetes $KUBERNETES_VERSION into $bin (once per machine)"

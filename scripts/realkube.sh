@@ -268,17 +268,23 @@ print(sum(len(json.load(open('$dir/load-%d.json' % i))['items']) for i in range(
 
 cmd_stop() {
   [ -d "$dir/pids" ] || { log "nothing started in $dir"; return 0; }
-  local p name pid
-  # Stop the clients first, then the API server, then etcd.
-  for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    p="$dir/pids/$name"
+  local p pids=()
+  # Everything is asked to stop at once; what is still running 3 s later is killed (the state is
+  # thrown away, and kube-apiserver's graceful shutdown waits for its watches).
+  for p in "$dir"/pids/*; do
     [ -f "$p" ] || continue
-    pid=$(cat "$p")
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
+    pids+=("$(cat "$p")")
     rm -f "$p"
   done
+  [ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
+  local deadline=$(( $(date +%s%N) + 3000000000 ))
+  while [ "$(date +%s%N)" -lt "$deadline" ]; do
+    local alive=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+    [ $alive -eq 1 ] || break
+    sleep 0.1
+  done
+  [ ${#pids[@]} -eq 0 ] || kill -KILL "${pids[@]}" 2>/dev/null || true
   log "stopped; logs in $dir/logs"
 }
 

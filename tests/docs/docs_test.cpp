@@ -141,37 +141,60 @@ TEST_CASE("the metrics reference lists exactly the metrics the operator serves",
 }
 
 // Some suites run their Catch2 binary once per registered name pattern ('NAME*') or tag (an
-// entry whose pattern is ''), in tests/e2e/meson.build and tests/kubesim/meson.build: a TEST_CASE
-// that nothing registered selects would never run in CI, and one selected twice runs twice.
-void check_registration(const std::string& meson_build, const std::string& source, size_t at_least) {
-  std::vector<std::string> patterns, tags;
+// entry whose pattern is ''), in the `foreach` lists of tests/e2e/meson.build,
+// tests/helm/meson.build and tests/kubesim/meson.build: a TEST_CASE that nothing registered
+// selects would never run in CI, and one selected twice by one list runs twice. A list registers
+// the cases for one backend (kubesim, or the real control plane), so a case may be in several.
+void check_registration(const std::string& meson_build, const std::vector<std::string>& sources, size_t at_least) {
   std::string build = text(meson_build);
-  std::regex pattern_re(R"re('([^'\[\]]+)\*'\],)re");
-  for (auto it = std::sregex_iterator(build.begin(), build.end(), pattern_re); it != std::sregex_iterator(); ++it)
-    patterns.push_back((*it)[1].str());
+  struct List {
+    std::vector<std::string> patterns, tags;
+  };
+  std::vector<List> lists;
+  // A pattern may hold an escaped quote (meson's \').
+  std::regex pattern_re(R"re('((?:[^'\\\[\]]|\\')+)\*'\],)re");
   std::regex tag_re(R"re(\['[^']*', '(\[[^']*\])', ''\],)re");
-  for (auto it = std::sregex_iterator(build.begin(), build.end(), tag_re); it != std::sregex_iterator(); ++it)
-    tags.push_back((*it)[1].str());
-  REQUIRE(patterns.size() >= at_least);
-  std::string code = text(source);
+  size_t total = 0;
+  for (size_t at = build.find("foreach t : ["); at != std::string::npos; at = build.find("foreach t : [", at + 1)) {
+    std::string block = build.substr(at, build.find("\n  ]", at) - at);
+    List l;
+    for (auto it = std::sregex_iterator(block.begin(), block.end(), pattern_re); it != std::sregex_iterator(); ++it)
+      l.patterns.push_back(std::regex_replace((*it)[1].str(), std::regex(R"(\\')"), "'"));
+    for (auto it = std::sregex_iterator(block.begin(), block.end(), tag_re); it != std::sregex_iterator(); ++it)
+      l.tags.push_back((*it)[1].str());
+    total += l.patterns.size();
+    lists.push_back(std::move(l));
+  }
+  REQUIRE(total >= at_least);
+  std::vector<std::vector<int>> used;
+  for (const auto& l : lists) used.emplace_back(l.patterns.size(), 0);
   std::regex case_re(R"re(TEST_CASE\("([^"]+)", "([^"]*)"\))re");
-  std::vector<int> used(patterns.size(), 0);
-  for (auto it = std::sregex_iterator(code.begin(), code.end(), case_re); it != std::sregex_iterator(); ++it) {
-    std::string name = (*it)[1].str(), case_tags = (*it)[2].str();
-    int matches = 0;
-    for (size_t i = 0; i < patterns.size(); ++i)
-      if (name.starts_with(patterns[i])) ++matches, ++used[i];
-    for (const auto& t : tags) matches += case_tags.find(t) != std::string::npos ? 1 : 0;
-    INFO(source << ": " << name);
-    CHECK(matches == 1);
+  for (const auto& source : sources) {
+    std::string code = text(source);
+    for (auto it = std::sregex_iterator(code.begin(), code.end(), case_re); it != std::sregex_iterator(); ++it) {
+      std::string name = (*it)[1].str(), case_tags = (*it)[2].str();
+      INFO(source << ": " << name);
+      int lists_selecting = 0;
+      for (size_t l = 0; l < lists.size(); ++l) {
+        int matches = 0;
+        for (size_t i = 0; i < lists[l].patterns.size(); ++i)
+          if (name.starts_with(lists[l].patterns[i])) ++matches, ++used[l][i];
+        for (const auto& t : lists[l].tags) matches += case_tags.find(t) != std::string::npos ? 1 : 0;
+        CHECK(matches <= 1);
+        lists_selecting += matches > 0 ? 1 : 0;
+      }
+      CHECK(lists_selecting >= 1);
+    }
   }
-  for (size_t i = 0; i < patterns.size(); ++i) {
-    INFO(meson_build << ": the pattern '" << patterns[i] << "*' selects no test case");
-    CHECK(used[i] > 0);
-  }
+  for (size_t l = 0; l < lists.size(); ++l)
+    for (size_t i = 0; i < lists[l].patterns.size(); ++i) {
+      INFO(meson_build << ": the pattern '" << lists[l].patterns[i] << "*' selects no test case");
+      CHECK(used[l][i] > 0);
+    }
 }
 
 TEST_CASE("every end-to-end and kubesim HTTP test case is registered with meson", "[docs]") {
-  check_registration("tests/e2e/meson.build", "tests/e2e/operator_e2e_test.cpp", 8);
-  check_registration("tests/kubesim/meson.build", "tests/kubesim/http_test.cpp", 4);
+  check_registration("tests/e2e/meson.build", {"tests/e2e/operator_e2e_test.cpp", "tests/e2e/crd_e2e_test.cpp"}, 8);
+  check_registration("tests/kubesim/meson.build", {"tests/kubesim/http_test.cpp"}, 4);
+  check_registration("tests/helm/meson.build", {"tests/helm/chart_test.cpp", "tests/helm/chart_e2e_test.cpp", "tests/helm/chart_real_test.cpp"}, 8);
 }

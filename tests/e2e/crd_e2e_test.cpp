@@ -49,7 +49,7 @@ TEST_CASE("the CRD defaults a policy, shows it in printer columns and explains i
   CHECK(field.find("FIELD: nodeDrainDelay <string>") != std::string::npos);
 }
 
-TEST_CASE("a policy's status is a subresource: writes to the policy keep it, writes to status keep the spec", "[crd]") {
+TEST_CASE("the status subresource: writes to the policy keep the status, writes to status keep the spec", "[crd]") {
   Env env({}, empty_cluster());
   env.apply("policy", policy_yaml("default", ""));
   env.kubectl(R"(patch rsp default --subresource status --type merge -p '{"status":{"drainableNodes":3}}')");

@@ -92,6 +92,28 @@ class RealCluster {
     return out;
   }
 
+  // A component built by scripts/kube-tools.sh ("helm", "kubectl", ...): its path.
+  static std::string tool(const std::string& name) {
+    auto r = run(fmt::format("{}/scripts/kube-tools.sh bin", kSourceRoot()));
+    REQUIRE(r.status == 0);
+    std::string bin = r.output.substr(0, r.output.find_last_not_of("\n") + 1);
+    return bin + "/" + name;
+  }
+  std::string server() const {
+    std::string s = read(dir_ + "/server");
+    return s.substr(0, s.find_last_not_of("\n") + 1);
+  }
+  std::string ca_file() const { return dir_ + "/pki/ca.crt"; }
+  // A kubeconfig that authenticates with a bearer token (a service account's, say).
+  std::string kubeconfig_with_token(const std::string& path, const std::string& token) const {
+    std::ofstream(path) << fmt::format(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: realkube\n  cluster: {{server: {}, certificate-authority: {}}}\n"
+        "users:\n- name: token\n  user: {{token: {}}}\ncontexts:\n- name: realkube\n  context: {{cluster: realkube, user: token}}\n"
+        "current-context: realkube\n",
+        server(), ca_file(), token);
+    return path;
+  }
+
   static std::string kSourceRoot() { return SOURCE_ROOT; }
 
  private:

@@ -1,0 +1,163 @@
+// The chart with real Helm on the real control plane (SPOTSHIFT_E2E_BACKEND=real): helm lint and
+// template, helm install, the operator running as the chart's ServiceAccount with a token from the
+// TokenRequest API (so the real RBAC authorizer decides what it may do), helm upgrade and helm
+// uninstall.
+
+#include "chart.hpp"
+
+#include <set>
+
+using namespace spotshift;
+using namespace spotshift::chart;
+using namespace spotshift::e2e;
+
+namespace {
+
+const std::string kUser = "system:serviceaccount:spotshift:spotshift";
+
+std::string helm(Env& env, const std::string& args, bool must_succeed = true) {
+  auto r = run(fmt::format("{} --kubeconfig {} {} 2>&1", testing::RealCluster::tool("helm"), env.kubeconfig(), args));
+  if (must_succeed) {
+    INFO("helm " << args << "\n" << r.output);
+    REQUIRE(r.status == 0);
+  }
+  return r.output;
+}
+
+// Helm's own rendering, read back as objects.
+Rendered helm_template(Env& env, const std::string& args) {
+  Rendered r;
+  std::string out = env.dir.file("helm-template.yaml");
+  r.status = run(fmt::format("{} template {} > {} 2>{}", testing::RealCluster::tool("helm"), args, out, out + ".err")).status;
+  r.text = read_all(out);
+  r.error = read_all(out + ".err");
+  INFO(r.error);
+  REQUIRE(r.status == 0);
+  auto docs = model::parse_yaml_documents(r.text);
+  REQUIRE(docs);
+  r.docs = std::move(*docs);
+  return r;
+}
+
+std::multiset<std::string> as_json(const Rendered& r) {
+  std::multiset<std::string> out;
+  for (const auto& d : r.docs) out.insert(kubesim::to_json(d));
+  return out;
+}
+
+// Requests of the chart's ServiceAccount the real authorizer refused: "verb resource".
+std::vector<std::string> forbidden(Env& env) {
+  std::vector<std::string> out;
+  for (const auto& a : env.real->audit())
+    if (a.user == kUser && a.code == 403) out.push_back(fmt::format("{} {}", a.verb, a.resource));
+  return out;
+}
+
+// The operator's pods on ondemand-3, never drainable in the demo, as the install guide suggests.
+std::string values_file(Env& env) {
+  env.dir.write("values.yaml", "nodeSelector: {kubernetes.io/hostname: ondemand-3}\n");
+  return env.dir.file("values.yaml");
+}
+
+EnvOptions demo_without_crd() {
+  EnvOptions o;
+  o.apply_crd = false;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("helm lint passes and helm template renders what the tests' renderer renders", "[helm-real]") {
+  REQUIRE(testing::real_backend());
+  Env env({}, demo_without_crd());
+  CHECK(helm(env, "lint " + kChart).find("1 chart(s) linted, 0 chart(s) failed") != std::string::npos);
+  CHECK(helm(env, "lint " + kChart + " --set replicaCount=3 --set podDisruptionBudget.enabled=true").find("0 chart(s) failed") !=
+        std::string::npos);
+  const std::string args = "--namespace spotshift --include-crds -f " + values_file(env);
+  Rendered helm_r = helm_template(env, "spotshift " + kChart + " " + args);
+  Rendered ours = render(env.dir, "--name spotshift " + args);
+  REQUIRE(ours.status == 0);
+  CHECK(helm_r.kinds().size() == ours.kinds().size());
+  CHECK(as_json(helm_r) == as_json(ours));
+  // A value the chart refuses fails helm too, with the chart's message.
+  std::string bad = helm(env, "template spotshift " + kChart + " --set replicaCount=2 --set leaderElection.enabled=false", false);
+  CHECK(bad.find("leaderElection") != std::string::npos);
+}
+
+TEST_CASE("helm install, the operator as the chart's ServiceAccount, helm upgrade and helm uninstall on a real cluster", "[helm-real]") {
+  REQUIRE(testing::real_backend());
+  Env env({}, demo_without_crd());
+  const std::string values = "--namespace spotshift -f " + values_file(env);
+  std::string installed = helm(env, "install spotshift " + kChart + " --create-namespace " + values);
+  CHECK(installed.find("STATUS: deployed") != std::string::npos);
+  env.kubectl("wait --for condition=Established --timeout 30s crd/reschedulepolicies.spotshift.io");
+  const std::string crd_version = env.kubectl("get crd reschedulepolicies.spotshift.io -o jsonpath={.metadata.resourceVersion}");
+  // The Deployment's pods run on the fake node the values name.
+  REQUIRE(eventually([&] {
+    return env.kubectl("get deploy -n spotshift spotshift -o jsonpath={.status.readyReplicas}") == "2";
+  }, 60s, 500ms));
+
+  // The operator as the Deployment runs it, with a token the TokenRequest API issued for the
+  // chart's ServiceAccount.
+  std::string token = env.kubectl("create token spotshift -n spotshift --duration 1h");
+  token = token.substr(0, token.find_last_not_of("\n") + 1);
+  std::string kubeconfig = env.real->kubeconfig_with_token(env.dir.file("sa.kubeconfig"), token);
+  Rendered r = helm_template(env, "spotshift " + kChart + " " + values);
+  std::string args;
+  for (auto a : container_args(r)) {
+    if (a.starts_with("--metrics-bind-address=")) a = "--metrics-bind-address=127.0.0.1:0";
+    if (a.starts_with("--health-probe-bind-address=")) a = "--health-probe-bind-address=127.0.0.1:0";
+    args += shell_quote(a) + " ";
+  }
+  args += "--kubeconfig " + shell_quote(kubeconfig);
+  env.apply("policy", policy_yaml("default", ""));
+  auto a = std::make_unique<Operator>(args, env.dir.file("a.log"));
+  auto b = std::make_unique<Operator>(args, env.dir.file("b.log"));
+  INFO(a->log() << "\n---\n" << b->log());
+  REQUIRE(eventually([&] { return env.status("default", {"nodesDrainedTotal"}) == "2"; }, 90s, 200ms));
+  CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
+  CHECK_FALSE(env.any_draining());
+  size_t requests = 0;
+  for (const auto& rec : env.real->audit()) requests += rec.user == kUser ? 1 : 0;
+  CHECK(requests > 20);
+  CHECK(forbidden(env).empty());
+  CHECK_FALSE(env.kubectl("get lease -n spotshift spotshift -o jsonpath={.spec.holderIdentity}").empty());
+  // What the service account may do, as the authorizer answers kubectl auth can-i.
+  auto can_i = [&](const std::string& what) {
+    // The answer is the last line (a cluster-scoped resource gets a warning first).
+    std::string out = run(fmt::format("kubectl --kubeconfig {} auth can-i --as {} {} 2>/dev/null", env.kubeconfig(), kUser, what)).output;
+    out = out.substr(0, out.find_last_not_of('\n') + 1);
+    return out.substr(out.find_last_of('\n') + 1) + "\n";
+  };
+  CHECK(can_i("create pods --subresource eviction -A") == "yes\n");
+  CHECK(can_i("patch nodes") == "yes\n");
+  CHECK(can_i("delete pods -A") == "no\n");
+  CHECK(can_i("update reschedulepolicies.spotshift.io --subresource status") == "yes\n");
+  CHECK(can_i("get secrets -A") == "no\n");
+  a->stop(SIGTERM);
+  b->stop(SIGTERM);
+  CHECK(a->exit_status() == 0);
+  CHECK(b->exit_status() == 0);
+
+  // An upgrade with changed values: a new revision, the Deployment changed, the CRD untouched.
+  helm(env, "upgrade spotshift " + kChart + " " + values + " --set log.format=text --set replicaCount=1");
+  CHECK(env.kubectl("get deploy -n spotshift spotshift -o jsonpath={.spec.replicas}") == "1");
+  std::string history = helm(env, "history spotshift -n spotshift");
+  INFO(history);
+  CHECK(history.find("Upgrade complete") != std::string::npos);
+  CHECK(env.kubectl("get crd reschedulepolicies.spotshift.io -o jsonpath={.metadata.resourceVersion}") == crd_version);
+
+  // Uninstalling leaves the CRD (and so every policy) and nothing else of the release (the
+  // garbage collector removes the Deployment's pods after it).
+  helm(env, "uninstall spotshift -n spotshift --wait");
+  CHECK(env.kubectl("get crd reschedulepolicies.spotshift.io -o name") == "customresourcedefinition.apiextensions.k8s.io/reschedulepolicies.spotshift.io\n");
+  CHECK(env.kubectl("get rsp -o name") == "reschedulepolicy.spotshift.io/default\n");
+  std::string left;
+  eventually([&] {
+    left = env.kubectl("get deploy,rs,pods,sa,svc,role,rolebinding,pdb -n spotshift -l app.kubernetes.io/instance=spotshift -o name");
+    left += env.kubectl("get clusterrole,clusterrolebinding -l app.kubernetes.io/instance=spotshift -o name");
+    return left.empty();
+  }, 30s, 500ms);
+  INFO(left);
+  CHECK(left.empty());
+}
