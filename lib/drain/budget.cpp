@@ -9,7 +9,7 @@ namespace spotshift::drain {
 BudgetIndex::BudgetIndex(const std::vector<PdbPtr>& pdbs) : pdbs_(pdbs) {
   for (size_t i = 0; i < pdbs_.size(); ++i) {
     const model::PodDisruptionBudget& p = *pdbs_[i];
-    if (!p.selector || p.selector->empty()) continue;  // matches nothing
+    if (!p.selector) continue;  // a null selector matches no pod ({} matches every pod)
     by_namespace_[p.meta.namespace_].add(*p.selector, Entry{i, &p});
   }
 }

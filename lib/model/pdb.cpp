@@ -4,7 +4,7 @@ namespace spotshift::model {
 
 bool PodDisruptionBudget::matches(const Pod& pod) const {
   if (pod.meta.namespace_ != meta.namespace_) return false;
-  if (!selector || selector->empty()) return false;
+  if (!selector) return false;  // a null selector matches no pod; {} matches every pod
   return selector->matches(pod.meta.labels);
 }
 

@@ -29,8 +29,9 @@ struct PodDisruptionBudget {
   bool always_allow_unhealthy = false;  // unhealthyPodEvictionPolicy: AlwaysAllow
   PodDisruptionBudgetStatus status;
 
-  // Same namespace and a non-empty selector that matches: an absent or empty selector matches
-  // nothing, exactly as the eviction subresource decides.
+  // Same namespace and a selector that matches. In policy/v1 an absent (null) selector matches
+  // no pod and an empty one ({}) every pod of the namespace, as both the eviction subresource and
+  // the disruption controller decide.
   bool matches(const Pod& pod) const;
   // The status is current: the disruption controller has seen this generation.
   bool status_current() const { return status.observed_generation >= meta.generation; }

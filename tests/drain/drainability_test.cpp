@@ -235,6 +235,44 @@ TEST_CASE("the budget index finds what checking every budget finds, in input ord
   }
   std::vector<std::string> b;
   for (const auto* p : index.matching(*pods[1])) b.push_back(p->meta.name);
-  CHECK(b == std::vector<std::string>{"in-two", "web", "web-fe", "not-db", "has-tier"});
-  CHECK(index.matching(*pods[3]).empty());
+  // policy/v1: "empty" ({}) covers every pod of its namespace, "absent" (null) none.
+  CHECK(b == std::vector<std::string>{"in-two", "web", "web-fe", "not-db", "has-tier", "empty"});
+  REQUIRE(index.matching(*pods[3]).size() == 1);
+  CHECK(index.matching(*pods[3])[0]->meta.name == "empty");
+  CHECK(index.matching(*pods[4]).size() == 1);  // e in "other": web-other only
+}
+
+TEST_CASE("a budget whose selector is {} covers every pod of its namespace, and beside another budget makes two", "[budget]") {
+  auto pdb = [](std::string name, std::string selector) {
+    std::string json = fmt::format(R"({{"metadata":{{"name":"{}","namespace":"default","generation":1}},"spec":{{"minAvailable":1{}}},)"
+                                   R"("status":{{"observedGeneration":1,"disruptionsAllowed":5,"currentHealthy":6,"desiredHealthy":1,"expectedPods":6}}}})",
+                                   name, selector.empty() ? "" : ",\"selector\":" + selector);
+    model::JsonDocument d;
+    model::parse_json(json, d).value();
+    return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(d).value());
+  };
+  auto w = replica("w1", "web").build();
+  auto db = replica("db-0", "db").build();
+  SECTION("alone, it charges every pod of the namespace") {
+    std::vector<PdbPtr> all = {pdb("everything", "{}")};
+    BudgetIndex index(all);
+    auto c = check_budgets({w.get(), db.get()}, index);
+    CHECK(c.ok);
+    REQUIRE(c.budgets_of.size() == 2);
+    CHECK(c.budgets_of[0].size() == 1);
+    CHECK(c.budgets_of[1].size() == 1);
+  }
+  SECTION("beside a specific budget, a pod both select cannot be evicted") {
+    std::vector<PdbPtr> two = {pdb("everything", "{}"), pdb("web", R"({"matchLabels":{"app":"web"}})")};
+    BudgetIndex index(two);
+    auto c = check_budgets({w.get()}, index);
+    CHECK_FALSE(c.ok);
+    CHECK(c.reasons.at(0) ==
+          "pod default/w1 is covered by more than one PodDisruptionBudget (default/everything, default/web), which the Eviction API refuses");
+  }
+  SECTION("a null selector covers nothing") {
+    std::vector<PdbPtr> none = {pdb("nothing", "")};
+    BudgetIndex index(none);
+    CHECK(index.matching(*w).empty());
+  }
 }

@@ -18,7 +18,9 @@ A STEP is an HTTP request: {"method", "path", "body" (JSON, or a string), "conte
 "accept", "as" ("admin" by default, or "nobody": an authenticated user with no permissions)},
 plus:
   "compare": paths of the response to compare, e.g. "code", "body.reason",
-             "body.items[*].metadata.name", "body" (all of it); "code" when absent
+             "body.items[*].metadata.name", "body" (all of it); "code" when absent;
+             "sorted:PATH" compares the values in any order (the API server reports a
+             schema's causes in Go map order, which varies from run to run)
   "save":    {"var": "body.metadata.resourceVersion"}: later steps use ${var}
   "wait":    {"path": "...", "equals": V, "seconds": N}: repeat the request until it holds
   "watch":   true: the response is a watch stream, read until the server ends it; its body
@@ -160,6 +162,14 @@ def normalise(v, key=None):
     return v
 
 
+def normalise_at(path, values):
+    """Values selected at a path; a volatile field (a continue token, a uid) compares as present."""
+    last = re.findall(r"[^.\[\]]+", path)[-1]
+    if last in VOLATILE:
+        return [f"<{last}>" if v else v for v in values]
+    return normalise(values)
+
+
 def parse_body(raw, watch):
     if watch:
         events = []
@@ -263,8 +273,12 @@ def compare(seq, results):
     ks, real = results["kubesim"], results["real"]
     for i, step in enumerate(seq["steps"]):
         for p in step.get("compare", ["code"]):
-            a = normalise(select(ks[i], p))
-            b = normalise(select(real[i], p))
+            # "sorted:PATH" compares the values in any order (what Go iterates from a map).
+            path, in_order = (p[7:], False) if p.startswith("sorted:") else (p, True)
+            a = normalise_at(path, select(ks[i], path))
+            b = normalise_at(path, select(real[i], path))
+            if not in_order:
+                a, b = sorted(a, key=json.dumps), sorted(b, key=json.dumps)
             if a != b:
                 diffs.append((i, p, a, b))
         for name, r in (("kubesim", ks[i]), ("real", real[i])):

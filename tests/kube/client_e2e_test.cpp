@@ -201,12 +201,23 @@ TEST_CASE("client certificates and exec plugins authenticate", "[e2e][tls]") {
   REQUIRE(sim.ca());
   boost::asio::io_context ioc;
 
-  auto cert = sim.ca()->issue_client("cert-user", {});
+  // The certificate's organisations are the user's groups: system:masters may do anything, a
+  // user of no group only what RBAC grants it (here nothing), as on a real API server.
+  auto cert = sim.ca()->issue_client("cert-user", {"system:masters"});
   REQUIRE(cert);
   ClientConfig c = config_for(sim, "");
   c.client_certificate_pem = cert->cert_pem;
   c.client_key_pem = cert->key_pem;
   CHECK(run_sync(ioc, client_for(ioc, c)->get<model::Node>("", "n1")));
+  auto plain = sim.ca()->issue_client("plain-user", {});
+  REQUIRE(plain);
+  ClientConfig p = config_for(sim, "");
+  p.client_certificate_pem = plain->cert_pem;
+  p.client_key_pem = plain->key_pem;
+  auto forbidden = run_sync(ioc, client_for(ioc, p)->get<model::Node>("", "n1"));
+  REQUIRE_FALSE(forbidden);
+  CHECK(forbidden.error().message ==
+        "nodes \"n1\" is forbidden: User \"plain-user\" cannot get resource \"nodes\" in API group \"\" at the cluster scope");
 
   auto expired = sim.ca()->issue_client("old-user", {}, std::chrono::hours(-1));
   REQUIRE(expired);

@@ -8,6 +8,9 @@
 #include "model/quantity.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
 
 namespace spotshift::kubesim {
 
@@ -127,6 +130,37 @@ void default_workload(const ResourceType& rt, Value& spec, Alloc& a) {
   }
 }
 
+// The apiserver quotes an invalid PodDisruptionBudget spec as Go prints its internal type: the
+// fields by their Go names in declaration order, the selector as JSON (keys sorted), null for
+// what is unset.
+std::string go_pdb_spec(const Value& spec) {
+  auto json = [](const Value* v) { return v && !v->IsNull() ? to_json(*v) : std::string("null"); };
+  std::string selector = "null";
+  if (const Value* sel = field(spec, "selector"); sel && sel->IsObject()) {
+    std::vector<std::string> parts;
+    if (const Value* ml = field(*sel, "matchLabels"); ml && ml->IsObject() && ml->MemberCount() > 0) {
+      std::map<std::string, std::string> sorted;
+      for (const auto& m : ml->GetObject()) sorted[m.name.GetString()] = to_json(m.value);
+      std::vector<std::string> kv;
+      for (const auto& [k, v] : sorted) kv.push_back(to_json(Value(rapidjson::StringRef(k.c_str()))) + ":" + v);
+      parts.push_back(fmt::format(R"("matchLabels":{{{}}})", fmt::join(kv, ",")));
+    }
+    if (const Value* me = field(*sel, "matchExpressions"); me && me->IsArray() && me->Size() > 0) {
+      std::vector<std::string> exprs;
+      for (const auto& e : me->GetArray()) {
+        std::string x = fmt::format(R"({{"key":{},"operator":{})", json(field(e, "key")), json(field(e, "operator")));
+        if (const Value* vals = field(e, "values"); vals && vals->IsArray() && vals->Size() > 0) x += R"(,"values":)" + to_json(*vals);
+        exprs.push_back(x + "}");
+      }
+      parts.push_back(fmt::format(R"("matchExpressions":[{}])", fmt::join(exprs, ",")));
+    }
+    selector = fmt::format("{{{}}}", fmt::join(parts, ","));
+  }
+  return fmt::format(R"({{"MinAvailable":{},"Selector":{},"MaxUnavailable":{},"UnhealthyPodEvictionPolicy":{}}})",
+                     json(field(spec, "minAvailable")), selector, json(field(spec, "maxUnavailable")),
+                     json(field(spec, "unhealthyPodEvictionPolicy")));
+}
+
 }  // namespace
 
 Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load) {
@@ -216,7 +250,9 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
   }
   if (&rt == registry_.pdbs()) {
     if (get_path(obj, {"spec", "minAvailable"}) && get_path(obj, {"spec", "maxUnavailable"}))
-      return invalid(rt, name, {{"FieldValueInvalid", "spec", "Invalid value: minAvailable and maxUnavailable cannot be both set"}});
+      return invalid(rt, name, {{"FieldValueInvalid", "spec",
+                                 fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set",
+                                             go_pdb_spec(*get_path(obj, {"spec"})))}});
     return {};
   }
   if (&rt == registry_.namespaces()) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 namespace spotshift::kubesim {
 
@@ -63,6 +64,17 @@ Result<Doc> parse_body(const HttpRequest& r) {
   return d;
 }
 
+// The apiserver's answer to a field selector on a field the kind does not index: kinds with a
+// field label conversion of their own (core Pods, Nodes, Namespaces, Secrets, Services, Events,
+// and custom resources) say "field label not supported", the others fall back on metadata's.
+std::string unsupported_field_message(const ResourceType& rt, std::string_view f) {
+  static const std::set<std::string_view> kOwnConversion = {"pods", "nodes", "namespaces", "secrets", "services",
+                                                            "replicationcontrollers", "events"};
+  if (rt.crd || ((rt.group.empty() || rt.group == "events.k8s.io") && kOwnConversion.count(rt.plural)))
+    return fmt::format("field label not supported: {}", f);
+  return fmt::format(R"("{}" is not a known field selector: only "metadata.name", "metadata.namespace")", f);
+}
+
 // A create's body. kubectl sends built-in objects as protobuf; of those kubesim decodes the
 // Namespace, ConfigMap and Secret (kubectl create namespace, configmap, secret). Anything else is
 // refused clearly instead of read as broken JSON.
@@ -110,7 +122,7 @@ std::string status_body(const Error& e, const ResourceType* rt, std::string_view
     w.Key("details");
     w.StartObject();
     if (named || forbidden) {
-      if (named || !name.empty()) {
+      if (!name.empty()) {  // omitempty, as StatusDetails.name is
         w.Key("name");
         w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
       }
@@ -199,7 +211,7 @@ HttpResponse Api::handle(const HttpRequest& req) {
     return refuse(Cluster::bad_request(fmt::format("requested groups [{}] without impersonating a user",
                                                    fmt::join(req.impersonate_groups, ", "))));
   const std::string& name = *req.impersonate_user;
-  if (req.user && req.user->is_service_account()) {
+  if (req.user && !req.user->superuser()) {
     std::vector<RequestAttributes> needed;
     if (auto sa = service_account_of(name); sa && !sa->name.empty()) {
       needed.push_back({"impersonate", "", "serviceaccounts", "", std::string(sa->ns), std::string(sa->name)});
@@ -299,10 +311,11 @@ HttpResponse Api::resource(const HttpRequest& req, const Target& t) {
   std::string res = t.subresource.empty() ? t.rt->plural : t.rt->plural + "/" + t.subresource;
 
   HttpResponse resp;
-  // Service accounts get exactly what the cluster's RBAC objects grant them. Asking about
-  // oneself is open to every user, as the system:basic-user ClusterRole makes it.
+  // Every authenticated user but system:masters members gets exactly what the cluster's RBAC
+  // objects grant. Asking about oneself is open to every user, as the system:basic-user
+  // ClusterRole makes it.
   const bool self_review = t.rt->review && t.rt->plural.starts_with("self");
-  if (req.user && req.user->is_service_account() && !verb.empty() && !self_review) {
+  if (req.user && !req.user->superuser() && !verb.empty() && !self_review) {
     RequestAttributes attrs{verb, t.rt->group, t.rt->plural, t.subresource, t.ns, t.name};
     if (!rbac_allows(cluster_.store(), cluster_.registry(), *req.user, attrs)) {
       Error e = Error::api(403, "Forbidden", forbidden_message(*req.user, attrs));
@@ -398,7 +411,7 @@ HttpResponse Api::list(const HttpRequest& req, const Target& t) {
     auto s = model::FieldSelector::parse(fs);
     if (!s) return error(Cluster::bad_request(s.error().message), t);
     if (auto bad = s->unsupported([&](std::string_view f) { return t.rt->stored().field_selectable(f); }))
-      return error(Cluster::bad_request(fmt::format("field label not supported: {}", *bad)), t);
+      return error(Cluster::bad_request(unsupported_field_message(*t.rt, *bad)), t);
     fields = std::move(*s);
   }
   const Store& store = cluster_.store();
@@ -450,6 +463,12 @@ HttpResponse Api::list(const HttpRequest& req, const Target& t) {
   auto items = store.list_at(*t.rt, at, prefix, after, limit, match, &more);
   if (!items) return error(items.error(), t);
   std::string next = more && !items->empty() ? encode_continue(at, items->back()->key) : std::string();
+  // How many items the next pages hold, as the apiserver tells when no selector filters them.
+  std::optional<size_t> remaining;
+  if (!next.empty() && (!labels || labels->empty()) && (!fields || fields->empty())) {
+    bool more_again = false;
+    if (auto rest = store.list_at(*t.rt, at, prefix, items->back()->key, 0, match, &more_again)) remaining = rest->size();
+  }
 
   HttpResponse r;
   if (wants_table(req)) {
@@ -465,6 +484,7 @@ HttpResponse Api::list(const HttpRequest& req, const Target& t) {
   body += fmt::format(R"({{"kind":"{}","apiVersion":"{}","metadata":{{"resourceVersion":"{}")",
                       partial ? "PartialObjectMetadataList" : t.rt->list_kind(), partial ? "meta.k8s.io/v1" : t.rt->group_version(), at);
   if (!next.empty()) body += fmt::format(R"(,"continue":"{}")", next);
+  if (remaining) body += fmt::format(R"(,"remainingItemCount":{})", *remaining);
   body += R"(},"items":[)";
   for (size_t i = 0; i < items->size(); ++i) {
     if (i) body += ',';
@@ -495,14 +515,30 @@ HttpResponse Api::watch(const HttpRequest& req, const Target& t) {
     auto s = model::FieldSelector::parse(fs);
     if (!s) return error(Cluster::bad_request(s.error().message), t);
     if (auto bad = s->unsupported([&](std::string_view f) { return t.rt->stored().field_selectable(f); }))
-      return error(Cluster::bad_request(fmt::format("field label not supported: {}", *bad)), t);
+      return error(Cluster::bad_request(unsupported_field_message(*t.rt, *bad)), t);
     spec.fields = std::move(*s);
   }
   std::string rv_text = query(req, "resourceVersion");
   spec.bookmarks = flag(req, "allowWatchBookmarks");
   if (flag(req, "sendInitialEvents")) {
-    if (query(req, "resourceVersionMatch") != "NotOlderThan")
-      return error(Cluster::bad_request("sendInitialEvents requires resourceVersionMatch=NotOlderThan"), t);
+    if (query(req, "resourceVersionMatch") != "NotOlderThan") {
+      // The apiserver validates a watch's ListOptions as an object of its own.
+      Error e = Error::api(422, "Invalid",
+                           "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires "
+                           "setting resourceVersionMatch to NotOlderThan");
+      e.causes.push_back({"FieldValueForbidden", "resourceVersionMatch",
+                          "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"});
+      static const ResourceType kListOptions = [] {
+        ResourceType r;
+        r.group = "meta.k8s.io";
+        r.kind = "ListOptions";
+        return r;
+      }();
+      HttpResponse r;
+      r.status = 422;
+      r.body = status_body(e, &kListOptions, "");
+      return r;
+    }
     spec.initial = true;
     spec.initial_events_end = true;
   } else if (rv_text.empty() || rv_text == "0") {
@@ -620,6 +656,25 @@ HttpResponse Api::remove(const HttpRequest& req, const Target& t) {
   if (!opts) return error(Cluster::bad_request(opts.error().message), t);
   auto removed = cluster_.remove(t.rt->stored(), t.ns, t.name, *opts);
   if (!removed) return error(removed.error(), t);
+  const bool gone = !opts->dry_run && !cluster_.store().get(t.rt->stored(), Store::key_of(*t.rt, t.ns, t.name));
+  if (gone && !t.rt->returns_deleted_object) {
+    // What the apiserver's store answers for a kind that does not return the deleted object.
+    Doc d(rapidjson::kObjectType);
+    auto& a = d.GetAllocator();
+    set_str(d, "kind", "Status", a);
+    set_str(d, "apiVersion", "v1", a);
+    d.AddMember("metadata", Value(rapidjson::kObjectType), a);
+    set_str(d, "status", "Success", a);
+    Value details(rapidjson::kObjectType);
+    set_str(details, "name", t.name, a);
+    if (!t.rt->group.empty()) set_str(details, "group", t.rt->group, a);
+    set_str(details, "kind", t.rt->plural, a);
+    set_str(details, "uid", get_str((*removed)->doc, {"metadata", "uid"}), a);
+    d.AddMember("details", details, a);
+    HttpResponse r;
+    r.body = to_json(d);
+    return r;
+  }
   return object_response(200, t, **removed, req);
 }
 
@@ -739,8 +794,8 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
   const UserInfo& self = req.user ? *req.user : admin;
 
   if (t.rt->kind == "SelfSubjectRulesReview") {
-    // Unrestricted users may do anything; a service account what its bindings grant in the
-    // namespace, plus what system:basic-user and system:discovery give every user.
+    // system:masters may do anything; any other user what its bindings grant in the namespace,
+    // plus what system:basic-user and system:discovery give every user.
     Value resource_rules(rapidjson::kArrayType), non_resource_rules(rapidjson::kArrayType);
     auto rule = [&](std::vector<std::string_view> verbs, std::vector<std::string_view> groups,
                     std::vector<std::string_view> resources, std::vector<std::string_view> urls) {
@@ -760,7 +815,7 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
         non_resource_rules.PushBack(r, a);
       }
     };
-    if (!self.is_service_account()) {
+    if (self.superuser()) {
       rule({"*"}, {"*"}, {"*"}, {});
       rule({"*"}, {}, {}, {"*"});
     } else {
@@ -804,7 +859,7 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
                    t);
     bool allowed = true;
     std::string reason;
-    if (subject.is_service_account()) {
+    if (!subject.superuser()) {
       if (resource && resource->IsObject()) {
         RequestAttributes attrs{std::string(get_str(*resource, {"verb"})),        std::string(get_str(*resource, {"group"})),
                                 std::string(get_str(*resource, {"resource"})),    std::string(get_str(*resource, {"subresource"})),

@@ -459,7 +459,34 @@ Result<ObjectPtr> Cluster::mutate(const ResourceType& rt, std::string_view key,
   return stored;
 }
 
+void Cluster::set_root_ca(std::string pem) {
+  root_ca_pem_ = std::move(pem);
+  std::vector<std::string> names;
+  for (const auto& [k, o] : store_.objects(*registry_.namespaces())) names.emplace_back(name_of(o->doc));
+  for (const auto& n : names) publish_root_ca(n);
+}
+
+void Cluster::publish_root_ca(std::string_view ns) {
+  const ResourceType* cm = registry_.find("", "v1", "configmaps");
+  if (!cm || store_.get(*cm, Store::key_of(*cm, ns, "kube-root-ca.crt"))) return;
+  Doc d(rapidjson::kObjectType);
+  auto& a = d.GetAllocator();
+  set_str(d, "apiVersion", "v1", a);
+  set_str(d, "kind", "ConfigMap", a);
+  Value& meta = ensure_object(d, "metadata", a);
+  set_str(meta, "name", "kube-root-ca.crt", a);
+  set_str(meta, "namespace", ns, a);
+  set_str(ensure_object(meta, "annotations", a), "kubernetes.io/description",
+          "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the "
+          "internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes "
+          "clusters.",
+          a);
+  set_str(ensure_object(d, "data", a), "ca.crt", root_ca_pem_, a);
+  (void)create_internal(*cm, ns, std::move(d), {}, false);
+}
+
 void Cluster::after_write(const ResourceType& rt, const ObjectPtr& obj) {
+  if (&rt == registry_.namespaces() && !get_path(obj->doc, {"metadata", "deletionTimestamp"})) publish_root_ca(name_of(obj->doc));
   if (&rt == registry_.crds()) {
     if (auto r = register_crd(obj->doc); !r) {
       // An invalid schema leaves the CRD stored but not established, as a real apiserver would.

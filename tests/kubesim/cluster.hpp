@@ -52,6 +52,10 @@ class Cluster {
   const ClusterOptions& options() const { return options_; }
   Time now() const { return clock_.now(); }
 
+  // The CA every namespace's kube-root-ca.crt ConfigMap publishes (kube-controller-manager's
+  // root-ca-cert-publisher): set once the simulator has one; existing namespaces get it too.
+  void set_root_ca(std::string pem);
+
   Result<ObjectPtr> get(const ResourceType& rt, std::string_view ns, std::string_view name) const;
   Result<ObjectPtr> create(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts = {});
   // status selects the /status subresource: only .status changes.
@@ -106,6 +110,7 @@ class Cluster {
   Result<void> validate_custom(const ResourceType& rt, Doc& obj, std::string_view name, const WriteOptions& opts);
   Result<void> admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   void after_write(const ResourceType& rt, const ObjectPtr& obj);
+  void publish_root_ca(std::string_view ns);
   void after_delete(const ResourceType& rt, const ObjectPtr& obj, bool orphan);
   Result<void> register_crd(const Value& crd);
   void delete_namespace_contents(std::string_view ns);
@@ -113,6 +118,7 @@ class Cluster {
 
   SimClock& clock_;
   ClusterOptions options_;
+  std::string root_ca_pem_;
   Registry registry_;
   Store store_;
   Faults faults_;

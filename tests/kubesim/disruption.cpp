@@ -44,7 +44,8 @@ std::vector<ObjectPtr> pods_selected_by(const Cluster& cluster, const Value& pdb
   const Value* spec = field(pdb, "spec");
   if (!spec) return out;
   auto sel = d.label_selector(*spec, "selector");
-  if (!d.ok() || !sel || sel->empty()) return out;  // an absent or empty selector matches nothing
+  // policy/v1: an absent (null) selector matches no pod, an empty one ({}) every pod.
+  if (!d.ok() || !sel) return out;
   std::string prefix = std::string(namespace_of(pdb)) + "/";
   const auto& pods = cluster.store().objects(*cluster.registry().pods());
   for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it)

@@ -69,10 +69,29 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
   const Value* disrupted = get_path(pdb, {"status", "disruptedPods"});
   if (allowed < 0 || (disrupted && disrupted->IsObject() && disrupted->MemberCount() > 2000))
     return Error::api(403, "Forbidden", kViolates);
-  if (allowed == 0)
-    return too_many_requests(
-        fmt::format("The disruption budget {} needs {} healthy pods and has {} currently", pdb_name, desired, current),
-        std::nullopt);
+  if (allowed == 0) {
+    // The cause says why, in the order the eviction subresource checks: a failed sync, too few
+    // healthy pods, the DisruptionAllowed condition's own message, or nothing more specific.
+    std::string_view cond_status, cond_reason, cond_message;
+    if (const Value* conds = get_path(pdb, {"status", "conditions"}); conds && conds->IsArray())
+      for (const auto& c : conds->GetArray())
+        if (get_str(c, {"type"}) == "DisruptionAllowed") {
+          cond_status = get_str(c, {"status"});
+          cond_reason = get_str(c, {"reason"});
+          cond_message = get_str(c, {"message"});
+        }
+    const bool cond_false = cond_status == "False" && !cond_message.empty();
+    std::string why;
+    if (cond_false && cond_reason == "SyncFailed")
+      why = fmt::format("The disruption budget {} does not allow evicting pods currently because it failed sync: {}", pdb_name, cond_message);
+    else if (current <= desired)
+      why = fmt::format("The disruption budget {} needs {} healthy pods and has {} currently", pdb_name, desired, current);
+    else if (cond_false)
+      why = fmt::format("The disruption budget {} does not allow evicting pods currently ({}): {}", pdb_name, cond_reason, cond_message);
+    else
+      why = fmt::format("The disruption budget {} does not allow evicting pods currently", pdb_name);
+    return too_many_requests(why, std::nullopt);
+  }
 
   // Charge the budget first, then mark and delete the pod.
   std::string stamp = format_time(now());

@@ -150,8 +150,8 @@ TEST_CASE("budget status maths follow the disruption controller", "[eviction]") 
       {"{maxUnavailable: 1, selector: {matchLabels: {app: web}}}", 3, 2, 1},
       {"{maxUnavailable: \"34%\", selector: {matchLabels: {app: web}}}", 3, 1, 2},  // ceil(1.02) = 2 unavailable
       {"{minAvailable: 5, selector: {matchLabels: {app: web}}}", 3, 5, 0},
-      {"{minAvailable: 1, selector: {}}", 0, 1, 0},          // an empty selector matches nothing
-      {"{minAvailable: 1}", 0, 1, 0},
+      {"{minAvailable: 1, selector: {}}", 3, 1, 2},          // policy/v1: an empty selector matches every pod
+      {"{minAvailable: 1}", 0, 1, 0},                        // a null selector matches none
   };
   for (const auto& c : cases) {
     INFO(c.spec);

@@ -7,6 +7,7 @@
 #include "store.hpp"
 #include "resources.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct UserInfo {
   std::string name;
   std::vector<std::string> groups;
   bool is_service_account() const { return name.starts_with("system:serviceaccount:"); }
+  // Members of system:masters are never authorized against RBAC, as on a real API server.
+  bool superuser() const { return std::find(groups.begin(), groups.end(), "system:masters") != groups.end(); }
 };
 
 // A service-account user's namespace and name (system:serviceaccount:NS:NAME; the name is empty

@@ -1,6 +1,7 @@
 #include "resources.hpp"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 namespace spotshift::kubesim {
@@ -14,6 +15,15 @@ bool ResourceType::field_selectable(std::string_view field) const {
   if (field == "metadata.namespace") return namespaced;
   return std::find(selectable_fields.begin(), selectable_fields.end(), field) != selectable_fields.end();
 }
+
+namespace {
+// Core kinds whose delete answers with the deleted object, as their apiserver storage does.
+const std::set<std::string>& kReturnDeletedKinds() {
+  static const std::set<std::string> kinds = {"pods", "namespaces", "services", "serviceaccounts", "persistentvolumes",
+                                              "persistentvolumeclaims"};
+  return kinds;
+}
+}  // namespace
 
 Registry::Registry() {
   auto t = [](std::string group, std::string version, std::string plural, std::string singular, std::string kind,
@@ -157,6 +167,7 @@ Registry::Registry() {
 }
 
 const ResourceType* Registry::add(ResourceType t) {
+  if (t.group.empty() && kReturnDeletedKinds().count(t.plural)) t.returns_deleted_object = true;
   types_.push_back(std::make_unique<ResourceType>(std::move(t)));
   return types_.back().get();
 }

@@ -33,6 +33,10 @@ struct ResourceType {
   std::vector<std::string> subresources;  // "status", "eviction", "binding"
   bool has_generation = false;  // metadata.generation bumps on spec changes
   bool status_subresource = false;  // main-resource writes keep the old status
+  // A delete that removes the object answers with the object (the apiserver's
+  // ReturnDeletedObject: pods, namespaces, services, service accounts, volumes and claims);
+  // other kinds answer with a Success Status naming it.
+  bool returns_deleted_object = false;
   bool crd = false;
   bool served = true;
   // Create-only and never stored: the answer is computed from the request (access reviews).

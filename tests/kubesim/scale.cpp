@@ -34,8 +34,10 @@ Doc scale_from(const Value& o) {
   Value& m = ensure_object(s, "metadata", a);
   for (const char* k : {"name", "namespace", "uid", "resourceVersion", "creationTimestamp"})
     if (const Value* v = get_path(o, {"metadata", k})) set(m, k, copy_of(*v, a), a);
-  // spec.replicas defaults to 1 on these kinds; an unset status count is 0.
-  set_int(ensure_object(s, "spec", a), "replicas", get_int(o, {"spec", "replicas"}).value_or(1), a);
+  // spec.replicas defaults to 1 on these kinds and is omitempty in autoscaling/v1 (0 is left
+  // out); an unset status count is 0, and status.replicas is always there.
+  Value& spec = ensure_object(s, "spec", a);
+  if (int64_t replicas = get_int(o, {"spec", "replicas"}).value_or(1); replicas != 0) set_int(spec, "replicas", replicas, a);
   Value& st = ensure_object(s, "status", a);
   set_int(st, "replicas", get_int(o, {"status", "replicas"}).value_or(0), a);
   if (std::string sel = selector_string(o); !sel.empty()) set_str(st, "selector", sel, a);

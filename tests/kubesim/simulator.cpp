@@ -151,15 +151,21 @@ struct Simulator::Impl {
         add_token(token, std::move(user));
       }
     }
-    for (const auto& [token, user] : options.tokens) add_token(token, UserInfo{user, {}});
-    if (options.tls && tokens.empty()) add_token("kubesim-" + cluster.new_uid(), UserInfo{"admin", {}});
+    // The tests' own tokens: service accounts as they are, anyone else an administrator.
+    for (const auto& [token, user] : options.tokens) {
+      UserInfo u{user, {}};
+      if (!u.is_service_account()) u.groups.push_back("system:masters");
+      add_token(token, std::move(u));
+    }
+    if (options.tls && tokens.empty()) add_token("kubesim-" + cluster.new_uid(), UserInfo{"admin", {"system:masters"}});
     return {};
   }
 
   void add_token(const std::string& token, UserInfo user) {
-    if (user.is_service_account())
-      for (auto& g : service_account_groups(user.name))
-        if (std::find(user.groups.begin(), user.groups.end(), g) == user.groups.end()) user.groups.push_back(std::move(g));
+    std::vector<std::string> implied = {"system:authenticated"};
+    if (user.is_service_account()) implied = service_account_groups(user.name);
+    for (auto& g : implied)
+      if (std::find(user.groups.begin(), user.groups.end(), g) == user.groups.end()) user.groups.push_back(std::move(g));
     if (admin_token.empty() && !user.is_service_account()) admin_token = token;
     tokens[token] = std::move(user);
   }
@@ -223,10 +229,23 @@ struct Simulator::Impl {
     if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
       SSL* native = stream.native_handle();
       if (X509* peer = SSL_get1_peer_certificate(native)) {
+        // The user is the certificate's CN and its groups the O entries, as kube-apiserver reads
+        // client certificates.
         char cn[256] = "";
-        X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof cn);
+        X509_NAME* subject = X509_get_subject_name(peer);
+        X509_NAME_get_text_by_NID(subject, NID_commonName, cn, sizeof cn);
+        UserInfo user{cn, {}};
+        for (int i = X509_NAME_get_index_by_NID(subject, NID_organizationName, -1); i >= 0;
+             i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) {
+          const ASN1_STRING* o = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+          user.groups.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(o)), ASN1_STRING_length(o));
+        }
+        user.groups.push_back("system:authenticated");
         X509_free(peer);
-        if (SSL_get_verify_result(native) == X509_V_OK) return cn;
+        if (SSL_get_verify_result(native) == X509_V_OK) {
+          info = user;
+          return user.name;
+        }
       }
     }
     ok = false;
@@ -435,6 +454,7 @@ Result<void> Simulator::start() {
   if (auto r = s.setup_tokens(); !r) return r;
   if (s.options.tls)
     if (auto r = s.setup_tls(); !r) return r;
+  s.cluster.set_root_ca(s.ca_pem);
   if (!s.options.scenario_path.empty()) {
     auto r = load_scenario_file(s.cluster, s.options.scenario_path);
     if (!r) return r.error();

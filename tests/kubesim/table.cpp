@@ -1,5 +1,7 @@
 #include "table.hpp"
 
+#include "core/strings.hpp"
+
 #include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -205,6 +207,21 @@ BuiltIn builtin(const ResourceType& rt) {
                                               num(o, {"status", "updatedNumberScheduled"}), num(o, {"status", "numberAvailable"}),
                                               node_selector(o), age(o, now)};
             }};
+  // Data counts data and binaryData keys together, as kubectl's printer does.
+  auto data_count = [](const Value& o) {
+    size_t n = 0;
+    for (const char* key : {"data", "binaryData"})
+      if (const Value* d = get_path(o, {key}); d && d->IsObject()) n += d->MemberCount();
+    return std::to_string(n);
+  };
+  if (k == "ConfigMap")
+    return {{{"Name", "string", "name"}, {"Data", "integer"}, {"Age", "string"}},
+            [=](const Value& o, Time now) { return std::vector<std::string>{name(o), data_count(o), age(o, now)}; }};
+  if (k == "Secret")
+    return {{{"Name", "string", "name"}, {"Type", "string"}, {"Data", "integer"}, {"Age", "string"}},
+            [=](const Value& o, Time now) {
+              return std::vector<std::string>{name(o), std::string(get_str(o, {"type"})), data_count(o), age(o, now)};
+            }};
   if (k == "CustomResourceDefinition")
     return {{{"Name", "string", "name"}, {"Created At", "date"}}, [=](const Value& o, Time) {
               return std::vector<std::string>{name(o), std::string(get_str(o, {"metadata", "creationTimestamp"}))};
@@ -365,7 +382,13 @@ std::string render_table(const ResourceType& rt, const std::vector<const Value*>
         }
       }
     } else {
-      for (const auto& cell : b.cells(*obj, now)) w.String(cell);
+      // Integer columns hold numbers, as the apiserver's printers fill them.
+      auto cells = b.cells(*obj, now);
+      for (size_t i = 0; i < cells.size(); ++i) {
+        auto n = i < b.columns.size() && b.columns[i].type == "integer" ? parse_int(cells[i]) : std::nullopt;
+        if (n) w.Int64(*n);
+        else w.String(cells[i]);
+      }
     }
     w.EndArray();
     w.Key("object");

@@ -242,7 +242,10 @@ TEST_CASE("a PodDisruptionBudget decodes its spec and status", "[decode]") {
   CHECK_FALSE(no_selector.matches(*p));
   PodDisruptionBudget empty_selector = *b;
   empty_selector.selector = LabelSelector{};
-  CHECK_FALSE(empty_selector.matches(*p));  // an empty selector matches nothing, as eviction decides
+  CHECK(empty_selector.matches(*p));  // policy/v1: an empty selector matches every pod of the namespace
+  PodDisruptionBudget elsewhere = empty_selector;
+  elsewhere.meta.namespace_ = InternedString("other");
+  CHECK_FALSE(elsewhere.matches(*p));
 }
 
 TEST_CASE("a Lease decodes and encodes back to the same object", "[decode]") {
