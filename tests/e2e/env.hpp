@@ -264,10 +264,12 @@ class Env {
     return out;
   }
   // Requests spotshift made: "METHOD path code".
-  std::vector<std::string> operator_requests(const std::string& part) {
+  std::vector<std::string> operator_requests(const std::string& part) { return requests("spotshift/", part); }
+  // Requests of clients whose user agent starts with agent (kubectl's is "kubectl/..."): "METHOD path code".
+  std::vector<std::string> requests(const std::string& agent_prefix, const std::string& part) {
     std::vector<std::string> out;
     auto add = [&](const std::string& method, const std::string& path, const std::string& agent, int code) {
-      if (agent.starts_with("spotshift/") && (method + " " + path).find(part) != std::string::npos)
+      if (agent.starts_with(agent_prefix) && (method + " " + path).find(part) != std::string::npos)
         out.push_back(fmt::format("{} {} {}", method, path, code));
     };
     if (sim)

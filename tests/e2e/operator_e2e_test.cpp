@@ -128,6 +128,38 @@ TEST_CASE("a suspended policy plans but starts no drain until it is resumed", "[
   CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
 }
 
+TEST_CASE("kubectl drain evicts through the Eviction API, a budget holds it back, and kubectl events tells", "[e2e]") {
+  Env env;
+  // ondemand-1 holds web (budget-covered: one disruption allowed) and api.
+  std::string drain = env.kubectl("drain ondemand-1 --ignore-daemonsets --timeout=60s");
+  CHECK(drain.find("node/ondemand-1 cordoned") != std::string::npos);
+  CHECK(drain.find("evicting pod shop/web-7d4b9c-x1a2b") != std::string::npos);
+  CHECK(drain.find("evicting pod shop/api-7d4b9c-k8s2q") != std::string::npos);
+  CHECK(drain.find("node/ondemand-1 drained") != std::string::npos);
+  REQUIRE(eventually([&] { return env.all_running(); }, 30s));
+  for (const auto& [pod, node] : env.pods())
+    if (pod.starts_with("shop/")) CHECK(node != "ondemand-1");
+  // Every eviction went through pods/eviction, none through a DELETE of the pod.
+  CHECK(env.requests("kubectl/", "/eviction").size() >= 2);
+  CHECK(env.requests("kubectl/", "DELETE /api/v1/namespaces/shop/pods").empty());
+  CHECK(env.kubectl("get node ondemand-1 -o jsonpath={.spec.unschedulable}") == "true");
+  // The replacements were scheduled, and kubectl events shows it.
+  std::string events = env.kubectl("events -n shop");
+  CHECK(events.find("Scheduled") != std::string::npos);
+  CHECK(events.starts_with("LAST SEEN"));
+
+  // ondemand-4 holds two web pods while the budget allows one disruption, with every node
+  // cordoned so no replacement can become Ready: the second eviction is refused until the
+  // timeout, and the pod stays.
+  REQUIRE(eventually([&] { return env.kubectl("get pdb web-pdb -n shop -o jsonpath={.status.disruptionsAllowed}") == "1"; }, 30s));
+  env.kubectl("cordon --selector=kubernetes.io/hostname");
+  std::string held = env.kubectl("drain ondemand-4 --ignore-daemonsets --timeout=8s", false);
+  CHECK(held.find("Cannot evict pod as it would violate the pod's disruption budget.") != std::string::npos);
+  size_t left = 0;
+  for (const auto& [pod, node] : env.pods()) left += node == "ondemand-4" && pod.starts_with("shop/web-") ? 1 : 0;
+  CHECK(left == 1);
+}
+
 TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, and the last change is planned", "[e2e]") {
   Env env;
   env.apply("policy", policy_yaml("default", "  dryRun: true\n"));
