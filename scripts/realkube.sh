@@ -136,6 +136,7 @@ cmd_start() {
   read -r etcd_client etcd_peer api <<<"$(free_ports 3)"
   local server="https://127.0.0.1:$api"
   echo "$server" >"$dir/server"
+  echo "http://127.0.0.1:$etcd_client" >"$dir/etcd-url"
   write_kubeconfig "$dir/kubeconfig" "$server" "$pki" admin
   write_kubeconfig "$dir/controller-manager.kubeconfig" "$server" "$pki" controller-manager
   write_kubeconfig "$dir/scheduler.kubeconfig" "$server" "$pki" scheduler

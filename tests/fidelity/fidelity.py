@@ -26,6 +26,8 @@ plus:
   "watch":   true: the response is a watch stream, read until the server ends it; its body
              is the list of events
   "sleep":   seconds to wait before the step
+  "compact": a resourceVersion: instead of a request, compact the backend's history up to it
+             (kubesim's /_sim/compact; etcd's compaction under the real API server)
 "${ns}" is the sequence's own namespace, created before its steps on both backends (and, on the
 real API server, its default ServiceAccount awaited, which pods need).
 """
@@ -50,12 +52,14 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 class Backend:
-    """One API server: its address, TLS context and credentials per user."""
+    """One API server: its address, TLS context and credentials per user, and how its storage's
+    history is compacted."""
 
-    def __init__(self, name, server, ssl_ctx_for):
+    def __init__(self, name, server, ssl_ctx_for, compact):
         self.name = name
         self.server = urllib.parse.urlparse(server)
         self.ssl_ctx_for = ssl_ctx_for  # user -> (ssl context, extra headers)
+        self.compact = compact          # resourceVersion -> None
 
     def request(self, method, path, body=None, content_type=None, accept=None, user="admin", timeout=30):
         ctx, headers = self.ssl_ctx_for(user)
@@ -112,7 +116,15 @@ def start_kubesim(binary, work):
     def creds(user):
         return ctx, {"Authorization": f"Bearer {user}-token"}
 
-    return proc, Backend("kubesim", f"https://127.0.0.1:{port}", creds)
+    backend = None
+
+    def compact(rv):
+        code, raw = backend.request("POST", "/_sim/compact", {"resourceVersion": int(rv)})
+        if code != 200:
+            raise SystemExit(f"kubesim: compacting at {rv}: {code} {raw}")
+
+    backend = Backend("kubesim", f"https://127.0.0.1:{port}", creds, compact)
+    return proc, backend
 
 
 def start_real(work):
@@ -131,7 +143,18 @@ def start_real(work):
     ca = os.path.join(pki, "ca.crt")
     ctxs = {"admin": client_context(ca, os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key")),
             "nobody": client_context(ca, os.path.join(pki, "nobody.crt"), os.path.join(pki, "nobody.key"))}
-    return d, Backend("real", server, lambda user: (ctxs[user], {}))
+    etcd = urllib.parse.urlparse(open(os.path.join(d, "etcd-url")).read().strip())
+
+    def compact(rv):
+        # The API server's resourceVersions are etcd revisions.
+        conn = http.client.HTTPConnection(etcd.hostname, etcd.port, timeout=10)
+        conn.request("POST", "/v3/kv/compaction", body=json.dumps({"revision": str(rv), "physical": True}))
+        resp = conn.getresponse()
+        raw = resp.read()
+        if resp.status != 200:
+            raise SystemExit(f"real: compacting etcd at {rv}: {resp.status} {raw}")
+
+    return d, Backend("real", server, lambda user: (ctxs[user], {}), compact)
 
 
 # --- normalisation -------------------------------------------------------------------------
@@ -224,6 +247,9 @@ def substitute(v, env):
 
 
 def run_step(backend, step, env):
+    if "compact" in step:
+        backend.compact(substitute(step["compact"], env))
+        return {"code": 0, "body": None}
     method = step.get("method", "GET")
     path = substitute(step["path"], env)
     body = substitute(step.get("body"), env)
