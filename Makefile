@@ -13,12 +13,16 @@ ASAN_BUILD ?= build-asan
 FUZZ_SECONDS ?= 30
 MESON ?= meson
 
-.PHONY: all setup build fuzz-build test demo bench asan clean
+.PHONY: all setup setup-demo build fuzz-build test demo bench asan clean
 
 all: build
 
 setup:
 	@./scripts/setup.sh
+
+# The demo runs on kubesim: of the real Kubernetes components it needs kubectl only.
+setup-demo:
+	@./scripts/setup.sh kubectl
 
 $(BUILD)/build.ninja:
 	$(MESON) setup $(BUILD) --werror
@@ -48,7 +52,8 @@ test: build fuzz-build
 	./scripts/test-summary.sh $(BUILD) $(FUZZ_BUILD) || rc=1; \
 	exit $$rc
 
-demo: build
+demo: setup-demo $(BUILD)/build.ninja
+	ninja -C $(BUILD)
 	./scripts/demo.sh $(BUILD)
 
 # Each benchmark prints one JSON line per figure: {"name", "value", "unit", "goal"}.

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency on Debian 12. Idempotent and quiet: it installs only
 # what is missing and prints one line when there is nothing to do.
+#
+#   scripts/setup.sh               everything make test needs, the whole real control plane included
+#   scripts/setup.sh kubectl       the packages and kubectl only (make demo)
 set -euo pipefail
 
 packages=(
@@ -17,8 +20,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # module proxy at the pinned versions (scripts/kube-versions.sh), once per machine, cached
 # (scripts/kube-tools.sh). The pinned kubectl is linked into /usr/local/bin unless a kubectl that
 # is not ours is already there; Debian's kubernetes-client (1.20) is too old for the tests.
+components=("$@")
 kube_components() {
-  "$here/kube-tools.sh" build
+  "$here/kube-tools.sh" build "${components[@]}"
   local kbin link=/usr/local/bin/kubectl
   kbin="$("$here/kube-tools.sh" bin)/kubectl"
   if [ "$(id -u)" -eq 0 ] && { [ ! -e "$link" ] || [ -L "$link" ]; } && [ "$(readlink "$link" || true)" != "$kbin" ]; then

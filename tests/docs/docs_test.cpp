@@ -198,3 +198,21 @@ TEST_CASE("every end-to-end and kubesim HTTP test case is registered with meson"
   check_registration("tests/kubesim/meson.build", {"tests/kubesim/http_test.cpp"}, 4);
   check_registration("tests/helm/meson.build", {"tests/helm/chart_test.cpp", "tests/helm/chart_e2e_test.cpp", "tests/helm/chart_real_test.cpp"}, 8);
 }
+
+TEST_CASE("every refusal the policy reference shows is one the CRD test applies to both backends", "[docs]") {
+  std::string doc = text("docs/policy-reference.md");
+  auto at = doc.find("### What the API server refuses");
+  REQUIRE(at != std::string::npos);
+  std::string section = doc.substr(at, doc.find("\n#", at + 1) - at);
+  std::string test = text("tests/e2e/crd_e2e_test.cpp");
+  std::regex row(R"re(\n\| `[^\n]*` \| `([^\n]*)`[^\n]*\|)re");
+  int rows = 0;
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), row); it != std::sregex_iterator(); ++it) {
+    std::string message = std::regex_replace((*it)[1].str(), std::regex(R"(\\\|)"), "|");
+    if (message.ends_with(" ...")) message.resize(message.size() - 4);
+    INFO(message);
+    CHECK(test.find(message) != std::string::npos);
+    ++rows;
+  }
+  CHECK(rows == 6);
+}
