@@ -17,6 +17,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# Go keeps its module and build caches under the home directory.
+export HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 # shellcheck source=kube-versions.sh
 . "$here/kube-versions.sh"
 

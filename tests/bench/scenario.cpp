@@ -177,7 +177,7 @@ struct SimNode {
 
 std::string default_openb_dir() {
   if (const char* env = std::getenv("SPOTSHIFT_OPENB")) return env;
-  return std::string(SOURCE_ROOT) + "/../shared/data/openb";
+  return std::string(SOURCE_ROOT) + "/tests/data/openb";
 }
 
 Result<std::string> openb_cluster(const OpenbOptions& o) {

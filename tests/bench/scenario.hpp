@@ -7,7 +7,7 @@
 //   PodDisruptionBudgets over half of them. On-demand nodes carry
 //   node-role.kubernetes.io/worker and a PreferNoSchedule taint; spot nodes
 //   node-role.kubernetes.io/spot-worker (the policy defaults).
-// - openb: the Alibaba openb trace (../shared/data/openb): real GPU node shapes and pod requests,
+// - openb: the Alibaba openb trace (tests/data/openb): real GPU node shapes and pod requests,
 //   drawn at random until they ask for the present nodes' GPUs (the trace's workload inflation).
 //   Pods are placed the way a default scheduler would (least allocated, spot preferred) while
 //   only part of the spot capacity exists, so they overflow onto on-demand nodes; then the rest of
@@ -42,7 +42,7 @@ struct OpenbOptions {
 
 Result<std::string> openb_cluster(const OpenbOptions& o);
 
-// The directory the openb trace is in: $SPOTSHIFT_OPENB, else ../shared/data/openb from the source.
+// The directory the openb trace is in: $SPOTSHIFT_OPENB, else tests/data/openb in the source.
 std::string default_openb_dir();
 
 }  // namespace spotshift::bench
