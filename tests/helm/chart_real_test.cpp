@@ -5,7 +5,10 @@
 
 #include "chart.hpp"
 
+#include <atomic>
+#include <regex>
 #include <set>
+#include <thread>
 
 using namespace spotshift;
 using namespace spotshift::chart;
@@ -160,4 +163,145 @@ TEST_CASE("helm install, the operator as the chart's ServiceAccount, helm upgrad
   }, 30s, 500ms);
   INFO(left);
   CHECK(left.empty());
+}
+
+namespace {
+
+// One permission: an API group, a resource (with its subresource) and a verb.
+struct Atom {
+  std::string role_kind, group, resource, verb;
+  bool operator==(const Atom&) const = default;
+  std::string text() const { return fmt::format("{}: {} {} in group \"{}\"", role_kind, verb, resource, group); }
+};
+
+std::vector<Atom> atoms_of(const kubesim::Value& role) {
+  std::vector<Atom> out;
+  std::string kind(kubesim::get_str(role, {"kind"}));
+  for (const auto& rule : kubesim::get_path(role, {"rules"})->GetArray())
+    for (const auto& g : rule["apiGroups"].GetArray())
+      for (const auto& res : rule["resources"].GetArray())
+        for (const auto& v : rule["verbs"].GetArray()) out.push_back(Atom{kind, g.GetString(), res.GetString(), v.GetString()});
+  return out;
+}
+
+// The role with one rule per atom, `without` left out.
+std::string role_without(const kubesim::Value& role, const Atom& without) {
+  kubesim::Doc out;
+  out.CopyFrom(role, out.GetAllocator());
+  auto& a = out.GetAllocator();
+  kubesim::Value rules(rapidjson::kArrayType);
+  for (const auto& atom : atoms_of(role)) {
+    if (atom == without) continue;
+    kubesim::Value rule(rapidjson::kObjectType);
+    for (auto [key, value] : {std::pair{"apiGroups", &atom.group}, {"resources", &atom.resource}, {"verbs", &atom.verb}}) {
+      kubesim::Value list(rapidjson::kArrayType);
+      list.PushBack(kubesim::Value(value->c_str(), a), a);
+      rule.AddMember(kubesim::Value(key, a), list, a);
+    }
+    rules.PushBack(rule, a);
+  }
+  out["rules"] = rules;
+  return kubesim::to_json(out);
+}
+
+// The demo cluster again under other names (nodes COPY-ondemand-N and COPY-spot-N, namespace
+// shop-COPY), without its DaemonSet (one per cluster): each atom gets a cluster of its own on the
+// one control plane, and a policy that selects only its nodes.
+std::string demo_copy(const std::string& copy) {
+  std::string demo = read_all(kSource + "/tests/kubesim/scenarios/demo.yaml");
+  std::string out;
+  size_t start = 0;
+  while (start < demo.size()) {
+    size_t end = demo.find("\n---\n", start);
+    std::string doc = demo.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? demo.size() : end + 5;
+    if (doc.find("kind: DaemonSet") != std::string::npos) continue;
+    doc = std::regex_replace(doc, std::regex(R"(\b(ondemand|spot)-([0-9]))"), copy + "-$1-$2");
+    doc = std::regex_replace(doc, std::regex(R"((namespace|name): shop\b)"), "$1: shop-" + copy);
+    out += "---\n" + doc + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every permission the chart grants is needed on the real RBAC authorizer: taking one away gets a request refused", "[helm-real]") {
+  REQUIRE(testing::real_backend());
+  EnvOptions empty;
+  empty.demo = false;
+  empty.apply_crd = false;
+  Env env({}, empty);
+  helm(env, "install spotshift " + kChart + " --create-namespace --namespace spotshift");
+  env.kubectl("wait --for condition=Established --timeout 30s crd/reschedulepolicies.spotshift.io");
+  Rendered r = helm_template(env, "spotshift " + kChart + " --namespace spotshift");
+  std::vector<Atom> atoms = atoms_of(r.one("ClusterRole"));
+  auto lease_atoms = atoms_of(r.one("Role"));
+  atoms.insert(atoms.end(), lease_atoms.begin(), lease_atoms.end());
+  REQUIRE(atoms.size() == 25);
+  std::string token = env.kubectl("create token spotshift -n spotshift --duration 1h");
+  token = token.substr(0, token.find_last_not_of("\n") + 1);
+  std::string args;
+  for (auto a : container_args(r)) {
+    if (a.starts_with("--metrics-bind-address=")) a = "--metrics-bind-address=127.0.0.1:0";
+    if (a.starts_with("--health-probe-bind-address=")) a = "--health-probe-bind-address=127.0.0.1:0";
+    args += shell_quote(a) + " ";
+  }
+  args += "--kubeconfig " + shell_quote(env.real->kubeconfig_with_token(env.dir.file("sa.kubeconfig"), token));
+
+  std::vector<std::string> unused;
+  for (size_t i = 0; i < atoms.size(); ++i) {
+    const Atom& atom = atoms[i];
+    INFO(atom.text());
+    const std::string copy = fmt::format("a{}", i);
+    env.dir.write(copy + ".yaml", demo_copy(copy));
+    auto loaded = run(fmt::format("{}/scripts/realkube.sh load {} {} 2>&1", kSource, env.real->dir(), env.dir.file(copy + ".yaml")));
+    INFO(loaded.output);
+    REQUIRE(loaded.status == 0);
+    env.kubectl(fmt::format("label node {0}-ondemand-1 {0}-ondemand-2 {0}-ondemand-3 {0}-ondemand-4 {0}-spot-1 {0}-spot-2 spotshift.io/copy={0}", copy));
+    REQUIRE(eventually([&] { return env.all_running(); }, 30s, 200ms));
+    env.dir.write("role.json", role_without(r.one(atom.role_kind), atom));
+    env.kubectl("apply -f " + env.dir.file("role.json"));
+    env.apply(copy + "-policy", policy_yaml(copy, fmt::format(R"(  onDemandNodeSelector: {{matchLabels: {{node-role.kubernetes.io/worker: "", spotshift.io/copy: {0}}}}}
+  spotNodeSelector: {{matchLabels: {{node-role.kubernetes.io/spot-worker: "", spotshift.io/copy: {0}}}}}
+)", copy)));
+    const size_t seen = env.real->audit().size();
+    Operator op(args, env.dir.file(copy + ".log"));
+    // A status write that conflicts makes the operator read the policy again: edits by a user
+    // meanwhile, as on a live cluster.
+    std::atomic<bool> editing{atom.resource == "reschedulepolicies" && atom.verb == "get"};
+    std::thread editor([&] {
+      for (int n = 0; editing; ++n) {
+        run(fmt::format("kubectl --kubeconfig {} annotate rsp {} --overwrite edit={} >/dev/null 2>&1", env.kubeconfig(), copy, n));
+        std::this_thread::sleep_for(50ms);
+      }
+    });
+    if (atom.resource == "events" && atom.verb == "patch") {
+      // A repeated event becomes a series with a patch: have a node's reason reported again.
+      REQUIRE(eventually([&] {
+        for (const auto& e : env.events("NodeNotDrainable"))
+          if (e.starts_with(fmt::format("Node/{}-ondemand-4", copy))) return true;
+        return false;
+      }, 30s));
+      env.kubectl(fmt::format(R"(patch pdb web-pdb -n shop-{} --type merge -p '{{"spec":{{"minAvailable":6}}}}')", copy));
+    }
+    const std::string want = fmt::format("{} {}", atom.verb, atom.resource);
+    bool refused = eventually([&] {
+      auto records = env.real->audit();
+      for (size_t k = seen; k < records.size(); ++k)
+        if (records[k].user == kUser && records[k].code == 403 && fmt::format("{} {}", records[k].verb, records[k].resource) == want)
+          return true;
+      return false;
+    }, 30s, 100ms);
+    editing = false;
+    editor.join();
+    if (!refused) unused.push_back(atom.text() + "\n" + op.log());
+    op.stop(SIGKILL);
+    // The next operator takes the Lease at once, and this copy's policy stops.
+    env.kubectl("delete lease -n spotshift spotshift --ignore-not-found");
+    env.kubectl("delete rsp " + copy);
+    env.dir.write("role.json", kubesim::to_json(r.one(atom.role_kind)));
+    env.kubectl("apply -f " + env.dir.file("role.json"));
+  }
+  INFO("permissions the operator never needed:\n" << fmt::format("{}", fmt::join(unused, "\n\n")));
+  CHECK(unused.empty());
 }
