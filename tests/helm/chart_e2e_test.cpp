@@ -28,57 +28,6 @@ Rendered render_installed(TempDir& dir) {
   return r;
 }
 
-// The rendered container args, with both listeners on a free local port (several replicas share
-// this host), then the service account's kubeconfig: what the pod would run.
-std::string operator_args(const Rendered& r, const std::string& kubeconfig) {
-  std::string out;
-  for (auto a : container_args(r)) {
-    if (a.starts_with("--metrics-bind-address=")) a = "--metrics-bind-address=127.0.0.1:0";
-    if (a.starts_with("--health-probe-bind-address=")) a = "--health-probe-bind-address=127.0.0.1:0";
-    out += shell_quote(a) + " ";
-  }
-  return out + "--kubeconfig " + shell_quote(kubeconfig);
-}
-
-// One permission: an API group, a resource (with its subresource) and a verb.
-struct Atom {
-  std::string role_kind, group, resource, verb;
-  bool operator<(const Atom& o) const {
-    return std::tie(role_kind, group, resource, verb) < std::tie(o.role_kind, o.group, o.resource, o.verb);
-  }
-  std::string text() const { return fmt::format("{}: {} {} in group \"{}\"", role_kind, verb, resource, group); }
-};
-
-std::vector<Atom> atoms_of(const kubesim::Value& role) {
-  std::vector<Atom> out;
-  std::string kind(kubesim::get_str(role, {"kind"}));
-  for (const auto& rule : kubesim::get_path(role, {"rules"})->GetArray())
-    for (const auto& g : rule["apiGroups"].GetArray())
-      for (const auto& res : rule["resources"].GetArray())
-        for (const auto& v : rule["verbs"].GetArray()) out.push_back(Atom{kind, g.GetString(), res.GetString(), v.GetString()});
-  return out;
-}
-
-// The role with one rule per atom, `without` left out: the same grants minus exactly one.
-std::string role_without(const kubesim::Value& role, const Atom& without) {
-  kubesim::Doc out;
-  out.CopyFrom(role, out.GetAllocator());
-  auto& a = out.GetAllocator();
-  kubesim::Value rules(rapidjson::kArrayType);
-  for (const auto& atom : atoms_of(role)) {
-    if (!(atom < without) && !(without < atom)) continue;
-    kubesim::Value rule(rapidjson::kObjectType);
-    for (auto [key, value] : {std::pair{"apiGroups", &atom.group}, {"resources", &atom.resource}, {"verbs", &atom.verb}}) {
-      kubesim::Value list(rapidjson::kArrayType);
-      list.PushBack(kubesim::Value(value->c_str(), a), a);
-      rule.AddMember(kubesim::Value(key, a), list, a);
-    }
-    rules.PushBack(rule, a);
-  }
-  out["rules"] = rules;
-  return kubesim::to_json(out);
-}
-
 std::vector<std::string> forbidden(Env& env) {
   std::vector<std::string> out;
   for (const auto& a : env.sim->audit())

@@ -106,13 +106,7 @@ TEST_CASE("helm install, the operator as the chart's ServiceAccount, helm upgrad
   token = token.substr(0, token.find_last_not_of("\n") + 1);
   std::string kubeconfig = env.real->kubeconfig_with_token(env.dir.file("sa.kubeconfig"), token);
   Rendered r = helm_template(env, "spotshift " + kChart + " " + values);
-  std::string args;
-  for (auto a : container_args(r)) {
-    if (a.starts_with("--metrics-bind-address=")) a = "--metrics-bind-address=127.0.0.1:0";
-    if (a.starts_with("--health-probe-bind-address=")) a = "--health-probe-bind-address=127.0.0.1:0";
-    args += shell_quote(a) + " ";
-  }
-  args += "--kubeconfig " + shell_quote(kubeconfig);
+  std::string args = operator_args(r, kubeconfig);
   env.apply("policy", policy_yaml("default", ""));
   auto a = std::make_unique<Operator>(args, env.dir.file("a.log"));
   auto b = std::make_unique<Operator>(args, env.dir.file("b.log"));
@@ -167,43 +161,6 @@ TEST_CASE("helm install, the operator as the chart's ServiceAccount, helm upgrad
 
 namespace {
 
-// One permission: an API group, a resource (with its subresource) and a verb.
-struct Atom {
-  std::string role_kind, group, resource, verb;
-  bool operator==(const Atom&) const = default;
-  std::string text() const { return fmt::format("{}: {} {} in group \"{}\"", role_kind, verb, resource, group); }
-};
-
-std::vector<Atom> atoms_of(const kubesim::Value& role) {
-  std::vector<Atom> out;
-  std::string kind(kubesim::get_str(role, {"kind"}));
-  for (const auto& rule : kubesim::get_path(role, {"rules"})->GetArray())
-    for (const auto& g : rule["apiGroups"].GetArray())
-      for (const auto& res : rule["resources"].GetArray())
-        for (const auto& v : rule["verbs"].GetArray()) out.push_back(Atom{kind, g.GetString(), res.GetString(), v.GetString()});
-  return out;
-}
-
-// The role with one rule per atom, `without` left out.
-std::string role_without(const kubesim::Value& role, const Atom& without) {
-  kubesim::Doc out;
-  out.CopyFrom(role, out.GetAllocator());
-  auto& a = out.GetAllocator();
-  kubesim::Value rules(rapidjson::kArrayType);
-  for (const auto& atom : atoms_of(role)) {
-    if (atom == without) continue;
-    kubesim::Value rule(rapidjson::kObjectType);
-    for (auto [key, value] : {std::pair{"apiGroups", &atom.group}, {"resources", &atom.resource}, {"verbs", &atom.verb}}) {
-      kubesim::Value list(rapidjson::kArrayType);
-      list.PushBack(kubesim::Value(value->c_str(), a), a);
-      rule.AddMember(kubesim::Value(key, a), list, a);
-    }
-    rules.PushBack(rule, a);
-  }
-  out["rules"] = rules;
-  return kubesim::to_json(out);
-}
-
 // The demo cluster again under other names (nodes COPY-ondemand-N and COPY-spot-N, namespace
 // shop-COPY), without its DaemonSet (one per cluster): each atom gets a cluster of its own on the
 // one control plane, and a policy that selects only its nodes.
@@ -240,13 +197,7 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
   REQUIRE(atoms.size() == 25);
   std::string token = env.kubectl("create token spotshift -n spotshift --duration 1h");
   token = token.substr(0, token.find_last_not_of("\n") + 1);
-  std::string args;
-  for (auto a : container_args(r)) {
-    if (a.starts_with("--metrics-bind-address=")) a = "--metrics-bind-address=127.0.0.1:0";
-    if (a.starts_with("--health-probe-bind-address=")) a = "--health-probe-bind-address=127.0.0.1:0";
-    args += shell_quote(a) + " ";
-  }
-  args += "--kubeconfig " + shell_quote(env.real->kubeconfig_with_token(env.dir.file("sa.kubeconfig"), token));
+  std::string args = operator_args(r, env.real->kubeconfig_with_token(env.dir.file("sa.kubeconfig"), token));
 
   std::vector<std::string> unused;
   for (size_t i = 0; i < atoms.size(); ++i) {
