@@ -7,6 +7,8 @@
 #                                                   writes DIR/kubeconfig (cluster admin); returns
 #                                                   once /readyz passes and the controllers run
 #   scripts/realkube.sh load DIR NODES_FILE...      load nodes and workloads into a running one
+#   scripts/realkube.sh reset DIR                   delete everything loaded or created since start:
+#                                                   the cluster as a fresh start leaves it
 #   scripts/realkube.sh stop DIR                    stop every process start started; logs stay
 #
 # A nodes file is YAML (several documents) or a JSON List such as `kubectl get ... -o json`
@@ -25,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=$("$here/kube-tools.sh" bin)
 
 usage() {
-  echo "usage: scripts/realkube.sh start DIR [NODES_FILE...] | load DIR NODES_FILE... | stop DIR" >&2
+  echo "usage: scripts/realkube.sh start DIR [NODES_FILE...] | load DIR NODES_FILE... | reset DIR | stop DIR" >&2
   exit 2
 }
 
@@ -267,6 +269,30 @@ import json
 print(sum(len(json.load(open('$dir/load-%d.json' % i))['items']) for i in range(8)))") objects)"
 }
 
+cmd_reset() {
+  local system=" default kube-system kube-public kube-node-lease "
+  # Policies and workloads first, so nothing recreates what goes next; pods are force-deleted
+  # (a test may have kept one terminating); then namespaces, what the system namespaces gathered,
+  # nodes, CRDs, and what a Helm release left at cluster scope.
+  kubectl_ delete reschedulepolicies.spotshift.io --all --wait=false >/dev/null 2>&1 || true
+  kubectl_ delete deploy,rs,sts,ds,job --all -A --cascade=orphan --wait=false >/dev/null
+  kubectl_ delete pods --all -A --force --grace-period=0 >/dev/null 2>&1
+  local ns extra=()
+  for ns in $(kubectl_ get ns -o jsonpath='{.items[*].metadata.name}'); do
+    [[ $system == *" $ns "* ]] || extra+=("$ns")
+  done
+  [ ${#extra[@]} -eq 0 ] || kubectl_ delete ns "${extra[@]}" --wait=false >/dev/null
+  # What tests leave in the system namespaces (the control plane's own objects there stay).
+  kubectl_ delete pdb,events,leases --all -n default >/dev/null
+  kubectl_ delete pdb,events --all -n kube-system >/dev/null
+  kubectl_ delete leases --all -n kube-node-lease >/dev/null
+  kubectl_ delete nodes --all >/dev/null
+  kubectl_ delete clusterrole,clusterrolebinding -l app.kubernetes.io/managed-by=Helm >/dev/null
+  kubectl_ delete crd --all --wait=true --timeout=60s >/dev/null
+  wait_for "the reset" 90 sh -c "[ -z \"\$('$bin/kubectl' --kubeconfig '$dir/kubeconfig' get pods -A -o name)\" ] &&
+    [ \"\$('$bin/kubectl' --kubeconfig '$dir/kubeconfig' get ns -o name | wc -l)\" -eq 4 ]"
+}
+
 cmd_stop() {
   [ -d "$dir/pids" ] || { log "nothing started in $dir"; return 0; }
   local p pids=()
@@ -296,6 +322,7 @@ shift 2
 case $cmd in
   start) cmd_start "$@" ;;
   load) dir=$(cd "$dir" && pwd); [ $# -ge 1 ] || usage; cmd_load "$@" ;;
+  reset) dir=$(cd "$dir" && pwd); cmd_reset ;;
   stop) cmd_stop ;;
   *) usage ;;
 esac

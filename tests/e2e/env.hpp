@@ -107,7 +107,8 @@ struct EnvOptions {
 };
 
 // The cluster a scenario runs on: kubesim in process, or the real control plane
-// (SPOTSHIFT_E2E_BACKEND=real, scripts/realkube.sh) loaded with the same scenario. Every view of
+// (SPOTSHIFT_E2E_BACKEND=real, scripts/realkube.sh; one per test process, reset and loaded with
+// the same scenario for each test). Every view of
 // the cluster below reads the same objects either way: kubesim's store in process, or the API
 // through kubectl. Faults and kubesim's internals (sim) exist on kubesim only.
 class Env {
@@ -121,7 +122,9 @@ class Env {
         dir.write("scenario.yaml", scenario);
         files.push_back(dir.file("scenario.yaml"));
       }
-      real = std::make_unique<spotshift::testing::RealCluster>(dir.file("realkube"), files);
+      // One control plane per test process, reset to a fresh cluster for each scenario.
+      real = &spotshift::testing::RealCluster::shared();
+      real->fresh(files);
       kubeconfig_ = real->kubeconfig();
     } else {
       kubesim::SimulatorOptions o;
@@ -291,7 +294,7 @@ class Env {
 
   TempDir dir;
   std::unique_ptr<kubesim::Simulator> sim;
-  std::unique_ptr<spotshift::testing::RealCluster> real;
+  spotshift::testing::RealCluster* real = nullptr;  // the process's control plane, on the real backend
 
  private:
   std::string kubeconfig_;

@@ -10,6 +10,7 @@
 #include <rapidjson/document.h>
 
 #include <cstdlib>
+#include <memory>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -36,22 +37,37 @@ struct AuditRecord {
 
 class RealCluster {
  public:
-  // Starts a control plane with its state under dir and loads the files (YAML or JSON Lists). A
-  // missing component fails the test with the command that builds it.
-  RealCluster(const std::string& dir, const std::vector<std::string>& files) : dir_(dir) {
-    auto check = run(fmt::format("{}/scripts/kube-tools.sh check 2>&1", kSourceRoot()));
-    if (check.status != 0)
-      FAIL("the real control plane's components are not built: " << check.output
-                                                                 << "build them with scripts/kube-tools.sh build (make test does)");
-    std::string cmd = fmt::format("{}/scripts/realkube.sh start {}", kSourceRoot(), shell_quote(dir));
-    for (const auto& f : files) cmd += " " + shell_quote(f);
-    auto r = run(cmd + " 2>&1");
-    started_ = true;
-    INFO(r.output);
+  // The control plane of this test process: started at first use under a directory of its own,
+  // stopped (and the directory removed, unless SPOTSHIFT_REALKUBE_KEEP is set) when the process
+  // exits. A missing component fails the test with the command that builds it.
+  static RealCluster& shared() {
+    static std::unique_ptr<RealCluster> instance;
+    if (!instance) {
+      char dir[] = "/tmp/spotshift-realkube.XXXXXX";
+      REQUIRE(mkdtemp(dir) != nullptr);
+      instance.reset(new RealCluster(dir));
+    }
+    return *instance;
+  }
+  // A fresh cluster for the next test (scripts/realkube.sh reset), loaded with the files (YAML or
+  // JSON Lists); audit() counts requests from here on.
+  void fresh(const std::vector<std::string>& files) {
+    auto r = run(fmt::format("{}/scripts/realkube.sh reset {} 2>&1", kSourceRoot(), shell_quote(dir_)));
+    INFO("realkube.sh reset\n" << r.output);
     REQUIRE(r.status == 0);
+    if (!files.empty()) {
+      std::string cmd = fmt::format("{}/scripts/realkube.sh load {}", kSourceRoot(), shell_quote(dir_));
+      for (const auto& f : files) cmd += " " + shell_quote(f);
+      auto l = run(cmd + " 2>&1");
+      INFO(l.output);
+      REQUIRE(l.status == 0);
+    }
+    audit_from_ = count_audit_lines();
   }
   ~RealCluster() {
-    if (started_) run(fmt::format("{}/scripts/realkube.sh stop {} >/dev/null 2>&1", kSourceRoot(), shell_quote(dir_)));
+    if (!started_) return;
+    run(fmt::format("{}/scripts/realkube.sh stop {} >/dev/null 2>&1", kSourceRoot(), shell_quote(dir_)));
+    if (!std::getenv("SPOTSHIFT_REALKUBE_KEEP")) run("rm -rf " + shell_quote(dir_));
   }
   RealCluster(const RealCluster&) = delete;
   RealCluster& operator=(const RealCluster&) = delete;
@@ -60,12 +76,14 @@ class RealCluster {
   std::string dir() const { return dir_; }
   std::string log(const std::string& component) const { return read(dir_ + "/logs/" + component + ".log"); }
 
-  // Every request the audit log holds so far (written before each response: --audit-log-mode
-  // blocking).
+  // Every request the audit log holds since the last fresh() (written before each response:
+  // --audit-log-mode blocking).
   std::vector<AuditRecord> audit() const {
     std::vector<AuditRecord> out;
     std::ifstream in(dir_ + "/logs/audit.log");
     std::string line;
+    for (size_t skip = 0; skip < audit_from_ && std::getline(in, line); ++skip) {
+    }
     while (std::getline(in, line)) {
       rapidjson::Document d;
       if (d.Parse(line.data(), line.size()).HasParseError() || !d.IsObject()) continue;
@@ -117,6 +135,23 @@ class RealCluster {
   static std::string kSourceRoot() { return SOURCE_ROOT; }
 
  private:
+  explicit RealCluster(const std::string& dir) : dir_(dir) {
+    auto check = run(fmt::format("{}/scripts/kube-tools.sh check 2>&1", kSourceRoot()));
+    if (check.status != 0)
+      FAIL("the real control plane's components are not built: " << check.output
+                                                                 << "build them with scripts/kube-tools.sh build (make test does)");
+    auto r = run(fmt::format("{}/scripts/realkube.sh start {} 2>&1", kSourceRoot(), shell_quote(dir)));
+    started_ = true;
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+  }
+  size_t count_audit_lines() const {
+    std::ifstream in(dir_ + "/logs/audit.log");
+    size_t n = 0;
+    std::string line;
+    while (std::getline(in, line)) ++n;
+    return n;
+  }
   static std::string read(const std::string& path) {
     std::ifstream in(path);
     std::stringstream ss;
@@ -125,6 +160,7 @@ class RealCluster {
   }
   std::string dir_;
   bool started_ = false;
+  size_t audit_from_ = 0;
 };
 
 }  // namespace spotshift::testing
