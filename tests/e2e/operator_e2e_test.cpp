@@ -148,6 +148,20 @@ TEST_CASE("kubectl drain evicts through the Eviction API, a budget holds it back
   CHECK(events.find("Scheduled") != std::string::npos);
   CHECK(events.starts_with("LAST SEEN"));
 
+  // A spot node holding one of the replacements drains the same way (a spot interruption notice,
+  // say): through the Eviction API, the budget respected.
+  std::string spot;
+  for (const auto& [pod, node] : env.pods())
+    if (pod.starts_with("shop/web-") && node.starts_with("spot-")) spot = node;
+  REQUIRE_FALSE(spot.empty());
+  REQUIRE(eventually([&] { return env.kubectl("get pdb web-pdb -n shop -o jsonpath={.status.disruptionsAllowed}") == "1"; }, 30s));
+  const size_t evictions_before = env.requests("kubectl/", "/eviction").size();
+  std::string spot_drain = env.kubectl(fmt::format("drain {} --ignore-daemonsets --timeout=60s", spot));
+  CHECK(spot_drain.find(fmt::format("node/{} drained", spot)) != std::string::npos);
+  CHECK(env.requests("kubectl/", "/eviction").size() > evictions_before);
+  for (const auto& [pod, node] : env.pods())
+    if (pod.starts_with("shop/")) CHECK(node != spot);
+
   // ondemand-4 holds two web pods while the budget allows one disruption, with every node
   // cordoned so no replacement can become Ready: the second eviction is refused until the
   // timeout, and the pod stays.
