@@ -24,7 +24,7 @@ Result<Duration> parse_go_duration(std::string_view s);
 // The shortest Go form: 600s -> "10m0s" is what Go prints; we print "10m".
 std::string format_go_duration(Duration d);
 
-// kubectl-style age: "45s", "5m10s", "3h", "2d4h" (see kube-api.md section 8).
+// kubectl-style age: "45s", "5m10s", "3h", "2d4h" (k8s.io/apimachinery's duration.HumanDuration).
 std::string format_age(Duration d);
 
 }  // namespace spotshift

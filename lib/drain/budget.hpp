@@ -1,7 +1,7 @@
 #pragma once
 // PodDisruptionBudgets, charged cumulatively: all the pods a node's drain would evict are
 // counted against each budget together, before anything is touched, with the Eviction API's own
-// rules (kube-api.md section 4): a pod under two budgets cannot be evicted at all; a budget the
+// rules (docs/how-it-decides.md, section 2): a pod under two budgets cannot be evicted at all; a budget the
 // disruption controller has not processed yet refuses; an unready pod is free when the budget
 // is healthy enough (or its policy is AlwaysAllow).
 

@@ -1,5 +1,5 @@
 #pragma once
-// A compact Pod: what scheduling, drainability and eviction read (kube-api.md section 5).
+// A compact Pod: what scheduling, drainability and eviction read (docs/how-it-decides.md).
 
 #include "model/meta.hpp"
 #include "model/resources.hpp"

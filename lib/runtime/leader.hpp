@@ -1,5 +1,6 @@
 #pragma once
-// Leader election on a coordination.k8s.io/v1 Lease (kube-api.md section 7).
+// Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection package does
+// it (docs/runtime.md).
 //
 // Every retry period a candidate reads the lease; it takes it when nobody holds it or the
 // holder's lease expired. Expiry is judged by when this process last saw the lease change plus

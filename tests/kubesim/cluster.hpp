@@ -65,7 +65,8 @@ class Cluster {
                           const Value& patch, bool status, const WriteOptions& opts = {});
   Result<ObjectPtr> remove(const ResourceType& rt, std::string_view ns, std::string_view name,
                            const DeleteOptions& opts);
-  // POST pods/NAME/eviction with the registry's algorithm (kube-api.md section 4).
+  // POST pods/NAME/eviction with the registry's algorithm (kube-apiserver's eviction subresource,
+  // pkg/registry/core/pod/storage/eviction.go; tests/fidelity compares the two).
   Result<void> evict(std::string_view ns, std::string_view name, const DeleteOptions& opts);
   // The scale subresource (Deployments, ReplicaSets, StatefulSets; the API routes only resources
   // that list it): the object as an autoscaling/v1 Scale, and a write of one, which sets

@@ -1,6 +1,7 @@
 #pragma once
-// PodDisruptionBudget status maths, as the disruption controller computes it (kube-api.md
-// section 4). Shared by the simulated disruption controller and the eviction subresource.
+// PodDisruptionBudget status maths, as the disruption controller computes it
+// (pkg/controller/disruption in Kubernetes; tests/fidelity compares the two). Shared by the
+// simulated disruption controller and the eviction subresource.
 
 #include "cluster.hpp"
 
