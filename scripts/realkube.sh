@@ -259,10 +259,9 @@ PY
   local i
   for i in 0 1 2 3 4 5 6 7; do
     [ "$(python3 -c "import json;print(len(json.load(open('$dir/load-$i.json'))['items']))")" -gt 0 ] || continue
+    # In order: namespaces before what enters them, nodes before the pods bound to them, pods
+    # before the workloads that adopt them.
     kubectl_ create -f "$dir/load-$i.json" >/dev/null
-    # Node status is a subresource: what create kept is the capacity the file gave; namespaces
-    # must be active before anything enters them.
-    if [ $i -eq 0 ]; then sleep 0; fi
   done
   log "loaded $* ($(python3 -c "
 import json
