@@ -213,7 +213,9 @@ cmd_load() {
     lists+=("$dir/load-$(basename "$f").json")
     kubectl_ create --dry-run=client -o json -f "$f" >"${lists[-1]}"
   done
-  python3 - "$dir/load" "${lists[@]}" <<'PY'
+  rm -f "$dir"/load-phase-*.json
+  local count
+  count=$(python3 - "$dir/load" "${lists[@]}" <<'PY'
 import json, sys
 out = sys.argv[1]
 items = []
@@ -231,7 +233,7 @@ for path in sys.argv[2:]:
 order = {"Namespace": 0, "CustomResourceDefinition": 0, "Node": 1, "PriorityClass": 1,
          "StorageClass": 1, "PersistentVolume": 2, "PersistentVolumeClaim": 3, "ConfigMap": 3,
          "Secret": 3, "ServiceAccount": 3, "PodDisruptionBudget": 4, "Pod": 5}
-phases = [[] for _ in range(8)]
+phases = [[] for _ in range(7)]
 for o in items:
     meta = o.setdefault("metadata", {})
     for k in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences", "managedFields", "generation"):
@@ -252,20 +254,22 @@ for o in items:
     elif kind not in order:
         o.pop("status", None)
     phases[order.get(kind, 6)].append(o)
+# One List per phase that has objects (load-phase-N.json), and the number of objects.
 for i, p in enumerate(phases):
-    with open(f"{out}-{i}.json", "w") as f:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": p}, f)
+    if p:
+        with open(f"{out}-phase-{i}.json", "w") as f:
+            json.dump({"apiVersion": "v1", "kind": "List", "items": p}, f)
+print(len(items))
 PY
-  local i
-  for i in 0 1 2 3 4 5 6 7; do
-    [ "$(python3 -c "import json;print(len(json.load(open('$dir/load-$i.json'))['items']))")" -gt 0 ] || continue
-    # In order: namespaces before what enters them, nodes before the pods bound to them, pods
-    # before the workloads that adopt them.
-    kubectl_ create -f "$dir/load-$i.json" >/dev/null
+  )
+  # In order: namespaces before what enters them, nodes before the pods bound to them, pods
+  # before the workloads that adopt them.
+  local f
+  for f in "$dir"/load-phase-*.json; do
+    [ -e "$f" ] || continue
+    kubectl_ create -f "$f" >/dev/null
   done
-  log "loaded $* ($(python3 -c "
-import json
-print(sum(len(json.load(open('$dir/load-%d.json' % i))['items']) for i in range(8)))") objects)"
+  log "loaded $* ($count objects)"
 }
 
 cmd_reset() {

@@ -33,6 +33,7 @@ real API server, its default ServiceAccount awaited, which pods need).
 """
 
 import argparse
+import base64
 import copy
 import http.client
 import json
@@ -108,7 +109,6 @@ def start_kubesim(binary, work):
     ca = os.path.join(work, "kubesim-ca.crt")
     text = open(kubeconfig).read()
     m = re.search(r"certificate-authority-data:\s*(\S+)", text)
-    import base64
     with open(ca, "wb") as f:
         f.write(base64.b64decode(m.group(1)))
     ctx = client_context(ca)

@@ -4,6 +4,7 @@
 // backend. Catch tests only.
 
 #include "support/catch.hpp"
+#include "core/strings.hpp"
 #include "support/process.hpp"
 
 #include <fmt/format.h>
@@ -12,7 +13,6 @@
 #include <cstdlib>
 #include <memory>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -74,7 +74,6 @@ class RealCluster {
 
   std::string kubeconfig() const { return dir_ + "/kubeconfig"; }
   std::string dir() const { return dir_; }
-  std::string log(const std::string& component) const { return read(dir_ + "/logs/" + component + ".log"); }
 
   // Every request the audit log holds since the last fresh() (written before each response:
   // --audit-log-mode blocking).
@@ -112,13 +111,16 @@ class RealCluster {
 
   // A component built by scripts/kube-tools.sh ("helm", "kubectl", ...): its path.
   static std::string tool(const std::string& name) {
-    auto r = run(fmt::format("{}/scripts/kube-tools.sh bin", kSourceRoot()));
-    REQUIRE(r.status == 0);
-    std::string bin = r.output.substr(0, r.output.find_last_not_of("\n") + 1);
+    static const std::string bin = [] {
+      auto r = run(fmt::format("{}/scripts/kube-tools.sh bin", kSourceRoot()));
+      REQUIRE(r.status == 0);
+      return r.output.substr(0, r.output.find_last_not_of("\n") + 1);
+    }();
     return bin + "/" + name;
   }
   std::string server() const {
-    std::string s = read(dir_ + "/server");
+    auto text = read_file(dir_ + "/server");
+    std::string s = text ? *text : std::string();
     return s.substr(0, s.find_last_not_of("\n") + 1);
   }
   std::string ca_file() const { return dir_ + "/pki/ca.crt"; }
@@ -151,12 +153,6 @@ class RealCluster {
     std::string line;
     while (std::getline(in, line)) ++n;
     return n;
-  }
-  static std::string read(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
   }
   std::string dir_;
   bool started_ = false;
