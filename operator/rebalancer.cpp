@@ -57,7 +57,7 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
     const model::Pod& pod = *move.pod;
     r_.events_.record({"v1", "Pod", std::string(pod.meta.namespace_.view()), pod.name(), pod.meta.uid, ""}, "Normal", "PodEvicted",
                       "Evict",
-                      fmt::format("Evicted by policy {} to empty on-demand node {}; its replacement should run on spot node {}",
+                      fmt::format("Evicted by policy {} to empty on-demand node {}; the plan found room for it on spot node {}",
                                   policy_->name(), plan.node, move.target),
                       r_.policy_ref(*policy_));
     r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
@@ -69,6 +69,12 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
     }
     // Progress in the status, without holding up the drain.
     runtime::spawn(r_.timers_.executor(), r_.write_progress(policy_->name()), "status progress");
+  }
+  void pod_already_gone(const drain::PodMove& move) override {
+    r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
+        .with({policy_->name(), "gone"})
+        .inc();
+    logger.info("pod already gone before its eviction", {{"policy", policy_->name()}, {"pod", move.pod->key()}});
   }
   void eviction_refused(const drain::PodMove& move, const Error& e) override {
     r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
@@ -347,27 +353,33 @@ void SpotRebalancer::hold_nodes_that_took_replacements(const drain::ReschedulePo
   }
 }
 
-asio::awaitable<void> SpotRebalancer::run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
+asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
                                                 const drain::NodePlan& node_plan) {
   const std::string name = policy.name();
   const Time started = timers_.now();
   const auto delay = std::chrono::duration_cast<Time::duration>(spec.node_drain_delay);
   const std::optional<Time> gate_before = st.next_drain_after;
   st.current = DrainProgress{node_plan.node, started, 0, static_cast<int>(node_plan.moves.size())};
-  // The gate is persisted before anything is touched, so a crash mid-drain keeps it closed.
+  // The gate is persisted before anything is touched, so a crash mid-drain keeps it closed: a
+  // drain whose start cannot be recorded does not start.
   st.next_drain_after = later(st.next_drain_after, ceil_seconds(started + delay));
+  {
+    StatusInput in;
+    in.plan = st.last_plan.get();
+    if (auto r = co_await write_status(policy, st, std::move(in)); !r) {
+      st.current.reset();
+      st.next_drain_after = gate_before;
+      logger.warn("not starting the drain: the drain delay gate could not be saved in the policy's status",
+                  {{"policy", name}, {"node", node_plan.node}, {"error", r.error()}});
+      co_return r.error().wrap(fmt::format("recording the start of the drain of {}", node_plan.node));
+    }
+  }
   std::set<std::string> targets;
   for (const auto& m : node_plan.moves) targets.insert(m.target);
   std::string message = fmt::format("Draining {} for policy {}: moving {} to spot node{} {}", node_plan.node, name,
                                     pods_text(node_plan.moves.size()), targets.size() == 1 ? "" : "s", fmt::join(targets, ", "));
   events_.record(node_ref(node_plan.node), "Normal", "DrainStarted", "Drain", message, policy_ref(policy));
   events_.record(policy_ref(policy), "Normal", "DrainStarted", "Drain", message, node_ref(node_plan.node));
-  {
-    StatusInput in;
-    in.plan = st.last_plan.get();
-    if (auto r = co_await write_status(policy, st, std::move(in)); !r)
-      logger.warn("could not record the drain's start", {{"policy", name}, {"error", r.error()}});
-  }
 
   auto options = drain::evictor_options(name, spec);
   options.poll_interval = options_.poll_interval;
@@ -437,7 +449,8 @@ asio::awaitable<void> SpotRebalancer::run_drain(const drain::ReschedulePolicy& p
       st.next_drain_after = ceil_seconds(report.finished + delay);
       drains.with({name, "aborted"}).inc();
       std::string note = fmt::format("Stopped draining {} after {} of {}: {}. The taint was {}; the node is tried again after {}", node,
-                                     report.evicted.size(), pods_text(report.evicted.size() + static_cast<size_t>(report.remaining)),
+                                     report.evicted.size(),
+                                     pods_text(report.evicted.size() + report.already_gone.size() + static_cast<size_t>(report.remaining)),
                                      report.reason, report.taint_removed ? "removed" : "not removed yet (retried shortly)",
                                      format_time(retry));
       events_.record(node_ref(node), "Warning", "DrainAborted", "Drain", note, policy_ref(policy));
@@ -452,6 +465,7 @@ asio::awaitable<void> SpotRebalancer::run_drain(const drain::ReschedulePolicy& p
       break;
     }
   }
+  co_return ok();
 }
 
 asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::string& key) {
@@ -524,7 +538,7 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
                        policy_ref(*policy));
     }
     if (!blocked) {
-      co_await run_drain(*policy, spec, st, head);
+      if (auto r = co_await run_drain(*policy, spec, st, head); !r) co_return r.error();
       // Plan again at once: the cluster changed, and the status should say so.
       StatusInput in;
       in.plan = plan.get();

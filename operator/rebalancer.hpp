@@ -92,7 +92,9 @@ class SpotRebalancer final : public runtime::Reconciler {
   asio::awaitable<Result<runtime::Action>> reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& state);
   void hold_nodes_that_took_replacements(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
                                          const drain::DrainReport& report);
-  asio::awaitable<void> run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& state,
+  // Fails, touching nothing, when the drain's start (and the gate it closes) cannot be saved in
+  // the policy's status first.
+  asio::awaitable<Result<void>> run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& state,
                                   const drain::NodePlan& node_plan);
   asio::awaitable<void> clean_stale_taints(const std::string& policy, PolicyState& state);
   void report_undrainable(const drain::ReschedulePolicy& policy, PolicyState& state, const drain::Plan& plan);

@@ -54,6 +54,8 @@ EvictorOptions evictor_options(const std::string& policy, const PolicySpec& spec
   o.policy = policy;
   o.pod_eviction_timeout = spec.pod_eviction_timeout;
   o.max_graceful_termination = spec.max_graceful_termination;
+  o.termination_headroom = spec.termination_headroom;
+  o.drained_node_taint_ttl = spec.drained_node_taint_ttl;
   return o;
 }
 
@@ -160,11 +162,18 @@ asio::awaitable<Result<bool>> Evictor::set_taint(std::string node, bool present)
                                   options_.taint_attempts));
 }
 
-asio::awaitable<Result<void>> Evictor::evict_one(const PodMove& move, DrainObserver* observer) {
-  const model::Pod& pod = *move.pod;
-  const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.pod_eviction_timeout);
+// The pod's own grace period, capped by maxGracefulTermination, and never 0: a grace period of 0
+// is a force deletion, which lets the pod's process run on while its replacement starts.
+int64_t Evictor::grace_seconds(const model::Pod& pod) const {
   int64_t grace = std::chrono::duration_cast<std::chrono::seconds>(options_.max_graceful_termination).count();
   grace = std::min<int64_t>(grace, pod.termination_grace_period_seconds.value_or(30));
+  return std::max<int64_t>(grace, 1);
+}
+
+asio::awaitable<Result<bool>> Evictor::evict_one(const PodMove& move, DrainObserver* observer) {
+  const model::Pod& pod = *move.pod;
+  const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.pod_eviction_timeout);
+  const int64_t grace = grace_seconds(pod);
   Duration backoff = options_.retry_base;
   while (true) {
     if (stopping_) co_return stopped();
@@ -175,10 +184,10 @@ asio::awaitable<Result<void>> Evictor::evict_one(const PodMove& move, DrainObser
     o.grace_period_seconds = grace;
     o.uid_precondition = pod.meta.uid;  // never evict a newer pod that took the same name
     auto r = co_await client_->evict(pod.meta.namespace_.view(), pod.name(), o);
-    if (r) co_return ok();
+    if (r) co_return true;
     const Error& e = r.error();
-    if (e.is_not_found()) co_return ok();  // already gone
-    if (e.code == 409) co_return ok();     // the UID precondition failed: this pod is gone, a new one has its name
+    if (e.is_not_found()) co_return false;  // already gone
+    if (e.code == 409) co_return false;     // the UID precondition failed: this pod is gone, a new one has its name
     if (permanent(e)) co_return Error(e).wrap(fmt::format("the Eviction API refused pod {}", pod.key()));
     if (observer) observer->eviction_refused(move, e);
     Time now = timers_.now();
@@ -195,15 +204,16 @@ asio::awaitable<Result<void>> Evictor::evict_one(const PodMove& move, DrainObser
 
 asio::awaitable<Result<void>> Evictor::wait_gone(const PodMove& move) {
   const model::Pod& pod = *move.pod;
-  Duration limit = std::max(options_.max_graceful_termination, options_.poll_interval) + options_.poll_interval;
+  // The grace period given, then the kill and the kubelet's and API server's latency.
+  const Duration limit = std::chrono::seconds(grace_seconds(pod)) + options_.termination_headroom + options_.poll_interval;
   const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(limit);
   while (true) {
     auto r = co_await client_->get<model::Pod>(pod.meta.namespace_.view(), pod.name());
     if (!r && r.error().is_not_found()) co_return ok();
     if (r && r->meta.uid != pod.meta.uid) co_return ok();  // replaced by a new pod with the same name
     if (timers_.now() >= deadline)
-      co_return Error::timeout(fmt::format("pod {} did not terminate within maxGracefulTermination ({})", pod.key(),
-                                           seconds_text(options_.max_graceful_termination)));
+      co_return Error::timeout(fmt::format("pod {} did not terminate within its grace period ({}s) and terminationHeadroom ({})",
+                                           pod.key(), grace_seconds(pod), seconds_text(options_.termination_headroom)));
     // A stop does not cut this wait short: the eviction was accepted, so see it through or time out.
     co_await timers_.sleep(options_.poll_interval);
     if (timers_.stopped()) co_return Error::cancelled("shutting down");
@@ -223,6 +233,31 @@ std::map<std::string, std::set<std::string>> Evictor::controller_pod_uids(const 
       if (auto it = out.find(p->controller->uid.str()); it != out.end()) it->second.insert(p->meta.uid);
   });
   return out;
+}
+
+asio::awaitable<Result<void>> Evictor::wait_pending_replacements(const std::vector<PodMove>& evicted,
+                                                                  const std::map<std::string, std::set<std::string>>& known_uids) {
+  std::set<std::string, std::less<>> controllers;
+  for (const auto& m : evicted)
+    if (m.pod->controller) controllers.insert(m.pod->controller->uid.str());
+  if (controllers.empty()) co_return ok();
+  const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.replacement_timeout);
+  while (true) {
+    std::string pending;
+    pods_.for_each([&](const PodPtr& p) {
+      if (!pending.empty() || !p->controller || !p->node_name.empty() || p->terminating() || p->terminal()) return;
+      std::string owner = p->controller->uid.str();
+      if (!controllers.count(owner)) return;
+      auto known = known_uids.find(owner);
+      if (known != known_uids.end() && known->second.count(p->meta.uid)) return;
+      pending = p->key();
+    });
+    if (pending.empty()) co_return ok();
+    if (timers_.now() >= deadline)
+      co_return Error::timeout(fmt::format("replacement pod {} was still Pending {} after its predecessor's eviction", pending,
+                                           seconds_text(options_.replacement_timeout)));
+    if (!co_await pause(options_.poll_interval)) co_return stopped();
+  }
 }
 
 asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
@@ -362,6 +397,13 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
       failure = r.error().message;
       break;
     }
+    if (!*r) {
+      // Gone before its eviction: nothing was evicted, and no replacement is owed to this drain.
+      report.already_gone.push_back(move.pod->key());
+      --report.remaining;
+      if (observer) observer->pod_already_gone(move);
+      continue;
+    }
     evicted.push_back(move);
     report.evicted.push_back(move.pod->key());
     --report.remaining;
@@ -371,20 +413,32 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
       failure = gone.error().message;
       break;
     }
+    if (report.remaining == 0) continue;
+    // A replacement still Pending will take spot room the rest of the node needs: evict the
+    // next pod once it is bound.
+    if (auto bound = co_await wait_pending_replacements(evicted, known_uids); !bound) {
+      failure = bound.error().message;
+      break;
+    }
     // The cluster moves on while a drain runs (spot nodes can go away, or fill up): evict the
     // next pod only while the rest of the node still fits on spot nodes.
-    if (report.remaining > 0)
-      if (auto again = recheck(); !again) {
-        failure = fmt::format("the plan for the rest of the node no longer holds: {}", again.error().message);
-        break;
-      }
+    if (auto again = recheck(); !again) {
+      failure = fmt::format("the plan for the rest of the node no longer holds: {}", again.error().message);
+      break;
+    }
   }
-  co_await untaint(report);
   if (failure) {
+    co_await untaint(report);
     finish(DrainOutcome::kAborted, *failure);
     co_return report;
   }
+  // The taint stays until every replacement is bound (or the replacement timeout passes): a
+  // replacement scheduled after the untaint could land on the node just emptied, which the
+  // scheduler's LeastAllocated scores best. Then, optionally, a while longer, so new pods do not
+  // refill a node the cluster autoscaler is about to remove.
   co_await check_replacements(plan, evicted, known_uids, is_spot, observer, report);
+  if (options_.drained_node_taint_ttl > Duration::zero()) co_await pause(options_.drained_node_taint_ttl);
+  co_await untaint(report);
   finish(DrainOutcome::kSucceeded, "");
   co_return report;
 }

@@ -7,19 +7,23 @@
 //     list with a resourceVersion precondition, retried on 409) so evicted pods cannot come back,
 //     then re-check once more (a pod may have landed meanwhile).
 //  3. Evict the pods one at a time through the policy/v1 Eviction API, budget-covered pods
-//     first, each with gracePeriodSeconds = min(its own, maxGracefulTermination). A 429 (budget
+//     first, each with gracePeriodSeconds = min(its own, maxGracefulTermination), at least 1 (0
+//     would be a force deletion). A 429 (budget
 //     refusal or throttling) and a 5xx are retried with backoff, honouring Retry-After, until
 //     podEvictionTimeout; a 404 means already gone; an eviction the API refuses for good (403, a
 //     pod under two budgets) stops the drain. Before each request, the caller's `still_movable`
 //     checks the pod against the policy as the cache has it now (an annotation added mid-drain
-//     stops the drain). After each eviction, wait until the pod is gone (404, or a new UID) for
-//     up to maxGracefulTermination before the next one, and re-check the plan: when the rest of
-//     the node no longer fits on spot nodes (spot capacity went away), stop there.
+//     stops the drain). A pod already gone (404, or a new UID: 409) is reported as such, not
+//     as evicted. After each eviction, wait until the pod is gone (404, or a new UID) for up to
+//     its grace period plus terminationHeadroom before the next one, and re-check the plan:
+//     when the rest of the node no longer fits on spot nodes (spot capacity went away), stop.
 //  4. On any failure, or when told to stop: evict nothing more, remove the taint, and report
-//     why. On success: remove the taint too (the node stays schedulable; the cluster autoscaler
-//     removes it once empty) and check where the evicted pods' replacements were scheduled,
-//     reporting those not on a spot node. Replacements are looked for in the caller's pod store
-//     (the informer's, kept current by its watch), polled, never by listing pods again.
+//     why. On success: wait until every evicted pod's replacement is bound (up to the
+//     replacement timeout) with the node still tainted, so none lands back on it, keep the taint
+//     drainedNodeTaintTTL longer if asked, then remove it (the node stays schedulable; the
+//     cluster autoscaler removes it once empty). Replacements not on a spot node are reported.
+//     They are looked for in the caller's pod store (the informer's, kept current by its
+//     watch), polled, never by listing pods again.
 //
 // Crash safety: remove_stale_taints() removes the policy's taint from nodes with no drain in
 // progress in this process; the operator calls it once it holds leadership.
@@ -44,7 +48,9 @@ namespace asio = boost::asio;
 struct EvictorOptions {
   std::string policy;  // the taint's value
   Duration pod_eviction_timeout = std::chrono::minutes(2);
-  Duration max_graceful_termination = std::chrono::minutes(2);
+  Duration max_graceful_termination = std::chrono::minutes(2);  // never below 1 s: 0 is force deletion
+  Duration termination_headroom = std::chrono::seconds(30);    // beyond the grace period, waiting for a pod to go
+  Duration drained_node_taint_ttl = Duration::zero();          // the taint kept once every replacement is bound
   Duration poll_interval = std::chrono::seconds(1);        // checking that a pod is gone
   Duration retry_base = std::chrono::seconds(1);           // 429/5xx without Retry-After: 1s, 2s, 4s ...
   Duration retry_cap = std::chrono::seconds(10);
@@ -66,6 +72,7 @@ struct DrainReport {
   DrainOutcome outcome = DrainOutcome::kAborted;
   std::string reason;                          // why it aborted or went stale
   std::vector<std::string> evicted;            // pod keys, in order
+  std::vector<std::string> already_gone;       // pod keys the Eviction API no longer found (404, or a new UID: 409)
   int remaining = 0;                           // pods of the plan not evicted
   std::vector<std::string> replacements_not_on_spot;  // one sentence each
   // The nodes that are not spot nodes where replacements were scheduled, with those pods' keys.
@@ -81,6 +88,8 @@ class DrainObserver {
   virtual void drain_started(const NodePlan&) {}
   virtual void pod_evicted(const NodePlan&, const PodMove&, int /*evicted_so_far*/) {}
   virtual void eviction_refused(const PodMove&, const Error&) {}
+  // The pod was gone before its eviction (404, or a new pod of the same name: 409): nothing evicted.
+  virtual void pod_already_gone(const PodMove&) {}
   virtual void replacement_not_on_spot(const PodMove&, const std::string& /*message*/) {}
   virtual void drain_finished(const NodePlan&, const DrainReport&) {}
 };
@@ -113,12 +122,18 @@ class Evictor {
   asio::awaitable<Result<bool>> set_taint(std::string node, bool present);
 
  private:
-  asio::awaitable<Result<void>> evict_one(const PodMove& move, DrainObserver* observer);
+  // True when the pod was evicted, false when it was already gone.
+  asio::awaitable<Result<bool>> evict_one(const PodMove& move, DrainObserver* observer);
   asio::awaitable<Result<void>> wait_gone(const PodMove& move);
+  int64_t grace_seconds(const model::Pod& pod) const;
   asio::awaitable<void> check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
                                            const std::map<std::string, std::set<std::string>>& known_uids,
                                            const IsSpot& is_spot, DrainObserver* observer, DrainReport& report);
   std::map<std::string, std::set<std::string>> controller_pod_uids(const std::vector<PodMove>& moves) const;
+  // Holds the next eviction while a replacement of an evicted pod is Pending (it will take spot
+  // room the rest of the node needs); fails after the replacement timeout.
+  asio::awaitable<Result<void>> wait_pending_replacements(const std::vector<PodMove>& evicted,
+                                                           const std::map<std::string, std::set<std::string>>& known_uids);
   asio::awaitable<bool> pause(Duration d);
   Error stopped() const;  // why a stopped drain ended
   asio::awaitable<void> untaint(DrainReport& report);

@@ -255,6 +255,12 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
                    // With no spot node at all, no pod is pinned: every node says there is none.
                    spot_nodes.empty() ? nullptr : &reach};
 
+  // Pods the scheduler has not bound yet (an HPA scale-up, a StatefulSet's or this very drain's
+  // replacement) will take room too: the snapshot holds bound pods only.
+  std::vector<PodPtr> pending;
+  for (const auto& pod : in.pods)
+    if (pod->node_name.empty() && !pod->terminal() && !pod->terminating()) pending.push_back(pod);
+
   // One pass over the on-demand nodes in `order`, each decided once. `hints` (from the plan
   // search): the spot node to try first for a pod, through every filter.
   auto run_pass = [&](const std::vector<int>& order, const Hints* hints) {
@@ -263,6 +269,19 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
       for (const auto& pod : snap.node(idx).pods) demand.add(*pod);
     sched::Fork committed(snap);
     committed.track_candidates(spot);
+    // Each Pending pod that could run on a spot node takes room there before any node is
+    // planned: on the node it is nominated to (a preemption makes room for it there), or where
+    // it fits. One that fits on no spot node takes none here; the unschedulable-pods gate sees it.
+    if (framework)
+      for (const auto& pod : pending) {
+        int node = -1;
+        if (!pod->nominated_node.empty())
+          if (auto n = snap.index_of(pod->nominated_node.view());
+              n && std::find(spot.begin(), spot.end(), *n) != spot.end())
+            node = *n;
+        if (node < 0) node = framework->place_on_tracked(*pod, committed, cache).node;
+        if (node >= 0) committed.add_pod(node, pod);
+      }
     model::Pod unbound;
     for (int idx : order) {
       const sched::NodeInfo& info = snap.node(idx);
@@ -287,6 +306,10 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
       };
       if (auto ex = in.excluded.find(info.name); ex != in.excluded.end()) {
         pass.undrainable.push_back({info.name, {ex->second}});
+        continue;
+      }
+      if (!info.node->opt_out.empty()) {
+        pass.undrainable.push_back({info.name, {fmt::format("the node is annotated {}=true", info.node->opt_out)}});
         continue;
       }
       NodeRejection rejection{info.name, {}};

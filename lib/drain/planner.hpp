@@ -6,6 +6,8 @@
 //     A node matching both is excluded with a reason; cordoned nodes are neither.
 //  2. Order on-demand nodes by requested CPU, least first (ties by name), or with drainOrder
 //     ScarceResources by their demand weighted by each resource's scarcity on the spot nodes.
+//     Pending pods the scheduler has not bound yet take room on the spot nodes first: on the
+//     node they are nominated to, or where they fit (one that fits nowhere takes none).
 //  3. For each, give every pod a verdict (drainability.hpp) and charge the Move pods against
 //     their PodDisruptionBudgets together (budget.hpp).
 //  4. Place the Move pods, largest CPU request first, through lib/sched with the policy's

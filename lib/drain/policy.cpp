@@ -31,7 +31,7 @@ constexpr std::array kSpecFields = {
     "housekeepingInterval", "nodeDrainDelay",         "podEvictionTimeout", "maxGracefulTermination",
     "deleteNonReplicatedPods", "localStorage",        "kubeSystemPodsWithoutPDB", "unschedulablePodsGate",
     "dryRun",               "suspend",                "profile",           "drainOrder",
-    "searchIterations",
+    "searchIterations",     "terminationHeadroom",    "drainedNodeTaintTTL",
 };
 
 void reject_unknown(model::JsonDecoder& d, const model::JsonValue& obj, const auto& known) {
@@ -98,7 +98,11 @@ void decode_spec(model::JsonDecoder& d, const model::JsonValue& spec, PolicySpec
   duration(d, spec, "housekeepingInterval", s.housekeeping_interval, std::chrono::seconds(1));
   duration(d, spec, "nodeDrainDelay", s.node_drain_delay, Duration::zero());
   duration(d, spec, "podEvictionTimeout", s.pod_eviction_timeout, std::chrono::seconds(1));
-  duration(d, spec, "maxGracefulTermination", s.max_graceful_termination, Duration::zero());
+  // A grace period of 0 is a force deletion: the pod's process may still run while its
+  // replacement starts (a StatefulSet identity twice). Never ask for one.
+  duration(d, spec, "maxGracefulTermination", s.max_graceful_termination, std::chrono::seconds(1));
+  duration(d, spec, "terminationHeadroom", s.termination_headroom, Duration::zero());
+  duration(d, spec, "drainedNodeTaintTTL", s.drained_node_taint_ttl, Duration::zero());
   s.delete_non_replicated_pods = d.boolean(spec, "deleteNonReplicatedPods", false);
   if (const model::JsonValue* ls = d.object(spec, "localStorage")) {
     auto scope = d.field("localStorage");

@@ -50,7 +50,12 @@ struct PolicySpec {
   Duration housekeeping_interval = std::chrono::seconds(10);
   Duration node_drain_delay = std::chrono::minutes(10);
   Duration pod_eviction_timeout = std::chrono::minutes(2);
-  Duration max_graceful_termination = std::chrono::minutes(2);
+  Duration max_graceful_termination = std::chrono::minutes(2);  // at least 1s: 0 would force-delete
+  // Waiting for an evicted pod to be gone: its grace period plus this (the kill after the grace
+  // period, the kubelet's and the API server's latency), as cluster-autoscaler's 30 s headroom.
+  Duration termination_headroom = std::chrono::seconds(30);
+  // How long a drained node keeps its taint once every replacement is bound (0: untainted then).
+  Duration drained_node_taint_ttl = Duration::zero();
   bool delete_non_replicated_pods = false;
   Handling empty_dir = Handling::kMove;
   Handling host_path = Handling::kBlock;

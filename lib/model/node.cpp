@@ -17,7 +17,8 @@ bool Node::has_taint(std::string_view key, TaintEffect effect) const {
 bool Node::same_content(const Node& other) const {
   return meta.name == other.meta.name && meta.uid == other.meta.uid && meta.labels == other.meta.labels &&
          meta.deletion_timestamp == other.meta.deletion_timestamp && unschedulable == other.unschedulable &&
-         taints == other.taints && allocatable == other.allocatable && conditions == other.conditions;
+         taints == other.taints && allocatable == other.allocatable && conditions == other.conditions &&
+         opt_out == other.opt_out;
 }
 
 Result<Node> decode_node(const JsonValue& v) {
@@ -27,7 +28,12 @@ Result<Node> decode_node(const JsonValue& v) {
     d.wrong_type("an object", v);
     return d.take_error();
   }
-  decode_meta(d, v, n.meta, [](std::string_view, std::string_view) {});
+  decode_meta(d, v, n.meta, [&](std::string_view key, std::string_view value) {
+    if (value != "true" || !n.opt_out.empty()) return;
+    if (key == "spotshift.io/do-not-drain" || key == "karpenter.sh/do-not-disrupt" ||
+        key == "cluster-autoscaler.kubernetes.io/scale-down-disabled")
+      n.opt_out = std::string(key);
+  });
   if (const JsonValue* spec = d.object(v, "spec")) {
     auto s = d.field("spec");
     n.unschedulable = d.boolean(*spec, "unschedulable");

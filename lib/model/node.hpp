@@ -24,6 +24,10 @@ struct Node {
   std::vector<Taint> taints;
   ResourceList allocatable;
   NodeConditions conditions;
+  // The first opt-out annotation set to "true": spotshift.io/do-not-drain,
+  // karpenter.sh/do-not-disrupt or cluster-autoscaler.kubernetes.io/scale-down-disabled. Empty
+  // when the node has none.
+  std::string opt_out;
 
   const std::string& name() const { return meta.name; }
   bool ready() const { return conditions.ready == ConditionStatus::kTrue; }

@@ -78,6 +78,7 @@ struct HostPort {
 struct Pod {
   ObjectMeta meta;
   InternedString node_name;
+  InternedString nominated_node;  // status.nominatedNodeName: where a preemption makes room for it
   InternedString scheduler_name;
   std::optional<OwnerReference> controller;  // the ownerReference with controller: true
   std::optional<int64_t> termination_grace_period_seconds;

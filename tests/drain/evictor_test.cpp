@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <thread>
 
 using namespace spotshift;
@@ -106,6 +107,7 @@ struct Env {
     options.policy = "pool";
     options.pod_eviction_timeout = 3s;
     options.max_graceful_termination = 2s;
+    options.termination_headroom = 1s;
     options.poll_interval = 50ms;
     options.retry_base = 50ms;
     options.retry_cap = 200ms;
@@ -183,6 +185,15 @@ struct Env {
         out.push_back(fmt::format("{} {} {}", r.method, r.path, r.code));
     return out;
   }
+  // Waits until the pod of this name (default namespace) is gone from the API.
+  bool eventually_gone(const std::string& name) {
+    for (int i = 0; i < 200; ++i) {
+      auto r = run_sync(ioc, client->get<model::Pod>("default", name));
+      if (!r && r.error().is_not_found()) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
   std::map<std::string, std::string> pods_by_node() {
     std::map<std::string, std::string> out;
     for (const auto& p : run_sync(ioc, client->list<model::Pod>("")).value().items) out[p.name()] = std::string(p.node_name.view());
@@ -200,12 +211,16 @@ struct Env {
 struct Recorder : DrainObserver {
   std::vector<std::string> evicted, refusals, replacements;
   std::function<void()> after_first_eviction;
+  std::function<void(const std::string&)> on_evicted;
   void pod_evicted(const NodePlan&, const PodMove& m, int n) override {
     evicted.push_back(m.pod->name());
+    if (on_evicted) on_evicted(m.pod->name());
     if (n == 1 && after_first_eviction) after_first_eviction();
   }
   void eviction_refused(const PodMove& m, const Error& e) override { refusals.push_back(fmt::format("{} {}", m.pod->name(), e.code)); }
   void replacement_not_on_spot(const PodMove&, const std::string& msg) override { replacements.push_back(msg); }
+  void pod_already_gone(const PodMove& m) override { gone.push_back(m.pod->name()); }
+  std::vector<std::string> gone;
 };
 
 }  // namespace
@@ -355,9 +370,183 @@ TEST_CASE("a pod that never terminates aborts the drain and nothing more is evic
   std::stable_partition(plan.moves.begin(), plan.moves.end(), [](const PodMove& m) { return m.pod->name() == "web-a"; });
   DrainReport r = env.drain(plan);
   CHECK(r.outcome == DrainOutcome::kAborted);
-  CHECK(r.reason == "pod default/web-a did not terminate within maxGracefulTermination (1s)");
+  CHECK(r.reason == "pod default/web-a did not terminate within its grace period (1s) and terminationHeadroom (1s)");
   CHECK(r.evicted == std::vector<std::string>{"default/web-a"});
   CHECK(env.requests("/eviction").size() == 1);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("a grace period is never 0: an eviction asks for at least 1 s, never a force deletion", "[evictor]") {
+  // A policy written before the CRD refused maxGracefulTermination: 0s.
+  Env env(scenario(0, R"({"kubesim.spotshift.io/never-terminate": "true"})"));
+  env.options.max_graceful_termination = 0s;
+  env.options.termination_headroom = 200ms;
+  NodePlan plan = env.node_plan();
+  std::stable_partition(plan.moves.begin(), plan.moves.end(), [](const PodMove& m) { return m.pod->name() == "web-a"; });
+  DrainReport r = env.drain(plan);
+  // A force deletion would have removed web-a at once; a grace period of 1 s leaves it
+  // terminating (it never finishes here), so the drain stops at it.
+  CHECK(r.outcome == DrainOutcome::kAborted);
+  CHECK(r.evicted == std::vector<std::string>{"default/web-a"});
+  auto pod = run_sync(env.ioc, env.client->get(kube::Resource::pods(), "default", "web-a"));
+  REQUIRE(pod);
+  const model::JsonValue& meta = (*pod)["metadata"];
+  REQUIRE(meta.HasMember("deletionGracePeriodSeconds"));
+  CHECK(meta["deletionGracePeriodSeconds"].GetInt64() == 1);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("an evicted pod gets terminationHeadroom beyond its grace period to be gone", "[evictor]") {
+  for (bool headroom : {false, true}) {
+    DYNAMIC_SECTION("headroom " << headroom) {
+      Env env(scenario());
+      // Every pod takes its whole grace period (1 s of simulated time), then 20 s more (2 s of
+      // real time at kubesim's time scale) until its object is gone: the kill, the kubelet.
+      env.sim->run([](kubesim::Cluster& c) {
+        c.options().termination_cap = 1h;
+        c.options().kill_latency = 20s;
+      });
+      env.options.max_graceful_termination = 1s;
+      env.options.termination_headroom = headroom ? 5s : 0s;
+      NodePlan plan = env.node_plan();
+      plan.moves.resize(1);
+      DrainReport r = env.drain(plan);
+      INFO(r.reason);
+      if (headroom) {
+        CHECK(r.outcome == DrainOutcome::kSucceeded);
+      } else {
+        CHECK(r.outcome == DrainOutcome::kAborted);
+        CHECK(r.reason.find("did not terminate within its grace period (1s) and terminationHeadroom (0s)") != std::string::npos);
+      }
+      CHECK_FALSE(env.has_our_taint("od-1"));
+    }
+  }
+}
+
+TEST_CASE("a pod already gone when its eviction is sent is reported as gone, not evicted", "[evictor]") {
+  Env env(scenario());
+  NodePlan plan = env.node_plan();
+  std::stable_partition(plan.moves.begin(), plan.moves.end(), [](const PodMove& m) { return m.pod->name() == "api-a"; });
+  // api-a is deleted (and replaced) after the plan, before the drain reaches it.
+  run_sync(env.ioc, env.client->remove(kube::Resource::pods(), "default", "api-a", kube::DeleteOptions{})).value();
+  REQUIRE(env.eventually_gone("api-a"));
+  Recorder rec;
+  DrainReport r = env.drain(plan, &rec);
+  INFO(r.reason);
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  CHECK(r.already_gone == std::vector<std::string>{"default/api-a"});
+  CHECK(rec.gone == std::vector<std::string>{"api-a"});
+  CHECK(std::find(rec.evicted.begin(), rec.evicted.end(), "api-a") == rec.evicted.end());
+  CHECK(r.evicted.size() == 2);
+  CHECK(r.remaining == 0);
+}
+
+TEST_CASE("the taint stays until every replacement is bound, so none lands back on the emptied node", "[evictor]") {
+  // A StatefulSet's replacement is created only once its predecessor is gone: the last pod of a
+  // drain, with the scheduler slow, is still Pending when the evictions end.
+  Env env(scenario() + R"(---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: default, uid: sts-db}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: c, image: x, resources: {requests: {cpu: 500m, memory: 256Mi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: db-0
+  namespace: default
+  labels: {app: db}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: db, uid: sts-db, controller: true}]
+spec:
+  nodeName: od-1
+  hostname: db-0
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: x, resources: {requests: {cpu: 500m, memory: 256Mi}}}]
+)");
+  NodePlan plan = env.node_plan();
+  REQUIRE(plan.moves.size() == 4);
+  std::stable_partition(plan.moves.begin(), plan.moves.end(), [](const PodMove& m) { return m.pod->name() != "db-0"; });
+  REQUIRE(plan.moves.back().pod->name() == "db-0");
+  // The scheduler stops when db-0 is evicted (the replacements before it are bound by then:
+  // each held the next eviction until it was).
+  Recorder rec;
+  rec.on_evicted = [&](const std::string& pod) {
+    if (pod == "db-0") env.sim->run([](kubesim::Cluster& c) { c.options().scheduler = false; });
+  };
+  // Watches the cluster while the drain runs: a Pending replacement beside an untainted od-1 is
+  // the moment one could land back on it. Once db-0's replacement has waited Pending on a
+  // tainted node for a while, the scheduler comes back.
+  std::atomic<bool> done{false}, exposed{false}, resumed{false};
+  std::thread watcher([&] {
+    auto pending_since = std::chrono::steady_clock::time_point::max();
+    while (!done) {
+      bool tainted = false, pending = false;
+      env.sim->run([&](kubesim::Cluster& c) {
+        for (const auto& [k, o] : c.store().objects(*c.registry().pods()))
+          if (kubesim::get_str(o->doc, {"spec", "nodeName"}).empty() && !kubesim::get_path(o->doc, {"metadata", "deletionTimestamp"}))
+            pending = true;
+        if (auto n = c.store().get(*c.registry().nodes(), "od-1"))
+          if (const auto* t = kubesim::get_path(n->doc, {"spec", "taints"}))
+            for (const auto& x : t->GetArray()) tainted = tainted || kubesim::get_str(x, {"key"}) == kDrainingTaint;
+      });
+      if (pending && !tainted) exposed = true;
+      bool db_pending = false;
+      env.sim->run([&](kubesim::Cluster& c) {
+        if (auto p = c.store().get(*c.registry().pods(), "default/db-0"))
+          db_pending = kubesim::get_str(p->doc, {"spec", "nodeName"}).empty();
+      });
+      if (db_pending && pending_since == std::chrono::steady_clock::time_point::max()) pending_since = std::chrono::steady_clock::now();
+      if (!resumed && std::chrono::steady_clock::now() - pending_since > 500ms) {
+        resumed = true;
+        env.sim->run([](kubesim::Cluster& c) { c.options().scheduler = true; });
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  DrainReport r = env.drain(plan, &rec);
+  done = true;
+  watcher.join();
+  INFO(r.reason);
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  CHECK(resumed);
+  CHECK_FALSE(exposed);
+  CHECK(r.replacements_not_on_spot.empty());
+  CHECK_FALSE(env.has_our_taint("od-1"));
+  for (const auto& [pod, node] : env.pods_by_node()) CHECK(node.starts_with("spot-"));
+}
+
+TEST_CASE("a replacement still Pending holds the next eviction; one Pending past the timeout stops the drain", "[evictor]") {
+  Env env(scenario());
+  env.options.replacement_timeout = 1s;
+  NodePlan plan = env.node_plan();
+  env.sim->run([](kubesim::Cluster& c) { c.options().scheduler = false; });
+  DrainReport r = env.drain(plan);
+  INFO(r.reason);
+  CHECK(r.outcome == DrainOutcome::kAborted);
+  CHECK(r.evicted.size() == 1);
+  CHECK(r.reason.find("was still Pending 1s after its predecessor's eviction") != std::string::npos);
+  CHECK(env.requests("/eviction").size() == 1);
+  CHECK_FALSE(env.has_our_taint("od-1"));
+}
+
+TEST_CASE("drainedNodeTaintTTL keeps the taint that much longer after the replacements are bound", "[evictor]") {
+  Env env(scenario());
+  env.options.drained_node_taint_ttl = 1500ms;
+  NodePlan plan = env.node_plan();
+  auto start = std::chrono::steady_clock::now();
+  DrainReport r = env.drain(plan);
+  CHECK(r.outcome == DrainOutcome::kSucceeded);
+  CHECK(std::chrono::steady_clock::now() - start >= 1500ms);
+  auto patches = env.requests("PATCH /api/v1/nodes/od-1");
+  CHECK(patches.size() == 2);
   CHECK_FALSE(env.has_our_taint("od-1"));
 }
 

@@ -247,6 +247,60 @@ TEST_CASE("custom selectors, excluded nodes, empty nodes and the single-node re-
   CHECK(one.undrainable.empty());
 }
 
+TEST_CASE("a Pending pod takes the spot room it could use, before any node is planned", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-a").cpu("4"));
+  in.nodes.push_back(on_demand("od-1").cpu("4"));
+  in.pods.push_back(replica("big", "big").cpu("3").on("od-1"));
+  CHECK(make_plan(in, default_policy_spec()).drainable.size() == 1);
+  // A 2-CPU pod the scheduler has not bound yet (a scale-up, a replacement): 3 CPUs no longer fit.
+  in.pods.push_back(replica("scale-up", "other").cpu("2").phase("Pending"));
+  Plan plan = make_plan(in, default_policy_spec());
+  CHECK(plan.drainable.empty());
+  CHECK(all_reasons(plan, "od-1").find("pod default/big fits on no spot node") != std::string::npos);
+  // The evictor's re-check counts it too.
+  in.only_node = "od-1";
+  CHECK(make_plan(in, default_policy_spec()).drainable.empty());
+  // A Pending pod that fits on no spot node (pinned elsewhere) takes no spot room.
+  in.only_node.reset();
+  in.pods.back() = replica("scale-up", "other").cpu("2").phase("Pending").selector("pool", "gpu");
+  CHECK(make_plan(in, default_policy_spec()).drainable.size() == 1);
+}
+
+TEST_CASE("a Pending pod nominated to a spot node takes room on that node", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-a").cpu("4"));
+  in.nodes.push_back(spot("spot-b").cpu("4"));
+  in.nodes.push_back(on_demand("od-1").cpu("4"));
+  in.pods.push_back(replica("fill", "fill").cpu("2").on("spot-a"));
+  in.pods.push_back(replica("big", "big").cpu("3").on("od-1"));
+  // Not nominated, the pending pod could go to spot-a (2 free), leaving spot-b for the 3 CPUs.
+  in.pods.push_back(replica("waiting", "other").cpu("2").phase("Pending"));
+  CHECK(make_plan(in, default_policy_spec()).drainable.size() == 1);
+  // Nominated to spot-b, it takes half of spot-b: 3 CPUs fit nowhere.
+  in.pods.back() = replica("waiting", "other").cpu("2").phase("Pending").nominated("spot-b");
+  CHECK(make_plan(in, default_policy_spec()).drainable.empty());
+}
+
+TEST_CASE("a node annotated to opt out of disruption is not drained, whichever tool's annotation it carries", "[planner]") {
+  for (const char* key : {"spotshift.io/do-not-drain", "karpenter.sh/do-not-disrupt", "cluster-autoscaler.kubernetes.io/scale-down-disabled"}) {
+    INFO(key);
+    PlanInput in;
+    in.nodes.push_back(spot("spot-a").cpu("4"));
+    in.nodes.push_back(on_demand("od-1").cpu("4").annotation(key, "true"));
+    in.nodes.push_back(on_demand("od-2").cpu("4").annotation(key, "false"));
+    in.pods.push_back(replica("a", "a").on("od-1"));
+    in.pods.push_back(replica("b", "b").on("od-2"));
+    Plan plan = make_plan(in, default_policy_spec());
+    REQUIRE(plan.drainable.size() == 1);
+    CHECK(plan.drainable[0].node == "od-2");
+    CHECK(all_reasons(plan, "od-1") == fmt::format("the node is annotated {}=true\n", key));
+    // The evictor's re-check sees an annotation added after the plan.
+    in.only_node = "od-1";
+    CHECK(make_plan(in, default_policy_spec()).drainable.empty());
+  }
+}
+
 TEST_CASE("a moved pod's own old copy and its siblings count for anti-affinity correctly", "[planner]") {
   const std::string anti =
       R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"kubernetes.io/hostname"}]}})";

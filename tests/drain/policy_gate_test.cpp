@@ -20,6 +20,8 @@ TEST_CASE("an empty spec takes k8s-spot-rescheduler's defaults", "[policy]") {
   CHECK(s.node_drain_delay == 10min);
   CHECK(s.pod_eviction_timeout == 2min);
   CHECK(s.max_graceful_termination == 2min);
+  CHECK(s.termination_headroom == 30s);
+  CHECK(s.drained_node_taint_ttl == 0s);
   CHECK_FALSE(s.delete_non_replicated_pods);
   CHECK(s.empty_dir == Handling::kMove);
   CHECK(s.host_path == Handling::kBlock);
@@ -39,6 +41,7 @@ TEST_CASE("every spec field decodes", "[policy]") {
     "podSelector": {"matchLabels": {"movable": "yes"}},
     "namespaceSelector": {"matchLabels": {"team": "a"}},
     "housekeepingInterval": "30s", "nodeDrainDelay": "1m30s", "podEvictionTimeout": "45s", "maxGracefulTermination": "20s",
+    "terminationHeadroom": "10s", "drainedNodeTaintTTL": "5m",
     "deleteNonReplicatedPods": true, "localStorage": {"emptyDir": "Block", "hostPath": "Move"},
     "kubeSystemPodsWithoutPDB": "Move", "unschedulablePodsGate": "SpotOnly", "dryRun": true, "suspend": true,
     "drainOrder": "ScarceResources", "searchIterations": 2000,
@@ -52,6 +55,8 @@ TEST_CASE("every spec field decodes", "[policy]") {
   CHECK(s.node_drain_delay == 90s);
   CHECK(s.pod_eviction_timeout == 45s);
   CHECK(s.max_graceful_termination == 20s);
+  CHECK(s.termination_headroom == 10s);
+  CHECK(s.drained_node_taint_ttl == 5min);
   CHECK(s.delete_non_replicated_pods);
   CHECK(s.empty_dir == Handling::kBlock);
   CHECK(s.host_path == Handling::kMove);
@@ -75,6 +80,11 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
   CHECK(error(R"({"nodeDrainDelay":"ten minutes"})") ==
         "decoding ReschedulePolicy: spec.nodeDrainDelay: must be a duration such as 90s, 10m or 1h30m, got \"ten minutes\"");
   CHECK(error(R"({"housekeepingInterval":"100ms"})") == "decoding ReschedulePolicy: spec.housekeepingInterval: must be at least 1s, got 100ms");
+  // A grace period of 0 is a force deletion: refused, as the CRD's rule refuses it.
+  CHECK(error(R"({"maxGracefulTermination":"0s"})") ==
+        "decoding ReschedulePolicy: spec.maxGracefulTermination: must be at least 1s, got 0s");
+  CHECK(error(R"({"maxGracefulTermination":"500ms"})") ==
+        "decoding ReschedulePolicy: spec.maxGracefulTermination: must be at least 1s, got 500ms");
   CHECK(error(R"({"nodeDrainDelay":5})") == "decoding ReschedulePolicy: spec.nodeDrainDelay: expected a string, got a number");
   CHECK(error(R"({"localStorage":{"emptyDir":"Keep"}})") ==
         "decoding ReschedulePolicy: spec.localStorage.emptyDir: must be one of Move, Block, got \"Keep\"");

@@ -19,6 +19,12 @@ std::string rejection(Env& env, const std::string& name, const std::string& spec
   return at == std::string::npos ? "" : std::string(trim(out.substr(at + 12)));
 }
 
+// The API server checks the CRD's CEL rules only once the schema's blocking checks (types, enums,
+// required fields, lengths) pass, and says so after the causes that stopped it.
+const std::string kRulesNotChecked =
+    "\n* <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing "
+    "errors to complete validation";
+
 EnvOptions empty_cluster() {
   EnvOptions o;
   o.demo = false;
@@ -68,15 +74,20 @@ TEST_CASE("invalid policies are refused with the messages the policy reference s
   CHECK(rejection(env, "a", "  nodeDrainDelay: 5 minutes\n") ==
         R"(spec.nodeDrainDelay: Invalid value: "5 minutes": spec.nodeDrainDelay in body should match '^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$')");
   CHECK(rejection(env, "b", "  unschedulablePodsGate: Some\n") ==
-        R"(spec.unschedulablePodsGate: Unsupported value: "Some": supported values: "Any", "SpotOnly", "Disabled")");
+        "* " R"(spec.unschedulablePodsGate: Unsupported value: "Some": supported values: "Any", "SpotOnly", "Disabled")" + kRulesNotChecked);
   CHECK(rejection(env, "c", "  searchIterations: -1\n") ==
         "spec.searchIterations: Invalid value: -1: spec.searchIterations in body should be greater than or equal to 0");
   CHECK(rejection(env, "d", "  profile:\n    scores: [{name: FreeCPU, weight: 101}]\n") ==
         "spec.profile.scores[0].weight: Invalid value: 101: spec.profile.scores[0].weight in body should be less than or equal to 100");
-  CHECK(rejection(env, "e", "  profile:\n    filters: [Fit]\n").starts_with(R"(spec.profile.filters[0]: Unsupported value: "Fit": supported values: )"));
+  std::string e = rejection(env, "e", "  profile:\n    filters: [Fit]\n");
+  CHECK(e.starts_with("* " R"(spec.profile.filters[0]: Unsupported value: "Fit": supported values: )"));
+  CHECK(e.ends_with(kRulesNotChecked));
+  CHECK(rejection(env, "h", "  maxGracefulTermination: 0s\n") ==
+        R"(spec.maxGracefulTermination: Invalid value: "0s": must be at least 1s (a grace period of 0 is a force deletion))");
+  CHECK(rejection(env, "i", "  maxGracefulTermination: 1s\n").empty());
   CHECK(rejection(env, "f", "  dryRun: maybe\n") ==
-        R"(spec.dryRun: Invalid value: "string": spec.dryRun in body must be of type boolean: "string")");
+        "* " R"(spec.dryRun: Invalid value: "string": spec.dryRun in body must be of type boolean: "string")" + kRulesNotChecked);
   // A valid one is accepted.
   CHECK(rejection(env, "g", "  nodeDrainDelay: 90s\n").empty());
-  CHECK(env.kubectl("get rsp -o name") == "reschedulepolicy.spotshift.io/g\n");
+  CHECK(env.kubectl("get rsp -o name") == "reschedulepolicy.spotshift.io/g\nreschedulepolicy.spotshift.io/i\n");
 }

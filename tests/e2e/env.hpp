@@ -140,7 +140,13 @@ class Env {
     }
     if (options.apply_crd) {
       kubectl("apply -f " + kSource + "/crds/reschedulepolicies.spotshift.io.yaml");
-      if (real) kubectl("wait --for condition=Established --timeout 30s crd/reschedulepolicies.spotshift.io");
+      if (real) {
+        kubectl("wait --for condition=Established --timeout 30s crd/reschedulepolicies.spotshift.io");
+        // A real API server publishes a new CRD's schema (what kubectl explain and kubectl's
+        // field validation read) a moment after it is Established, later on a busy machine.
+        REQUIRE(eventually([&] { return kubectl("explain rsp.spec.nodeDrainDelay", false).find("FIELD: nodeDrainDelay") != std::string::npos; },
+                           30s, 200ms));
+      }
     }
     REQUIRE(eventually([&] { return all_running(); }, 30s));
   }

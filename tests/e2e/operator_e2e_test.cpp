@@ -430,6 +430,28 @@ TEST_CASE("an invalid policy is reported while a valid one keeps working; overla
   REQUIRE(eventually([&] { return env.condition("bad", "Valid") == "True"; }, 20s));
 }
 
+TEST_CASE("a drain whose start cannot be saved in the policy's status does not start", "[e2e]") {
+  Env env;
+  env.apply("policy", policy_yaml("default", ""));
+  // Every status write fails: the drain delay gate cannot be recorded before the taint.
+  kubesim::FaultRule refused;
+  refused.verb = "update";
+  refused.resource = "reschedulepolicies/status";
+  refused.status = 503;
+  env.sim->faults().add(refused);
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return op->log().find("not starting the drain") != std::string::npos; }, 20s));
+  std::this_thread::sleep_for(2s);
+  INFO(op->log());
+  CHECK(env.operator_requests("/eviction").empty());
+  CHECK(env.operator_requests("PATCH /api/v1/nodes/").empty());
+  CHECK_FALSE(env.any_draining());
+  // Once the status can be written, the drain goes ahead, its gate recorded first.
+  env.sim->faults().clear();
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
+  CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
+}
+
 namespace {
 // ondemand-1's web pod never finishes terminating: a drain of it hangs until maxGracefulTermination.
 const std::string kStuckPolicy = R"(  maxGracefulTermination: 60s

@@ -23,6 +23,9 @@ struct ClusterOptions {
   size_t history_limit = 100000;
   Duration kubelet_start_delay = std::chrono::seconds(1);  // bound pod -> Running and Ready
   Duration termination_cap = std::chrono::seconds(2);      // graceful deletion takes min(grace, cap)
+  // ... and then this much longer: the kill after the grace period, the kubelet's and the API
+  // server's latency, which a real cluster adds before the pod object is gone.
+  Duration kill_latency = Duration::zero();
   Duration disrupted_pod_timeout = std::chrono::minutes(2);
   bool scheduler = true;
   bool workloads = true;      // Deployment, ReplicaSet, DaemonSet, StatefulSet, garbage collection

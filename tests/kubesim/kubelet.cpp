@@ -31,7 +31,7 @@ void SimKubelet::observe(const Change& c) {
         get_int(pod, {"metadata", "deletionGracePeriodSeconds"}).value_or(1) > 0)
       return;
     if (finishing_.insert(uid).second) {
-      Time due = std::min(*deletion, now + cluster_.options().termination_cap);
+      Time due = std::min(*deletion, now + cluster_.options().termination_cap) + cluster_.options().kill_latency;
       timers_.push({due, c.obj->key, uid, true});
       std::string container;
       if (const Value* cs = get_path(pod, {"spec", "containers"}); cs && cs->IsArray() && cs->Size() > 0)

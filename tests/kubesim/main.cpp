@@ -48,6 +48,7 @@ Flags:
   --history N                changes kept for watches and consistent pagination (default 100000)
   --kubelet-start-delay D    how long a bound pod takes to become Running and Ready (default 1s)
   --termination-cap D        graceful deletion takes min(grace period, D) (default 2s)
+  --kill-latency D           and the pod object goes D after that (default 0s)
   --log-format text|json     log format (default text)
   -v N                       log verbosity
   -h, --help                 show this help
@@ -137,6 +138,7 @@ int main(int argc, char** argv) {
       o.cluster.history_limit = static_cast<size_t>(*n);
     } else if (arg == "--kubelet-start-delay") o.cluster.kubelet_start_delay = duration_flag(arg, next());
     else if (arg == "--termination-cap") o.cluster.termination_cap = duration_flag(arg, next());
+    else if (arg == "--kill-latency") o.cluster.kill_latency = duration_flag(arg, next());
     else if (arg == "--log-format") {
       auto f = log::parse_format(next());
       if (!f) die(f.error().message);

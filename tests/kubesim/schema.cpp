@@ -85,6 +85,21 @@ Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
     }
   }
   if (const Value* d = field(s, "default")) out->default_json_ = to_json(*d);
+  if (const Value* rules = field(s, "x-kubernetes-validations"); rules && rules->IsArray()) {
+    static const std::regex form(R"(^\s*duration\(self\)\s*(>=|>|<=|<)\s*duration\('([^']*)'\)\s*$)");
+    for (const auto& r : rules->GetArray()) {
+      std::string rule(get_str(r, {"rule"}));
+      std::smatch m;
+      auto bound = std::regex_match(rule, m, form) ? parse_go_duration(m[2].str()) : Result<Duration>(Error::invalid(""));
+      if (!bound)
+        return Error::invalid(fmt::format("x-kubernetes-validations: kubesim evaluates only rules of the form "
+                                          "duration(self) >= duration('1s') (also >, <=, <), not \"{}\"", rule));
+      std::string message(get_str(r, {"message"}));
+      out->rules_.push_back({m[1].str(), *bound, message.empty() ? fmt::format("failed rule: {}", rule) : message});
+    }
+  }
+  out->any_rules_ = !out->rules_.empty() || (out->items_ && out->items_->any_rules_) || (out->additional_ && out->additional_->any_rules_);
+  for (const auto& [name, sub] : out->properties_) out->any_rules_ = out->any_rules_ || sub->any_rules_;
   return std::shared_ptr<const Schema>(out);
 }
 
@@ -131,16 +146,33 @@ void Schema::apply_root(Value& v, Alloc& a, std::vector<StatusCause>& causes, st
   }
   for (const auto& r : required_)
     if (r != "metadata" && !v.HasMember(ref(r))) add(causes, "FieldValueRequired", r, "Required value");
+  std::vector<StatusCause> cel;
   for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
     std::string_view name(it->name.GetString(), it->name.GetStringLength());
-    if (const Schema* sub = property(name); sub && name != "metadata") sub->validate(it->value, std::string(name), causes);
+    if (const Schema* sub = property(name); sub && name != "metadata") sub->validate(it->value, std::string(name), causes, cel);
   }
+  finish_validation(causes, cel);
+}
+
+void Schema::finish_validation(std::vector<StatusCause>& causes, std::vector<StatusCause>& cel) const {
+  if (!any_rules_) return;
+  for (const auto& c : causes)
+    if (c.reason == "FieldValueNotSupported" || c.reason == "FieldValueRequired" || c.reason == "FieldValueTooLong" ||
+        c.reason == "FieldValueTooMany" || c.reason == "FieldValueTypeInvalid") {
+      add(causes, "FieldValueInvalid", "<nil>",
+          "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing "
+          "errors to complete validation");
+      return;
+    }
+  causes.insert(causes.end(), cel.begin(), cel.end());
 }
 
 void Schema::apply(Value& v, Alloc& a, const std::string& path, std::vector<StatusCause>& causes,
                    std::vector<std::string>& unknown) const {
   prune_and_default(v, a, path, unknown);
-  validate(v, path, causes);
+  std::vector<StatusCause> cel;
+  validate(v, path, causes, cel);
+  finish_validation(causes, cel);
 }
 
 void Schema::prune_and_default(Value& v, Alloc& a, const std::string& path, std::vector<std::string>& unknown) const {
@@ -178,7 +210,7 @@ void Schema::prune_and_default(Value& v, Alloc& a, const std::string& path, std:
   }
 }
 
-void Schema::validate(const Value& v, const std::string& path, std::vector<StatusCause>& causes) const {
+void Schema::validate(const Value& v, const std::string& path, std::vector<StatusCause>& causes, std::vector<StatusCause>& cel) const {
   if (v.IsNull()) {
     if (!nullable_) add(causes, "FieldValueRequired", path, "Required value");
     return;
@@ -233,6 +265,11 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
     if (pattern_ && !std::regex_search(std::string(v.GetString(), v.GetStringLength()), *pattern_))
       add(causes, "FieldValueInvalid", path,
           fmt::format("Invalid value: {}: {} in body should match '{}'", shown(v), path, pattern_text_));
+    if (auto d = rules_.empty() ? Result<Duration>(Error::invalid("")) : parse_go_duration({v.GetString(), v.GetStringLength()}))
+      for (const auto& r : rules_) {
+        bool holds = r.op == ">=" ? *d >= r.bound : r.op == ">" ? *d > r.bound : r.op == "<=" ? *d <= r.bound : *d < r.bound;
+        if (!holds) add(cel, "FieldValueInvalid", path, fmt::format("Invalid value: {}: {}", shown(v), r.message));
+      }
   }
   if (v.IsArray()) {
     int64_t n = v.Size();
@@ -242,7 +279,7 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
     if (max_items_ && n > *max_items_)
       add(causes, "FieldValueTooMany", path, fmt::format("Too many: {}: must have at most {} items", n, *max_items_));
     if (items_)
-      for (rapidjson::SizeType i = 0; i < v.Size(); ++i) items_->validate(v[i], fmt::format("{}[{}]", path, i), causes);
+      for (rapidjson::SizeType i = 0; i < v.Size(); ++i) items_->validate(v[i], fmt::format("{}[{}]", path, i), causes, cel);
   }
   if (v.IsObject()) {
     for (const auto& r : required_)
@@ -251,7 +288,7 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
       std::string_view name(it->name.GetString(), it->name.GetStringLength());
       const Schema* sub = property(name);
       if (!sub && additional_) sub = additional_.get();
-      if (sub) sub->validate(it->value, child(path, name), causes);
+      if (sub) sub->validate(it->value, child(path, name), causes, cel);
     }
   }
 }

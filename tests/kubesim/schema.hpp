@@ -2,8 +2,14 @@
 // Structural OpenAPI v3 schemas for custom resources, applied the way a real apiserver does:
 // null values of non-nullable fields dropped, unknown fields pruned (and reported for strict
 // field validation), defaults applied, then type, required, enum, bounds, length, item-count
-// and pattern checks that produce 422 causes with field paths. CEL rules are not evaluated.
+// and pattern checks that produce 422 causes with field paths. Of the CEL rules
+// (x-kubernetes-validations), the one form spotshift's CRD uses is evaluated,
+// `duration(self) OP duration('D')` with OP one of >=, >, <=, <; a CRD with any other rule is
+// refused, so a rule kubesim would skip cannot pass unnoticed. As in the apiserver, the rules
+// are not evaluated when the object has a blocking violation (a wrong type, a value outside an
+// enum, a missing required field, too long, too many); it says so in one more cause.
 
+#include "core/time.hpp"
 #include "json_util.hpp"
 
 #include <map>
@@ -30,7 +36,10 @@ class Schema {
 
  private:
   void prune_and_default(Value& v, Alloc& a, const std::string& path, std::vector<std::string>& unknown) const;
-  void validate(const Value& v, const std::string& path, std::vector<StatusCause>& causes) const;
+  // Schema violations go to causes, failed CEL rules to cel: the apiserver evaluates the rules
+  // only when no blocking violation was found (finish_validation).
+  void validate(const Value& v, const std::string& path, std::vector<StatusCause>& causes, std::vector<StatusCause>& cel) const;
+  void finish_validation(std::vector<StatusCause>& causes, std::vector<StatusCause>& cel) const;
   const Schema* property(std::string_view name) const;
 
   std::string type_;
@@ -49,6 +58,13 @@ class Schema {
   bool int_or_string_ = false;
   bool preserve_unknown_ = false;
   std::optional<std::string> default_json_;
+  struct DurationRule {
+    std::string op;      // >=, >, <= or <
+    Duration bound{};
+    std::string message;  // the rule's message, or the apiserver's "failed rule: RULE"
+  };
+  std::vector<DurationRule> rules_;
+  bool any_rules_ = false;  // here or below: the CRD has a CEL validator
 };
 
 // "spec.x: Invalid value: ..." lines joined the way the apiserver joins them.

@@ -27,18 +27,20 @@ class NodeBuilder {
   NodeBuilder& taint(std::string k, std::string v, std::string effect) { taints_.push_back({k, v, effect}); return *this; }
   NodeBuilder& unschedulable() { unschedulable_ = true; return *this; }
   NodeBuilder& condition(std::string type, std::string status) { conditions_[type] = std::move(status); return *this; }
+  NodeBuilder& annotation(std::string k, std::string v) { annotations_[k] = std::move(v); return *this; }
   std::string json() const {
-    std::string labels, taints, scalars, conds;
+    std::string labels, taints, scalars, conds, annotations;
     for (const auto& [k, v] : labels_) labels += fmt::format("{}\"{}\":\"{}\"", labels.empty() ? "" : ",", k, v);
+    for (const auto& [k, v] : annotations_) annotations += fmt::format("{}\"{}\":\"{}\"", annotations.empty() ? "" : ",", k, v);
     for (const auto& t : taints_)
       taints += fmt::format("{}{{\"key\":\"{}\",\"value\":\"{}\",\"effect\":\"{}\"}}", taints.empty() ? "" : ",", t[0], t[1], t[2]);
     for (const auto& [k, v] : scalars_) scalars += fmt::format(",\"{}\":\"{}\"", k, v);
     auto c = conditions_;
     if (!c.count("Ready")) c["Ready"] = "True";
     for (const auto& [k, v] : c) conds += fmt::format("{}{{\"type\":\"{}\",\"status\":\"{}\"}}", conds.empty() ? "" : ",", k, v);
-    return fmt::format(R"({{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{}","labels":{{{}}}}},"spec":{{"unschedulable":{},"taints":[{}]}},
+    return fmt::format(R"({{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{}","labels":{{{}}},"annotations":{{{}}}}},"spec":{{"unschedulable":{},"taints":[{}]}},
       "status":{{"allocatable":{{"cpu":"{}","memory":"{}","pods":"{}"{}}},"conditions":[{}]}}}})",
-                       name_, labels, unschedulable_ ? "true" : "false", taints, cpu_, memory_, pods_, scalars, conds);
+                       name_, labels, annotations, unschedulable_ ? "true" : "false", taints, cpu_, memory_, pods_, scalars, conds);
   }
   NodePtr build() const {
     model::JsonDocument d;
@@ -51,7 +53,7 @@ class NodeBuilder {
   std::string name_, cpu_ = "4", memory_ = "16Gi";
   int pods_ = 110;
   bool unschedulable_ = false;
-  std::map<std::string, std::string> labels_, scalars_, conditions_;
+  std::map<std::string, std::string> labels_, scalars_, conditions_, annotations_;
   std::vector<std::array<std::string, 3>> taints_;
 };
 
@@ -72,6 +74,7 @@ class PodBuilder {
   PodBuilder& pvc(std::string claim) { pvcs_.push_back(std::move(claim)); return *this; }
   PodBuilder& best_effort() { best_effort_ = true; return *this; }
   PodBuilder& phase(std::string p) { phase_ = std::move(p); return *this; }
+  PodBuilder& nominated(std::string node) { nominated_ = std::move(node); return *this; }
   // The controlling owner: owner("ReplicaSet", "web-abc").
   PodBuilder& owner(std::string kind, std::string name) { owner_ = {std::move(kind), std::move(name)}; return *this; }
   PodBuilder& annotation(std::string k, std::string v) { annotations_[k] = std::move(v); return *this; }
@@ -98,11 +101,11 @@ class PodBuilder {
     return fmt::format(R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}","namespace":"{}","uid":"uid-{}-{}","labels":{{{}}},
       "annotations":{{{}}}{}{}}},
       "spec":{{"nodeName":"{}","nodeSelector":{{{}}},"tolerations":[{}],{}"topologySpreadConstraints":[{}],"volumes":[{}],
-      "containers":[{{"name":"c","resources":{},"ports":[{}]}}]}},"status":{{"phase":"{}","conditions":[{}]}}}})",
+      "containers":[{{"name":"c","resources":{},"ports":[{}]}}]}},"status":{{"phase":"{}",{}"conditions":[{}]}}}})",
                        name_, ns_, ns_, name_, labels, annotations, owners.empty() ? "" : ",\"ownerReferences\":" + owners,
                        terminating_ ? R"(,"deletionTimestamp":"2026-01-01T00:00:00Z")" : "", node_, sel, fmt::join(tolerations_, ","),
                        affinity_.empty() ? "" : "\"affinity\":" + affinity_ + ",", fmt::join(spread_, ","), vols, resources, ports,
-                       phase_, conditions);
+                       phase_, nominated_.empty() ? "" : fmt::format("\"nominatedNodeName\":\"{}\",", nominated_), conditions);
   }
   PodPtr build() const {
     model::JsonDocument d;
@@ -112,7 +115,7 @@ class PodBuilder {
   operator PodPtr() const { return build(); }
 
  private:
-  std::string name_, ns_ = "default", cpu_ = "100m", memory_ = "128Mi", node_, affinity_, phase_ = "Running";
+  std::string name_, ns_ = "default", cpu_ = "100m", memory_ = "128Mi", node_, affinity_, phase_ = "Running", nominated_;
   std::map<std::string, std::string> labels_, selector_, scalars_, annotations_;
   std::vector<std::string> tolerations_, spread_, pvcs_, extra_volumes_;
   std::vector<int> ports_;
