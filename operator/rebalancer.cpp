@@ -163,6 +163,18 @@ drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const
   return in;
 }
 
+std::optional<std::string> SpotRebalancer::drain_sharing_spot_nodes(const std::string& policy, const drain::Plan& plan) const {
+  std::set<std::string_view> mine(plan.spot_nodes.begin(), plan.spot_nodes.end());
+  for (const auto& [name, st] : states_) {
+    if (name == policy || !st->current || !st->last_plan) continue;
+    for (const auto& n : st->last_plan->spot_nodes)
+      if (mine.count(n))
+        return fmt::format("policy {} is draining {} onto spot nodes this policy shares (such as {}): one drain at a time", name,
+                           st->current->node, n);
+  }
+  return std::nullopt;
+}
+
 Duration SpotRebalancer::plan_cooldown(const PolicyState& st, Time now) const {
   const int percent = options_.max_planning_cpu_percent;
   if (percent <= 0 || percent >= 100 || st.last_plan_took <= Duration::zero()) return Duration::zero();
@@ -387,10 +399,19 @@ asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::RescheduleP
   st.active = std::make_shared<drain::Evictor>(client_, timers_, options, stores_.pods);
   auto evictor = st.active;  // keeps it alive across the await even if the state is dropped
   const std::string node = node_plan.node;
-  auto recheck = [this, spec, name, node]() -> Result<drain::NodePlan> {
-    drain::PlanInput in = plan_input(spec, name);
+  // The policy as it is now: an edit made while the drain runs applies from the next eviction on.
+  auto current_spec = [this, name]() -> Result<drain::PolicySpec> {
+    auto p = stores_.policies.get(name);
+    if (!p) return Error::invalid(fmt::format("ReschedulePolicy {} was deleted", name));
+    if (!p->spec) return Error::invalid(fmt::format("the policy's spec is no longer valid: {}", p->spec_error->message));
+    return *p->spec;
+  };
+  auto recheck = [this, name, node, current_spec]() -> Result<drain::NodePlan> {
+    auto spec = current_spec();
+    if (!spec) return spec.error();
+    drain::PlanInput in = plan_input(*spec, name);
     in.only_node = node;
-    drain::Plan p = drain::make_plan(in, spec);
+    drain::Plan p = drain::make_plan(in, *spec);
     if (const drain::NodePlan* n = p.find(node)) return *n;
     std::vector<std::string> reasons;
     for (const auto& u : p.undrainable) reasons.insert(reasons.end(), u.reasons.begin(), u.reasons.end());
@@ -401,9 +422,15 @@ asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::RescheduleP
     auto obj = stores_.nodes.get(n);
     return obj && drain::classify_node(*obj, spec) == drain::NodeClass::kSpot;
   };
-  // Just before each eviction: the pod as the cache has it now, under the policy's rules. A pod
-  // annotated do-not-move (or otherwise protected) since the plan stops the drain.
-  auto still_movable = [this, spec](const model::Pod& planned) -> Result<void> {
+  // Just before each eviction: the pod as the cache has it now, under the policy's rules as they
+  // are now. A pod annotated do-not-move (or otherwise protected) since the plan, or the policy
+  // suspended, put in dry run or narrowed since, stops the drain.
+  auto still_movable = [this, current_spec](const model::Pod& planned) -> Result<void> {
+    auto now = current_spec();
+    if (!now) return now.error();
+    const drain::PolicySpec& spec = *now;
+    if (spec.suspend) return Error::invalid("spec.suspend is now true: no more pods are evicted");
+    if (spec.dry_run) return Error::invalid("spec.dryRun is now true: no more pods are evicted");
     auto live = stores_.pods.get(planned.key());
     if (!live || live->meta.uid != planned.meta.uid) return {};  // gone or replaced: the eviction finds out
     std::vector<drain::PdbPtr> pdbs;
@@ -524,6 +551,10 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
       blocked = Gate{"UnschedulablePods", pending_gate.reason};
     } else if (spec.dry_run) {
       blocked = Gate{"DryRun", fmt::format("dryRun is true: {} would be drained now", head.node)};
+    } else if (auto other = drain_sharing_spot_nodes(key, *plan)) {
+      // Two drains filling the same spot nodes would each plan into room the other is taking.
+      blocked = Gate{"SharedSpotNodes", *other};
+      requeue = std::min<Duration>(requeue, std::chrono::seconds(1));
     }
     if (head.node != st.announced) {
       st.announced = head.node;

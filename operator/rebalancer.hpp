@@ -89,6 +89,9 @@ class SpotRebalancer final : public runtime::Reconciler {
   std::map<std::string, std::string> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;
   asio::awaitable<Result<void>> write_status(const drain::ReschedulePolicy& policy, PolicyState& state, StatusInput in);
   asio::awaitable<void> write_progress(std::string policy);
+  // Another policy's drain in progress whose spot nodes (as its last plan saw them) overlap
+  // this plan's: why this policy must wait, or nothing.
+  std::optional<std::string> drain_sharing_spot_nodes(const std::string& policy, const drain::Plan& plan) const;
   asio::awaitable<Result<runtime::Action>> reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& state);
   void hold_nodes_that_took_replacements(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
                                          const drain::DrainReport& report);

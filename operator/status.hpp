@@ -6,7 +6,7 @@
 //   Ready     True (Planned) once a plan was made; False (InvalidSpec) otherwise.
 //   Draining  True (Draining) while a node drains; False (Idle).
 //   Blocked   True when a drainable node waits on a gate: DrainDelay, UnschedulablePods,
-//             Suspended or DryRun; False (NotBlocked) otherwise.
+//             Suspended, DryRun or SharedSpotNodes; False (NotBlocked) otherwise.
 // A condition's lastTransitionTime changes only when its status does.
 
 #include "drain/planner.hpp"
@@ -25,7 +25,7 @@ struct DrainProgress {
 };
 
 struct Gate {
-  std::string reason;   // DrainDelay, UnschedulablePods, Suspended, DryRun
+  std::string reason;   // DrainDelay, UnschedulablePods, Suspended, DryRun, SharedSpotNodes
   std::string message;
 };
 

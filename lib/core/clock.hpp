@@ -13,12 +13,16 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual Time now() const = 0;
+  // Time that only moves forward, for measuring intervals (a lease's renew deadline): the wall
+  // clock can be set back or jump ahead.
+  virtual Duration monotonic() const = 0;
 };
 
 // The real wall clock.
 class SystemClock final : public Clock {
  public:
   Time now() const override { return std::chrono::system_clock::now(); }
+  Duration monotonic() const override { return std::chrono::steady_clock::now().time_since_epoch(); }
   static SystemClock& instance();
 };
 
@@ -28,6 +32,7 @@ class ManualClock final : public Clock {
  public:
   explicit ManualClock(Time start = Time{} + std::chrono::hours(24 * 365 * 55));
   Time now() const override;
+  Duration monotonic() const override { return now().time_since_epoch(); }  // tests move it forward only
   void set(Time t);
   void advance(Duration d);
 

@@ -1,6 +1,7 @@
 #include "runtime/leader.hpp"
 
 #include "core/log.hpp"
+#include "runtime/spawn.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -32,7 +33,11 @@ std::string default_identity() {
 }
 
 LeaderElector::LeaderElector(std::shared_ptr<kube::Client> client, Timers& timers, LeaderElectionOptions options)
-    : client_(std::move(client)), timers_(timers), options_(std::move(options)), stop_signal_(timers.executor()) {}
+    : client_(std::move(client)),
+      timers_(timers),
+      options_(std::move(options)),
+      stop_signal_(timers.executor()),
+      attempt_signal_(timers.executor()) {}
 
 Duration LeaderElector::jittered(Duration d) {
   std::uniform_real_distribution<double> j(1.0, 1.2);
@@ -140,21 +145,48 @@ asio::awaitable<void> LeaderElector::run(std::function<void()> on_started, std::
   leading_ = true;
   logger.info("became the leader", {{"identity", options_.identity}, {"transitions", observed_.spec.lease_transitions}});
   if (on_started) on_started();
-  Time last_renewal = timers_.now();
+  const Clock& clock = timers_.clock();
+  Duration renewed_at = clock.monotonic();  // when the last successful renewal was sent
+  auto lose = [&](bool taken) {
+    leading_ = false;
+    logger.error(taken ? "lost the lease: another instance holds it" : "lost the lease: could not renew it within the renew deadline",
+                 {{"renewDeadline", options_.renew_deadline}, {"holder", observed_.spec.holder_identity}});
+    if (on_stopped) on_stopped();
+  };
   while (!stopped_) {
     co_await timers_.sleep_until(timers_.now() + options_.retry_period, &stop_signal_);
     if (stopped_) break;
-    if (co_await try_acquire_or_renew()) {
-      last_renewal = timers_.now();
+    // The attempt runs on its own, so that the deadline holds however long the API server takes
+    // to answer; its result is read only if it comes in time.
+    struct Attempt {
+      bool done = false;
+      bool renewed = false;
+    };
+    auto attempt = std::make_shared<Attempt>();
+    const Duration sent = clock.monotonic();
+    spawn(timers_.executor(),
+          [](LeaderElector* self, std::shared_ptr<Attempt> a) -> asio::awaitable<void> {
+            a->renewed = co_await self->try_acquire_or_renew();
+            a->done = true;
+            self->attempt_signal_.notify();
+          }(this, attempt),
+          "lease renewal");
+    while (!attempt->done) {
+      const Duration left = renewed_at + options_.renew_deadline - clock.monotonic();
+      if (left <= Duration::zero()) {
+        lose(false);
+        co_return;
+      }
+      if (!co_await timers_.sleep_until(timers_.now() + left, &attempt_signal_)) break;  // the timers stopped: shutting down
+    }
+    if (!attempt->done) break;
+    if (attempt->renewed) {
+      renewed_at = sent;
       continue;
     }
     bool taken = !observed_.spec.holder_identity.empty() && observed_.spec.holder_identity != options_.identity;
-    if (taken || timers_.now() - last_renewal >= options_.renew_deadline) {
-      leading_ = false;
-      logger.error(taken ? "lost the lease: another instance holds it"
-                         : "lost the lease: could not renew it within the renew deadline",
-                   {{"renewDeadline", options_.renew_deadline}, {"holder", observed_.spec.holder_identity}});
-      if (on_stopped) on_stopped();
+    if (taken || clock.monotonic() - renewed_at >= options_.renew_deadline) {
+      lose(taken);
       co_return;
     }
   }

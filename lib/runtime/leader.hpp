@@ -7,7 +7,10 @@
 // its duration, never by comparing the holder's timestamps with our clock. Writes carry the
 // resourceVersion read, so two candidates cannot both win. The leader renews every retry
 // period; if it cannot renew within the renew deadline (shorter than the lease duration) it
-// stops leading, so it has stopped acting before anyone else may take over.
+// stops leading, so it has stopped acting before anyone else may take over. The deadline is
+// measured on the clock's monotonic time from the start of the last successful renewal, and a
+// renewal attempt still pending then (a slow or throttled API server) does not hold it off: the
+// leader stops at the deadline and the attempt's answer no longer counts.
 
 #include "kube/client.hpp"
 #include "model/lease.hpp"
@@ -63,6 +66,7 @@ class LeaderElector {
   bool leading_ = false;
   bool stopped_ = false;
   Signal stop_signal_;
+  Signal attempt_signal_;  // a renewal attempt finished
   std::mt19937 rng_{std::random_device{}()};
 };
 

@@ -345,6 +345,51 @@ TEST_CASE("a pod annotated do-not-move in the middle of its node's drain is not 
   REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find("ondemand-1") != std::string::npos; }, 10s));
 }
 
+TEST_CASE("a policy edited in the middle of a drain applies to the next eviction: suspend, dryRun, a narrower podSelector", "[e2e]") {
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {R"({"spec":{"suspend":true}})", "spec.suspend is now true: no more pods are evicted"},
+      {R"({"spec":{"dryRun":true}})", "spec.dryRun is now true: no more pods are evicted"},
+      {R"({"spec":{"podSelector":{"matchLabels":{"app":"api"}}}})", "not selected by the policy's podSelector (app=api)"},
+  };
+  for (const auto& [edit, why] : edits) {
+    DYNAMIC_SECTION(edit) {
+      Env env;
+      // The drain is still retrying the first pod when the policy changes.
+      auto op = start_with_first_eviction_refused(env);
+      INFO(op->log());
+      env.kubectl("patch rsp default --type merge -p '" + edit + "'");
+      REQUIRE(eventually([&] { return !env.events("DrainAborted").empty(); }, 15s, 10ms));
+      INFO(env.events("DrainAborted")[0]);
+      CHECK(env.events("DrainAborted")[0].find("pod shop/web-7d4b9c-x1a2b may no longer be moved: " + why) != std::string::npos);
+      for (const auto& r : env.operator_requests("/eviction")) CHECK(r.ends_with(" 429"));  // none went through
+      CHECK(env.pods().at("shop/web-7d4b9c-x1a2b") == "ondemand-1");
+      REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
+    }
+  }
+}
+
+TEST_CASE("policies sharing spot nodes drain one at a time", "[e2e]") {
+  Env env;
+  // Policy a's drain of ondemand-1 is held up at its first pod while policy b comes along.
+  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
+  env.apply("a", policy_yaml("a", "  onDemandNodeSelector: {matchLabels: {kubernetes.io/hostname: ondemand-1}}\n"));
+  auto op = env.start("operator");
+  INFO(op->log());
+  REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 30s, 10ms));
+  env.apply("b", policy_yaml("b", "  onDemandNodeSelector: {matchLabels: {kubernetes.io/hostname: ondemand-2}}\n"));
+  REQUIRE(eventually([&] { return env.condition("b", "Blocked", "reason") == "SharedSpotNodes"; }, 20s));
+  CHECK(env.condition("b", "Blocked", "message").find("policy a is draining ondemand-1 onto spot nodes this policy shares") !=
+        std::string::npos);
+  std::this_thread::sleep_for(1s);
+  CHECK_FALSE(env.draining("ondemand-2"));
+  for (const auto& r : env.operator_requests("/eviction")) CHECK(r.find("web-7d4b9c-x1a2b") != std::string::npos);
+  // Once a's drain is through, b drains.
+  env.sim->faults().clear();
+  REQUIRE(eventually([&] { return env.status("a", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
+  REQUIRE(eventually([&] { return env.status("b", {"lastDrain", "node"}) == "ondemand-2"; }, 30s));
+  CHECK(env.status("b", {"lastDrain", "result"}) == "Succeeded");
+}
+
 TEST_CASE("when the spot nodes go away in the middle of a drain, the rest of the node is not evicted", "[e2e]") {
   Env env;
   env.apply("policy", policy_yaml("default", ""));
@@ -522,4 +567,43 @@ TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e
   CHECK(metric_sample(follower->metrics(), R"(spotshift_api_requests_total{client="leader-election"})") >= 1);
   follower->stop(SIGTERM);
   CHECK(follower->exit_status() == 0);
+}
+
+TEST_CASE("a leader whose lease renewals stall stops evicting before another instance can take the lease", "[e2e]") {
+  Env env;
+  // Evictions are refused and retried every second: the drain keeps sending them.
+  kubesim::FaultRule refused;
+  refused.verb = "create";
+  refused.resource = "pods/eviction";
+  refused.status = 429;
+  refused.retry_after_seconds = 1;
+  env.sim->faults().add(refused);
+  env.apply("policy", policy_yaml("default", "", "30s"));
+  const std::string flags =
+      "--leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s --leader-elect-retry-period 500ms";
+  auto a = env.start("a", flags);
+  INFO(a->log());
+  REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 30s, 10ms));
+  const std::string first = env.lease_holder();
+  REQUIRE(!first.empty());
+  auto b = env.start("b", flags);
+  // From now on the leader's lease updates take 12 s to be answered.
+  kubesim::FaultRule slow;
+  slow.verb = "update";
+  slow.resource = "leases";
+  slow.user_agent = first;
+  slow.delay_ms = 12000;
+  env.sim->faults().add(slow);
+  auto evictions_by_first = [&] {
+    size_t n = 0;
+    for (const auto& r : env.sim->audit())
+      if (r.resource == "pods/eviction" && r.user_agent.find(first) != std::string::npos) ++n;
+    return n;
+  };
+  REQUIRE(eventually([&] { return !env.lease_holder().empty() && env.lease_holder() != first; }, 20s, 5ms));
+  const size_t at_handover = evictions_by_first();
+  std::this_thread::sleep_for(4s);
+  // Nothing from the old leader once another instance holds the lease.
+  CHECK(evictions_by_first() == at_handover);
+  CHECK(a->log().find("lost the lease: could not renew it within the renew deadline") != std::string::npos);
 }

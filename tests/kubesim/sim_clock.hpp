@@ -12,6 +12,8 @@ class SimClock final : public Clock {
  public:
   explicit SimClock(double scale = 1.0);
   Time now() const override;
+  // Simulated time never goes back: scale changes and jumps only move it forward.
+  Duration monotonic() const override { return now().time_since_epoch(); }
   double scale() const;
   void set_scale(double scale);
   // Jumps simulated time forward (clock skew and lease tests).
