@@ -214,5 +214,5 @@ TEST_CASE("every refusal the policy reference shows is one the CRD test applies 
     CHECK(test.find(message) != std::string::npos);
     ++rows;
   }
-  CHECK(rows == 7);
+  CHECK(rows == 8);
 }

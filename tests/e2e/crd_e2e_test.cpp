@@ -82,6 +82,8 @@ TEST_CASE("invalid policies are refused with the messages the policy reference s
   std::string e = rejection(env, "e", "  profile:\n    filters: [Fit]\n");
   CHECK(e.starts_with("* " R"(spec.profile.filters[0]: Unsupported value: "Fit": supported values: )"));
   CHECK(e.ends_with(kRulesNotChecked));
+  CHECK(rejection(env, "j", "  housekeepingInterval: 100ms\n") == R"(spec.housekeepingInterval: Invalid value: "100ms": must be at least 1s)");
+  CHECK(rejection(env, "k", "  podEvictionTimeout: 0s\n") == R"(spec.podEvictionTimeout: Invalid value: "0s": must be at least 1s)");
   CHECK(rejection(env, "h", "  maxGracefulTermination: 0s\n") ==
         R"(spec.maxGracefulTermination: Invalid value: "0s": must be at least 1s (a grace period of 0 is a force deletion))");
   CHECK(rejection(env, "i", "  maxGracefulTermination: 1s\n").empty());
