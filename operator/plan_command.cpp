@@ -98,6 +98,9 @@ Result<Snapshot> read_snapshot(std::string_view text) {
   for (const auto& x : c.claims) claims.push_back(&x);
   for (const auto& x : c.volumes) volumes.push_back(&x);
   c.snap.input.volumes = model::volume_node_requirements(claims, volumes);
+  // A snapshot made with pvc,pv holds every claim: a pod whose claim is missing from it cannot be
+  // planned, as in the operator. Without them VolumeZone has nothing to check.
+  c.snap.input.volumes_watched = !claims.empty() || !volumes.empty();
   if (c.snap.input.nodes.empty()) return Error::invalid("the snapshot holds no Node objects (make it with kubectl get nodes,pods,pdb -A -o json)");
   return std::move(c.snap);
 }

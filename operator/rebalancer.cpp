@@ -156,7 +156,10 @@ drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const
   stores_.pdbs.for_each([&](const auto& p) { in.pdbs.push_back(p); });
   if (spec.namespace_selector)
     stores_.namespaces.for_each([&](const auto& n) { in.namespaces.emplace(n->meta.name, n->meta.labels); });
-  if (options_.volumes) in.volumes = options_.volumes();
+  if (options_.volumes) {
+    in.volumes = options_.volumes();
+    in.volumes_watched = true;
+  }
   in.excluded = conflicts(spec, policy);
   if (auto it = states_.find(policy); it != states_.end())
     for (auto& [node, reason] : it->second->backoff.active(timers_.now())) in.excluded.emplace(node, reason);

@@ -261,6 +261,16 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   for (const auto& pod : in.pods)
     if (pod->node_name.empty() && !pod->terminal() && !pod->terminating()) pending.push_back(pod);
 
+  // A claim of the pod that the watched claims and volumes know nothing about.
+  auto unknown_claim = [&](const model::Pod& pod) -> std::optional<std::string> {
+    if (!in.volumes_watched) return std::nullopt;
+    for (const auto& claim : pod.pvc_claims) {
+      std::string key = fmt::format("{}/{}", pod.meta.namespace_.view(), claim.view());
+      if (!in.volumes.count(key)) return key;
+    }
+    return std::nullopt;
+  };
+
   // One pass over the on-demand nodes in `order`, each decided once. `hints` (from the plan
   // search): the spot node to try first for a pod, through every filter.
   auto run_pass = [&](const std::vector<int>& order, const Hints* hints) {
@@ -323,7 +333,15 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
         switch (v.verdict) {
           case Verdict::kSkip: node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason)); break;
           case Verdict::kBlock: rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason)); break;
-          case Verdict::kMove: moving.push_back({pod, std::move(v), {}}); break;
+          case Verdict::kMove:
+            if (auto claim = unknown_claim(*pod)) {
+              rejection.reasons.push_back(fmt::format("pod {}: PersistentVolumeClaim {} or its PersistentVolume is not known, so the "
+                                                      "zone its volume needs cannot be checked",
+                                                      pod->key(), *claim));
+              break;
+            }
+            moving.push_back({pod, std::move(v), {}});
+            break;
         }
       }
       if (moving.empty() && rejection.reasons.empty()) {

@@ -45,6 +45,10 @@ struct PlanInput {
   // Namespace labels (for namespaceSelector); consulted only when the policy has one.
   std::unordered_map<std::string, model::Labels> namespaces;
   sched::VolumeRequirements volumes;
+  // Whether `volumes` holds every claim of the cluster (the operator watches claims and volumes):
+  // then a pod whose claim is missing there (or bound to a volume not known) cannot be planned,
+  // since the zone its volume needs cannot be checked. Fail closed.
+  bool volumes_watched = false;
   // On-demand nodes the planner must leave alone, with the reason (another policy also selects
   // them, a drain of theirs backs off, ...).
   std::map<std::string, std::string> excluded;

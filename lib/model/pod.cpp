@@ -31,7 +31,8 @@ bool equal_affinity(const std::shared_ptr<const Affinity>& a, const std::shared_
 bool equal_except_rv(const Pod& a, const Pod& b) {
   ObjectMeta ma = a.meta;
   ma.resource_version = b.meta.resource_version;
-  return ma == b.meta && a.node_name == b.node_name && a.nominated_node == b.nominated_node && a.scheduler_name == b.scheduler_name && a.phase == b.phase &&
+  return ma == b.meta && a.node_name == b.node_name && a.nominated_node == b.nominated_node &&
+         a.scheduler_name == b.scheduler_name && a.phase == b.phase &&
          a.controller == b.controller && a.priority == b.priority &&
          a.termination_grace_period_seconds == b.termination_grace_period_seconds &&
          a.deletion_grace_period_seconds == b.deletion_grace_period_seconds && a.requests == b.requests &&

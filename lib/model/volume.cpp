@@ -55,9 +55,12 @@ std::map<std::string, std::vector<std::pair<std::string, std::string>>> volume_n
   for (const auto* v : volumes) by_name.emplace(v->meta.name, v);
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> out;
   for (const auto* c : claims) {
-    if (c->volume_name.empty()) continue;
+    if (c->volume_name.empty()) {
+      out[c->meta.key()];  // not bound yet: it binds where the pod is scheduled
+      continue;
+    }
     auto it = by_name.find(c->volume_name);
-    if (it == by_name.end() || it->second->node_labels.empty()) continue;
+    if (it == by_name.end()) continue;  // its volume is unknown
     out[c->meta.key()] = it->second->node_labels;
   }
   return out;

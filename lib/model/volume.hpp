@@ -27,7 +27,9 @@ struct PersistentVolume {
 Result<PersistentVolumeClaim> decode_pvc(const JsonValue& v);
 Result<PersistentVolume> decode_pv(const JsonValue& v);
 
-// "namespace/claim" -> the node labels its bound volume requires (claims without one are left out).
+// "namespace/claim" -> the node labels its bound volume requires: none for a claim not bound yet
+// or bound to a volume with no zone; a claim bound to a volume not in `volumes` is left out, so
+// a planner can tell a claim it knows nothing about from one that constrains nothing.
 std::map<std::string, std::vector<std::pair<std::string, std::string>>> volume_node_requirements(
     const std::vector<const PersistentVolumeClaim*>& claims, const std::vector<const PersistentVolume*>& volumes);
 

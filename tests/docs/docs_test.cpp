@@ -216,3 +216,22 @@ TEST_CASE("every refusal the policy reference shows is one the CRD test applies 
   }
   CHECK(rows == 8);
 }
+
+TEST_CASE("every test the guarantees table of docs/how-it-decides.md cites exists", "[docs]") {
+  std::string doc = text("docs/how-it-decides.md");
+  auto at = doc.find("## 6. Guarantees");
+  REQUIRE(at != std::string::npos);
+  std::string section = doc.substr(at);
+  std::set<std::string> cited = matches(section, std::regex(R"re("([^"]+)")re"));
+  std::set<std::string> tests;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(kRoot + "/tests"))
+    if (e.path().extension() == ".cpp") {
+      auto names = matches(read_file(e.path().string()).value(), std::regex(R"re(TEST_CASE\("([^"]+)")re"));
+      tests.insert(names.begin(), names.end());
+    }
+  CHECK(cited.size() >= 15);
+  for (const auto& name : cited) {
+    INFO(name);
+    CHECK(tests.count(name));
+  }
+}

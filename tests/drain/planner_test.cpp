@@ -2,6 +2,7 @@
 
 #include "drain/plan_format.hpp"
 #include "drain/planner.hpp"
+#include "model/volume.hpp"
 #include "helpers.hpp"
 #include "support/catch.hpp"
 
@@ -280,6 +281,44 @@ TEST_CASE("a Pending pod nominated to a spot node takes room on that node", "[pl
   // Nominated to spot-b, it takes half of spot-b: 3 CPUs fit nowhere.
   in.pods.back() = replica("waiting", "other").cpu("2").phase("Pending").nominated("spot-b");
   CHECK(make_plan(in, default_policy_spec()).drainable.empty());
+}
+
+TEST_CASE("a pod whose claim or volume is not known blocks its node: the zone it needs cannot be checked", "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-a").cpu("4"));
+  in.nodes.push_back(on_demand("od-1").cpu("4"));
+  in.pods.push_back(replica("db", "db").pvc("data").on("od-1"));
+  // Volumes not watched: nothing to check.
+  CHECK(make_plan(in, default_policy_spec()).drainable.size() == 1);
+  // Watched, and the claim is missing (or bound to a volume the caches do not have): fail closed.
+  in.volumes_watched = true;
+  Plan plan = make_plan(in, default_policy_spec());
+  CHECK(plan.drainable.empty());
+  CHECK(all_reasons(plan, "od-1") ==
+        "pod default/db: PersistentVolumeClaim default/data or its PersistentVolume is not known, so the zone its volume needs "
+        "cannot be checked\n");
+  // Known, with no zone to keep: it moves.
+  in.volumes["default/data"] = {};
+  CHECK(make_plan(in, default_policy_spec()).drainable.size() == 1);
+}
+
+TEST_CASE("claims are listed with their volumes' zones; a claim whose volume is unknown is left out", "[planner]") {
+  auto claim = [](std::string name, std::string volume) {
+    model::PersistentVolumeClaim c;
+    c.meta.name = std::move(name);
+    c.meta.namespace_ = model::InternedString("default");
+    c.volume_name = std::move(volume);
+    return c;
+  };
+  model::PersistentVolumeClaim bound = claim("bound", "pv-a"), pending = claim("pending", ""), lost = claim("lost", "pv-gone");
+  model::PersistentVolume pv;
+  pv.meta.name = "pv-a";
+  pv.node_labels = {{"topology.kubernetes.io/zone", "z1"}};
+  auto req = model::volume_node_requirements({&bound, &pending, &lost}, {&pv});
+  CHECK(req.size() == 2);
+  CHECK(req.at("default/bound") == std::vector<std::pair<std::string, std::string>>{{"topology.kubernetes.io/zone", "z1"}});
+  CHECK(req.at("default/pending").empty());
+  CHECK_FALSE(req.count("default/lost"));
 }
 
 TEST_CASE("a node annotated to opt out of disruption is not drained, whichever tool's annotation it carries", "[planner]") {
