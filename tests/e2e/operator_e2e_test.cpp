@@ -535,6 +535,41 @@ TEST_CASE("the operator killed mid-drain comes back, removes its taint and keeps
   CHECK(again->exit_status() == 0);
 }
 
+TEST_CASE("a drain whose end was never recorded counts as interrupted after a crash: the gate stays closed", "[e2e]") {
+  Env env;
+  // The drain is held at its first pod while status writes start failing; then it completes,
+  // but its end cannot be recorded, and the operator is killed.
+  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
+  env.apply("policy", policy_yaml("default", "", "30s"));
+  auto op = env.start("first");
+  INFO(op->log());
+  REQUIRE(eventually([&] { return env.status("default", {"currentDrain", "node"}) == "ondemand-1"; }, 30s, 10ms));
+  kubesim::FaultRule refused;
+  refused.verb = "update";
+  refused.resource = "reschedulepolicies/status";
+  refused.status = 503;
+  env.sim->faults().add(refused);
+  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 0);
+  REQUIRE(eventually([&] { return op->log().find("drain finished") != std::string::npos; }, 30s, 10ms));
+  REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
+  op->stop(SIGKILL);
+  CHECK(env.status("default", {"currentDrain", "node"}) == "ondemand-1");  // the record of its start
+  env.sim->faults().clear();
+
+  auto restarted_at = std::chrono::system_clock::now();
+  auto again = env.start("second");
+  INFO(again->log());
+  // What the status says of the drain is its start: it is taken as interrupted, and the gate
+  // stays closed for nodeDrainDelay from the restart.
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Aborted"; }, 20s));
+  CHECK(env.status("default", {"currentDrain"}).empty());
+  auto next = parse_time(env.status("default", {"nextDrainAfter"})).value();
+  CHECK(next >= std::chrono::time_point_cast<std::chrono::seconds>(restarted_at) + 29s);
+  std::this_thread::sleep_for(3s);
+  CHECK_FALSE(env.any_draining());
+  CHECK(env.condition("default", "Blocked", "reason") == "DrainDelay");
+}
+
 TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e2e]") {
   Env env;
   make_stuck(env);
