@@ -504,6 +504,18 @@ const std::string kStuckPolicy = R"(  maxGracefulTermination: 60s
 void make_stuck(Env& env) {
   env.make_pod_hang("shop", "web-7d4b9c-x1a2b");
 }
+// After a restart at `restarted_at`: the drain the status recorded is Aborted as interrupted, and
+// the gate stays closed for nodeDrainDelay (30 s) from the restart: nothing else drains meanwhile.
+void expect_interrupted_drain_keeps_gate(Env& env, std::chrono::system_clock::time_point restarted_at) {
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Aborted"; }, 20s));
+  CHECK(env.status("default", {"lastDrain", "reason"}).find("interrupted") != std::string::npos);
+  CHECK(env.status("default", {"currentDrain"}).empty());
+  auto next = parse_time(env.status("default", {"nextDrainAfter"})).value();
+  CHECK(next >= std::chrono::time_point_cast<std::chrono::seconds>(restarted_at) + 29s);
+  std::this_thread::sleep_for(3s);
+  CHECK_FALSE(env.any_draining());
+  CHECK(env.condition("default", "Blocked", "reason") == "DrainDelay");
+}
 }  // namespace
 
 TEST_CASE("the operator killed mid-drain comes back, removes its taint and keeps the gate", "[e2e]") {
@@ -521,15 +533,7 @@ TEST_CASE("the operator killed mid-drain comes back, removes its taint and keeps
   auto restarted_at = std::chrono::system_clock::now();
   auto again = env.start("second");
   REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 20s));
-  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Aborted"; }, 20s));
-  CHECK(env.status("default", {"lastDrain", "reason"}).find("interrupted") != std::string::npos);
-  CHECK(env.status("default", {"currentDrain"}).empty());
-  // The gate stays closed for nodeDrainDelay from the restart: nothing else drains meanwhile.
-  auto next = parse_time(env.status("default", {"nextDrainAfter"})).value();
-  CHECK(next >= std::chrono::time_point_cast<std::chrono::seconds>(restarted_at) + 29s);
-  std::this_thread::sleep_for(3s);
-  CHECK_FALSE(env.any_draining());
-  CHECK(env.condition("default", "Blocked", "reason") == "DrainDelay");
+  expect_interrupted_drain_keeps_gate(env, restarted_at);
   CHECK(!env.events("DrainAborted").empty());
   again->stop(SIGTERM);
   CHECK(again->exit_status() == 0);
@@ -559,15 +563,8 @@ TEST_CASE("a drain whose end was never recorded counts as interrupted after a cr
   auto restarted_at = std::chrono::system_clock::now();
   auto again = env.start("second");
   INFO(again->log());
-  // What the status says of the drain is its start: it is taken as interrupted, and the gate
-  // stays closed for nodeDrainDelay from the restart.
-  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Aborted"; }, 20s));
-  CHECK(env.status("default", {"currentDrain"}).empty());
-  auto next = parse_time(env.status("default", {"nextDrainAfter"})).value();
-  CHECK(next >= std::chrono::time_point_cast<std::chrono::seconds>(restarted_at) + 29s);
-  std::this_thread::sleep_for(3s);
-  CHECK_FALSE(env.any_draining());
-  CHECK(env.condition("default", "Blocked", "reason") == "DrainDelay");
+  // What the status says of the drain is its start: it is taken as interrupted.
+  expect_interrupted_drain_keeps_gate(env, restarted_at);
 }
 
 TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e2e]") {
