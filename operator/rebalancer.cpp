@@ -82,6 +82,15 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
         .inc();
     logger.info("eviction not accepted yet", {{"policy", policy_->name()}, {"pod", move.pod->key()}, {"error", e}});
   }
+  void replacement_placed(const drain::PodMove&, std::string_view placement) override {
+    r_.metrics_
+        .counter("spotshift_replacements_total",
+                 "Replacements of evicted pods by where the cluster's scheduler put them: planned, other_spot, not_spot, pending, "
+                 "missing.",
+                 {"policy", "placement"})
+        .with({policy_->name(), std::string(placement)})
+        .inc();
+  }
   void replacement_not_on_spot(const drain::PodMove&, const std::string& message) override {
     r_.metrics_.counter("spotshift_replacements_not_on_spot_total", "Replacement pods that did not land on a spot node.", {"policy"})
         .with({policy_->name()})

@@ -297,15 +297,31 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
     if (all_bound || timers_.now() >= deadline || stopping_) break;
     if (!co_await pause(options_.poll_interval)) break;
   }
+  auto placed = [&](const PodMove& example, std::string_view placement) {
+    ++report.replacements[std::string(placement)];
+    if (observer) observer->replacement_placed(example, placement);
+  };
   for (const auto& [uid, e] : expected) {
     auto& pods = found[uid];
     std::sort(pods.begin(), pods.end(), [](const PodPtr& a, const PodPtr& b) { return a->name() < b->name(); });
+    // The spot nodes the plan named for this controller's evicted pods: a replacement on one of
+    // them is where the plan said (replicas are interchangeable).
+    std::multiset<std::string, std::less<>> targets;
+    for (const auto& m : evicted)
+      if (m.pod->controller && m.pod->controller->uid.str() == uid) targets.insert(m.target);
     int reported = 0;
     const auto& owner = *e.example->pod->controller;
     for (const auto& pod : pods) {
       const model::Pod& p = *pod;
       if (reported >= e.count) break;
       ++reported;
+      if (!p.node_name.empty() && is_spot(p.node_name.view())) {
+        auto t = targets.find(p.node_name.view());
+        placed(*e.example, t != targets.end() ? "planned" : "other_spot");
+        if (t != targets.end()) targets.erase(t);
+      } else {
+        placed(*e.example, p.node_name.empty() ? "pending" : "not_spot");
+      }
       if (p.node_name.empty()) {
         std::string msg = fmt::format("replacement pod {} ({} {}) was still Pending {} after the drain of {}", p.key(),
                                       owner.kind.view(), owner.name.view(), seconds_text(options_.replacement_timeout), plan.node);
@@ -320,6 +336,7 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
       }
     }
     for (; reported < e.count; ++reported) {
+      placed(*e.example, "missing");
       std::string msg = fmt::format("no replacement for a pod of {} {} appeared within {} after the drain of {}",
                                     owner.kind.view(), owner.name.view(), seconds_text(options_.replacement_timeout), plan.node);
       report.replacements_not_on_spot.push_back(msg);

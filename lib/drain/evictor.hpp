@@ -77,6 +77,11 @@ struct DrainReport {
   std::vector<std::string> replacements_not_on_spot;  // one sentence each
   // The nodes that are not spot nodes where replacements were scheduled, with those pods' keys.
   std::map<std::string, std::vector<std::string>> landed_off_spot;
+  // Where the replacements of the evicted pods went, by placement: "planned" (the spot node the
+  // plan named for a pod of the same controller), "other_spot", "not_spot", "pending" (still
+  // unbound at the replacement timeout) or "missing" (none appeared). What the cluster's
+  // scheduler did with the plan's prediction.
+  std::map<std::string, int> replacements;
   bool taint_removed = true;                   // false if the taint could not be removed (retried later)
   Time started{}, finished{};
 };
@@ -91,6 +96,9 @@ class DrainObserver {
   // The pod was gone before its eviction (404, or a new pod of the same name: 409): nothing evicted.
   virtual void pod_already_gone(const PodMove&) {}
   virtual void replacement_not_on_spot(const PodMove&, const std::string& /*message*/) {}
+  // Once per evicted pod of a controller, after the drain: where its replacement went (see
+  // DrainReport::replacements).
+  virtual void replacement_placed(const PodMove&, std::string_view /*placement*/) {}
   virtual void drain_finished(const NodePlan&, const DrainReport&) {}
 };
 

@@ -255,8 +255,21 @@ TEST_CASE("a drain evicts one pod at a time, budget-covered first, and leaves th
   };
   auto first = plan.moves[0].pod->name(), second = plan.moves[1].pod->name();
   CHECK(pos("GET /api/v1/namespaces/default/pods/" + first + " 404") < pos("POST /api/v1/namespaces/default/pods/" + second + "/eviction"));
-  // Everything now runs on spot nodes.
+  // Everything now runs on spot nodes: each replacement on the spot node the plan named, or on
+  // another one (the scheduler's scores decide).
   for (const auto& [pod, node] : env.pods_by_node()) CHECK(node.starts_with("spot-"));
+  CHECK(r.replacements["planned"] + r.replacements["other_spot"] == 3);
+  CHECK(r.replacements.size() <= 2);
+  std::map<std::string, int> expected;  // from where the replacements are, against the plan's targets
+  std::multiset<std::string> targets;
+  for (const auto& m : plan.moves) targets.insert(m.target);
+  for (const auto& [pod, node] : env.pods_by_node()) {
+    auto t = targets.find(node);
+    ++expected[t != targets.end() ? "planned" : "other_spot"];
+    if (t != targets.end()) targets.erase(t);
+  }
+  std::erase_if(r.replacements, [](const auto& kv) { return kv.second == 0; });
+  CHECK(r.replacements == expected);
 }
 
 TEST_CASE("429s with Retry-After are retried after the time asked", "[evictor]") {
@@ -695,6 +708,7 @@ TEST_CASE("replacements that do not land on a spot node are reported", "[evictor
   for (const auto& a : env.sim->audit()) CHECK_FALSE((a.verb == "list" && a.resource == "pods"));
   REQUIRE(r.replacements_not_on_spot.size() == 3);
   CHECK(rec.replacements.size() == 3);
+  CHECK(r.replacements == std::map<std::string, int>{{"not_spot", 3}});
   CHECK(r.replacements_not_on_spot[0].find("was scheduled on od-2, which is not a spot node") != std::string::npos);
   // Where they went, by node: what the operator holds back from the next drains.
   REQUIRE(r.landed_off_spot.size() == 1);
