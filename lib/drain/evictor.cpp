@@ -235,23 +235,35 @@ std::map<std::string, std::set<std::string>> Evictor::controller_pod_uids(const 
   return out;
 }
 
+std::map<std::string, std::vector<PodPtr>> Evictor::replacements(const std::vector<PodMove>& evicted,
+                                                                const std::map<std::string, std::set<std::string>>& known_uids) const {
+  std::map<std::string, std::vector<PodPtr>> out;  // controller uid -> new pods
+  std::set<std::string, std::less<>> namespaces;
+  for (const auto& m : evicted)
+    if (m.pod->controller) {
+      out[m.pod->controller->uid.str()];
+      namespaces.insert(std::string(m.pod->meta.namespace_.view()));
+    }
+  if (out.empty()) return out;
+  pods_.for_each([&](const PodPtr& p) {
+    if (!p->controller || p->terminating() || !namespaces.count(p->meta.namespace_.view())) return;
+    std::string owner = p->controller->uid.str();
+    auto it = out.find(owner);
+    if (it == out.end()) return;
+    if (auto known = known_uids.find(owner); known != known_uids.end() && known->second.count(p->meta.uid)) return;
+    it->second.push_back(p);
+  });
+  return out;
+}
+
 asio::awaitable<Result<void>> Evictor::wait_pending_replacements(const std::vector<PodMove>& evicted,
                                                                   const std::map<std::string, std::set<std::string>>& known_uids) {
-  std::set<std::string, std::less<>> controllers;
-  for (const auto& m : evicted)
-    if (m.pod->controller) controllers.insert(m.pod->controller->uid.str());
-  if (controllers.empty()) co_return ok();
   const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.replacement_timeout);
   while (true) {
     std::string pending;
-    pods_.for_each([&](const PodPtr& p) {
-      if (!pending.empty() || !p->controller || !p->node_name.empty() || p->terminating() || p->terminal()) return;
-      std::string owner = p->controller->uid.str();
-      if (!controllers.count(owner)) return;
-      auto known = known_uids.find(owner);
-      if (known != known_uids.end() && known->second.count(p->meta.uid)) return;
-      pending = p->key();
-    });
+    for (const auto& [uid, pods] : replacements(evicted, known_uids))
+      for (const auto& p : pods)
+        if (pending.empty() && p->node_name.empty() && !p->terminal()) pending = p->key();
     if (pending.empty()) co_return ok();
     if (timers_.now() >= deadline)
       co_return Error::timeout(fmt::format("replacement pod {} was still Pending {} after its predecessor's eviction", pending,
@@ -269,25 +281,17 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
     int count = 0;
   };
   std::map<std::string, Expect> expected;
-  std::set<std::string, std::less<>> namespaces;
   for (const auto& m : evicted)
     if (m.pod->controller && known_uids.count(m.pod->controller->uid.str())) {
       auto& e = expected[m.pod->controller->uid.str()];
       e.example = &m;
       ++e.count;
-      namespaces.insert(std::string(m.pod->meta.namespace_.view()));
     }
   if (expected.empty()) co_return;
   const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.replacement_timeout);
   std::map<std::string, std::vector<PodPtr>> found;  // controller uid -> new pods
   while (true) {
-    found.clear();
-    pods_.for_each([&](const PodPtr& p) {
-      if (!p->controller || p->terminating() || !namespaces.count(p->meta.namespace_.view())) return;
-      auto known = known_uids.find(p->controller->uid.str());
-      if (known == known_uids.end() || known->second.count(p->meta.uid)) return;
-      found[p->controller->uid.str()].push_back(p);
-    });
+    found = replacements(evicted, known_uids);
     bool all_bound = true;
     for (const auto& [uid, e] : expected) {
       int bound = 0;

@@ -138,6 +138,10 @@ class Evictor {
                                            const std::map<std::string, std::set<std::string>>& known_uids,
                                            const IsSpot& is_spot, DrainObserver* observer, DrainReport& report);
   std::map<std::string, std::set<std::string>> controller_pod_uids(const std::vector<PodMove>& moves) const;
+  // The pods of the evicted pods' controllers that were not there when the drain began (not
+  // terminating), by controller uid: their replacements, from the pod store.
+  std::map<std::string, std::vector<PodPtr>> replacements(const std::vector<PodMove>& evicted,
+                                                           const std::map<std::string, std::set<std::string>>& known_uids) const;
   // Holds the next eviction while a replacement of an evicted pod is Pending (it will take spot
   // room the rest of the node needs); fails after the replacement timeout.
   asio::awaitable<Result<void>> wait_pending_replacements(const std::vector<PodMove>& evicted,
