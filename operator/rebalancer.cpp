@@ -13,12 +13,6 @@ namespace {
 
 const log::Logger logger("spot-rebalancer");
 
-// Status times are whole seconds: round a gate's time up so it never reopens early.
-Time ceil_seconds(Time t) {
-  auto s = std::chrono::time_point_cast<std::chrono::seconds>(t);
-  return s < t ? s + std::chrono::seconds(1) : Time(s);
-}
-
 std::optional<Time> later(std::optional<Time> a, std::optional<Time> b) {
   if (!a) return b;
   if (!b) return a;
@@ -50,8 +44,8 @@ struct SpotRebalancer::PolicyState {
 
 class SpotRebalancer::Observer final : public drain::DrainObserver {
  public:
-  Observer(SpotRebalancer& r, std::shared_ptr<const drain::ReschedulePolicy> policy, PolicyState& st)
-      : r_(r), policy_(std::move(policy)), st_(st) {}
+  Observer(SpotRebalancer& r, std::shared_ptr<const drain::ReschedulePolicy> policy, std::shared_ptr<PolicyState> st)
+      : r_(r), policy_(std::move(policy)), st_(std::move(st)) {}
 
   void pod_evicted(const drain::NodePlan& plan, const drain::PodMove& move, int evicted) override {
     const model::Pod& pod = *move.pod;
@@ -63,12 +57,12 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
     r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
         .with({policy_->name(), "evicted"})
         .inc();
-    if (st_.current) {
-      st_.current->evicted = evicted;
-      st_.current->remaining = static_cast<int>(plan.moves.size()) - evicted;
+    if (st_->current) {
+      st_->current->evicted = evicted;
+      st_->current->remaining = static_cast<int>(plan.moves.size()) - evicted;
     }
-    // Progress in the status, without holding up the drain.
-    runtime::spawn(r_.timers_.executor(), r_.write_progress(policy_->name()), "status progress");
+    // Progress in the status: a reconcile writes it, without holding up the drain.
+    if (r_.options_.enqueue) r_.options_.enqueue(policy_->name());
   }
   void pod_already_gone(const drain::PodMove& move) override {
     r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
@@ -95,36 +89,37 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
     r_.metrics_.counter("spotshift_replacements_not_on_spot_total", "Replacement pods that did not land on a spot node.", {"policy"})
         .with({policy_->name()})
         .inc();
-    if (st_.current) r_.events_.record(r_.node_ref(st_.current->node), "Warning", "ReplacementNotOnSpot", "Verify", message,
-                                       r_.policy_ref(*policy_));
+    if (st_->current) r_.events_.record(r_.node_ref(st_->current->node), "Warning", "ReplacementNotOnSpot", "Verify", message,
+                                        r_.policy_ref(*policy_));
   }
 
  private:
   SpotRebalancer& r_;
   std::shared_ptr<const drain::ReschedulePolicy> policy_;
-  PolicyState& st_;
+  std::shared_ptr<PolicyState> st_;
 };
 
 SpotRebalancer::SpotRebalancer(std::shared_ptr<kube::Client> client, runtime::Timers& timers, RebalancerStores stores,
                                runtime::EventRecorder& events, runtime::Metrics& metrics, RebalancerOptions options)
-    : client_(std::move(client)), timers_(timers), stores_(stores), events_(events), metrics_(metrics), options_(options) {}
+    : client_(std::move(client)),
+      timers_(timers),
+      stores_(stores),
+      events_(events),
+      metrics_(metrics),
+      options_(std::move(options)),
+      tasks_(timers.executor()) {}
 
 SpotRebalancer::~SpotRebalancer() = default;
 
-SpotRebalancer::PolicyState& SpotRebalancer::state(const std::string& policy) {
+std::shared_ptr<SpotRebalancer::PolicyState> SpotRebalancer::state(const std::string& policy) {
   auto& p = states_[policy];
-  if (!p) p = std::make_unique<PolicyState>();
-  return *p;
+  if (!p) p = std::make_shared<PolicyState>();
+  return p;
 }
 
 void SpotRebalancer::stop_all() {
   for (auto& [name, st] : states_)
     if (st->active) st->active->stop();
-}
-
-void SpotRebalancer::policy_deleted(const std::string& policy) {
-  if (auto it = states_.find(policy); it != states_.end() && it->second->active)
-    it->second->active->stop(fmt::format("ReschedulePolicy {} was deleted", policy));
 }
 
 runtime::ObjectReference SpotRebalancer::policy_ref(const drain::ReschedulePolicy& p) const {
@@ -234,17 +229,6 @@ asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::Reschedu
   co_return Error::api(409, "Conflict", fmt::format("the status of ReschedulePolicy {} kept changing", policy.name()));
 }
 
-asio::awaitable<void> SpotRebalancer::write_progress(std::string name) {
-  auto policy = stores_.policies.get(name);
-  auto it = states_.find(name);
-  if (!policy || it == states_.end() || !it->second->last_plan || !it->second->current) co_return;
-  StatusInput in;
-  in.plan = it->second->last_plan.get();
-  in.blocked = std::nullopt;
-  auto r = co_await write_status(*policy, *it->second, std::move(in));
-  if (!r) logger.warn("could not record drain progress", {{"policy", name}, {"error", r.error()}});
-}
-
 void SpotRebalancer::update_metrics(const std::string& policy, const drain::Plan& plan) {
   auto& nodes = metrics_.gauge("spotshift_nodes", "Nodes per policy and class (on_demand, spot, drainable, undrainable).",
                                {"policy", "class"});
@@ -276,8 +260,8 @@ void SpotRebalancer::report_undrainable(const drain::ReschedulePolicy& policy, P
   std::erase_if(st.reported_reasons, [&](const auto& kv) { return !current.count(kv.first); });
 }
 
-asio::awaitable<void> SpotRebalancer::clean_stale_taints(const std::string& policy, PolicyState& st) {
-  if (st.active) co_return;
+asio::awaitable<void> SpotRebalancer::clean_stale_taints(const std::string& policy) {
+  if (tasks_.running(policy)) co_return;
   std::vector<std::string> tainted;
   stores_.nodes.for_each([&](const auto& n) {
     if (drain::has_draining_taint(*n, policy)) tainted.push_back(n->name());
@@ -285,18 +269,13 @@ asio::awaitable<void> SpotRebalancer::clean_stale_taints(const std::string& poli
   if (tainted.empty()) co_return;
   drain::EvictorOptions o;
   o.policy = policy;
-  drain::Evictor cleaner(client_, timers_, o, stores_.pods);
-  for (const auto& node : tainted) {
-    auto r = co_await cleaner.set_taint(node, false);
-    if (!r) {
-      logger.error("could not remove a leftover draining taint", {{"policy", policy}, {"node", node}, {"error", r.error()}});
-      continue;
-    }
-    if (*r) {
-      logger.info("removed a leftover draining taint", {{"policy", policy}, {"node", node}});
-      events_.record(node_ref(node), "Normal", "TaintRemoved", "Untaint",
-                     fmt::format("Removed the {} taint of policy {}, which no drain in progress holds", drain::kDrainingTaint, policy));
-    }
+  drain::TaintCleanup cleaned = co_await drain::remove_stale_taints(*client_, timers_, o, std::move(tainted));
+  for (const auto& [node, e] : cleaned.failed)
+    logger.error("could not remove a leftover draining taint", {{"policy", policy}, {"node", node}, {"error", e}});
+  for (const auto& node : cleaned.removed) {
+    logger.info("removed a leftover draining taint", {{"policy", policy}, {"node", node}});
+    events_.record(node_ref(node), "Normal", "TaintRemoved", "Untaint",
+                   fmt::format("Removed the {} taint of policy {}, which no drain in progress holds", drain::kDrainingTaint, policy));
   }
 }
 
@@ -310,11 +289,10 @@ asio::awaitable<void> SpotRebalancer::recover() {
   auto record = [&](const std::string& policy, const std::string& node) {
     auto p = stores_.policies.get(policy);
     if (!p) return;
-    auto& st = state(policy);
+    PolicyState& st = *state(policy);
     st.last_drain = drain::LastDrain{node, "Aborted",
                                      "interrupted: the operator stopped during the drain; the taint was removed when it started again", now};
-    Duration delay = p->spec ? p->spec->node_drain_delay : drain::default_policy_spec().node_drain_delay;
-    st.next_drain_after = later(p->status.next_drain_after, ceil_seconds(now + std::chrono::duration_cast<Time::duration>(delay)));
+    st.next_drain_after = later(p->status.next_drain_after, drain::next_drain_after(now, p->spec ? *p->spec : drain::default_policy_spec()));
     st.backoff.failed(node, now);
     metrics_.counter("spotshift_drains_total", "Drain attempts by result.", {"policy", "result"}).with({policy, "aborted"}).inc();
     events_.record(node_ref(node), "Warning", "DrainAborted", "Drain",
@@ -326,14 +304,12 @@ asio::awaitable<void> SpotRebalancer::recover() {
   for (const auto& [policy, nodes] : by_policy) {
     drain::EvictorOptions o;
     o.policy = policy;
-    drain::Evictor cleaner(client_, timers_, o, stores_.pods);
-    for (const auto& node : nodes) {
-      auto r = co_await cleaner.set_taint(node, false);
-      if (!r) logger.error("could not remove a draining taint at start-up; retried at the next reconcile",
-                           {{"policy", policy}, {"node", node}, {"error", r.error()}});
-      else logger.info("removed the taint of an interrupted drain", {{"policy", policy}, {"node", node}});
-      record(policy, node);
-    }
+    drain::TaintCleanup cleaned = co_await drain::remove_stale_taints(*client_, timers_, o, nodes);
+    for (const auto& [node, e] : cleaned.failed)
+      logger.error("could not remove a draining taint at start-up; retried at the next reconcile",
+                   {{"policy", policy}, {"node", node}, {"error", e}});
+    for (const auto& node : cleaned.removed) logger.info("removed the taint of an interrupted drain", {{"policy", policy}, {"node", node}});
+    for (const auto& node : nodes) record(policy, node);
   }
   // A drain the status says was running, whose taint is already gone.
   stores_.policies.for_each([&](const auto& p) {
@@ -377,20 +353,21 @@ void SpotRebalancer::hold_nodes_that_took_replacements(const drain::ReschedulePo
   }
 }
 
-asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
-                                                const drain::NodePlan& node_plan) {
-  const std::string name = policy.name();
+asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const drain::ReschedulePolicy> policy,
+                                                         std::shared_ptr<PolicyState> state, const drain::NodePlan& node_plan) {
+  PolicyState& st = *state;
+  const std::string name = policy->name();
+  const drain::PolicySpec& spec = *policy->spec;
   const Time started = timers_.now();
-  const auto delay = std::chrono::duration_cast<Time::duration>(spec.node_drain_delay);
   const std::optional<Time> gate_before = st.next_drain_after;
   st.current = DrainProgress{node_plan.node, started, 0, static_cast<int>(node_plan.moves.size())};
   // The gate is persisted before anything is touched, so a crash mid-drain keeps it closed: a
   // drain whose start cannot be recorded does not start.
-  st.next_drain_after = later(st.next_drain_after, ceil_seconds(started + delay));
+  st.next_drain_after = later(st.next_drain_after, drain::next_drain_after(started, spec));
   {
     StatusInput in;
     in.plan = st.last_plan.get();
-    if (auto r = co_await write_status(policy, st, std::move(in)); !r) {
+    if (auto r = co_await write_status(*policy, st, std::move(in)); !r) {
       st.current.reset();
       st.next_drain_after = gate_before;
       logger.warn("not starting the drain: the drain delay gate could not be saved in the policy's status",
@@ -402,15 +379,25 @@ asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::RescheduleP
   for (const auto& m : node_plan.moves) targets.insert(m.target);
   std::string message = fmt::format("Draining {} for policy {}: moving {} to spot node{} {}", node_plan.node, name,
                                     pods_text(node_plan.moves.size()), targets.size() == 1 ? "" : "s", fmt::join(targets, ", "));
-  events_.record(node_ref(node_plan.node), "Normal", "DrainStarted", "Drain", message, policy_ref(policy));
-  events_.record(policy_ref(policy), "Normal", "DrainStarted", "Drain", message, node_ref(node_plan.node));
+  events_.record(node_ref(node_plan.node), "Normal", "DrainStarted", "Drain", message, policy_ref(*policy));
+  events_.record(policy_ref(*policy), "Normal", "DrainStarted", "Drain", message, node_ref(node_plan.node));
 
   auto options = drain::evictor_options(name, spec);
   options.poll_interval = options_.poll_interval;
   options.replacement_timeout = options_.replacement_timeout;
   st.active = std::make_shared<drain::Evictor>(client_, timers_, options, stores_.pods);
-  auto evictor = st.active;  // keeps it alive across the await even if the state is dropped
+  tasks_.start(name, drain_task(policy, spec, state, node_plan, gate_before), [this, name] {
+    if (options_.enqueue) options_.enqueue(name);
+  });
+  co_return ok();
+}
+
+asio::awaitable<void> SpotRebalancer::drain_task(std::shared_ptr<const drain::ReschedulePolicy> policy, drain::PolicySpec spec,
+                                                 std::shared_ptr<PolicyState> state, drain::NodePlan node_plan,
+                                                 std::optional<Time> gate_before) {
+  const std::string name = policy->name();
   const std::string node = node_plan.node;
+  std::shared_ptr<drain::Evictor> evictor = state->active;
   // The policy as it is now: an edit made while the drain runs applies from the next eviction on.
   auto current_spec = [this, name]() -> Result<drain::PolicySpec> {
     auto p = stores_.policies.get(name);
@@ -458,11 +445,25 @@ asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::RescheduleP
     if (v.verdict == drain::Verdict::kBlock) return Error::invalid(v.reason);
     return {};
   };
-  Observer observer(*this, stores_.policies.get(name), st);
-  drain::DrainReport report = co_await evictor->drain(node_plan, recheck, is_spot, &observer, still_movable);
-  st.active.reset();
-  st.current.reset();
+  Observer observer(*this, policy, state);
+  drain::DrainReport report;
+  try {
+    report = co_await evictor->drain(node_plan, recheck, is_spot, &observer, still_movable);
+  } catch (...) {
+    // Cancelled (the lease was lost): the process is leaving; nothing runs any more.
+    state->active.reset();
+    state->current.reset();
+    throw;
+  }
+  state->active.reset();
+  state->current.reset();
+  record_outcome(*policy, spec, *state, report, gate_before);
+}
 
+void SpotRebalancer::record_outcome(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
+                                    const drain::DrainReport& report, std::optional<Time> gate_before) {
+  const std::string& name = policy.name();
+  const std::string& node = report.node;
   st.evicted_total += static_cast<int64_t>(report.evicted.size());
   auto& drains = metrics_.counter("spotshift_drains_total", "Drain attempts by result.", {"policy", "result"});
   switch (report.outcome) {
@@ -470,7 +471,7 @@ asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::RescheduleP
       st.backoff.succeeded(node);
       ++st.drained_total;
       st.last_drain = drain::LastDrain{node, "Succeeded", "", report.finished};
-      st.next_drain_after = ceil_seconds(report.finished + delay);
+      st.next_drain_after = drain::next_drain_after(report.finished, spec);
       drains.with({name, "succeeded"}).inc();
       std::string note = fmt::format("Drained {} for policy {}: {} moved to spot nodes; the node can now be scaled away", node, name,
                                      pods_text(report.evicted.size()));
@@ -485,7 +486,7 @@ asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::RescheduleP
     case drain::DrainOutcome::kAborted: {
       Time retry = st.backoff.failed(node, timers_.now());
       st.last_drain = drain::LastDrain{node, "Aborted", report.reason, report.finished};
-      st.next_drain_after = ceil_seconds(report.finished + delay);
+      st.next_drain_after = drain::next_drain_after(report.finished, spec);
       drains.with({name, "aborted"}).inc();
       std::string note = fmt::format("Stopped draining {} after {} of {}: {}. The taint was {}; the node is tried again after {}", node,
                                      report.evicted.size(),
@@ -504,28 +505,46 @@ asio::awaitable<Result<void>> SpotRebalancer::run_drain(const drain::RescheduleP
       break;
     }
   }
-  co_return ok();
+}
+
+asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile_draining(const std::string& key,
+                                                                            std::shared_ptr<const drain::ReschedulePolicy> policy,
+                                                                            PolicyState& st) {
+  if (!policy) {
+    // Deleted: the drain stops at its next step and removes its taint; its end enqueues the key,
+    // and that reconcile forgets the policy.
+    if (st.active) st.active->stop(fmt::format("ReschedulePolicy {} was deleted", key));
+    co_return runtime::Action::done();
+  }
+  // An edit (suspend, dryRun, a narrower selector, an invalid spec) is the drain's own check
+  // before its next eviction; here, only its progress goes into the status.
+  if (policy->spec) {
+    StatusInput in;
+    in.plan = st.last_plan.get();
+    if (auto r = co_await write_status(*policy, st, std::move(in)); !r) co_return r.error();
+    co_return runtime::Action::requeue_after(policy->spec->housekeeping_interval);
+  }
+  co_return co_await reconcile_invalid(*policy, st);
 }
 
 asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::string& key) {
   auto policy = stores_.policies.get(key);
+  if (tasks_.running(key)) {
+    std::shared_ptr<PolicyState> st = state(key);
+    co_return co_await reconcile_draining(key, policy, *st);
+  }
   if (!policy) {
-    if (auto it = states_.find(key); it != states_.end()) {
-      if (it->second->active) {
-        it->second->active->stop();  // the running reconcile removes the taint; the state goes next time
-        co_return runtime::Action::requeue_after(std::chrono::seconds(1));
-      }
-      states_.erase(it);
-    }
+    states_.erase(key);
     co_return runtime::Action::done();
   }
-  PolicyState& st = state(key);
+  std::shared_ptr<PolicyState> state_ptr = state(key);
+  PolicyState& st = *state_ptr;
   if (!policy->spec) co_return co_await reconcile_invalid(*policy, st);
   const drain::PolicySpec& spec = *policy->spec;
   metrics_.gauge("spotshift_policy_valid", "1 when the policy's spec is valid.", {"policy"}).with({key}).set(1);
   if (st.invalid_reported_generation >= 0) st.invalid_reported_generation = -1;
 
-  co_await clean_stale_taints(key, st);
+  co_await clean_stale_taints(key);
   // Every change to nodes, pods or budgets asks for a plan. In a small cluster a plan takes
   // milliseconds; at thousands of nodes under steady pod churn, plans back to back would hold a
   // core, so a plan waits until the previous one is a small enough share of the time.
@@ -539,35 +558,28 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
 
   const Time now = timers_.now();
   Duration requeue = spec.housekeeping_interval;
-  std::optional<Gate> blocked;
+  std::optional<drain::Gate> blocked;
   if (!plan->drainable.empty()) {
     const drain::NodePlan& head = plan->drainable.front();
     drain::PolicyStatusView view = policy->status;
     view.next_drain_after = later(st.next_drain_after, view.next_drain_after);
-    auto delay_gate = drain::drain_delay_gate(view, now);
-    std::vector<std::shared_ptr<const model::Node>> spot_nodes;
-    for (const auto& n : plan->spot_nodes)
-      if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
-    drain::SpotReach reach(std::move(spot_nodes));
-    std::vector<std::shared_ptr<const model::Pod>> pods;
-    for (const auto& p : stores_.pods.values())  // the same vector the plan's input copied
-      if (p->node_name.empty()) pods.push_back(p);
-    auto pending_gate = drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
-    if (spec.suspend) {
-      blocked = Gate{"Suspended", "spec.suspend is true: no new drain starts"};
-    } else if (!delay_gate.open) {
-      blocked = Gate{"DrainDelay", delay_gate.reason};
-      if (delay_gate.reopens_at)
-        requeue = std::min<Duration>(requeue, std::chrono::duration_cast<Duration>(*delay_gate.reopens_at - now) + std::chrono::milliseconds(10));
-    } else if (!pending_gate.open) {
-      blocked = Gate{"UnschedulablePods", pending_gate.reason};
-    } else if (spec.dry_run) {
-      blocked = Gate{"DryRun", fmt::format("dryRun is true: {} would be drained now", head.node)};
-    } else if (auto other = drain_sharing_spot_nodes(key, *plan)) {
-      // Two drains filling the same spot nodes would each plan into room the other is taking.
-      blocked = Gate{"SharedSpotNodes", *other};
-      requeue = std::min<Duration>(requeue, std::chrono::seconds(1));
-    }
+    blocked = drain::evaluate_gates(drain::GateInput{
+        spec, drain::drain_delay_gate(view, now),
+        [&] {
+          std::vector<std::shared_ptr<const model::Node>> spot_nodes;
+          for (const auto& n : plan->spot_nodes)
+            if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
+          drain::SpotReach reach(std::move(spot_nodes));
+          std::vector<std::shared_ptr<const model::Pod>> pods;
+          for (const auto& p : stores_.pods.values())  // the same vector the plan's input copied
+            if (p->node_name.empty()) pods.push_back(p);
+          return drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
+        },
+        [&] { return drain_sharing_spot_nodes(key, *plan); }, head.node});
+    if (blocked && blocked->reopens_at)
+      requeue = std::min<Duration>(requeue, std::chrono::duration_cast<Duration>(*blocked->reopens_at - now) + std::chrono::milliseconds(10));
+    // Another policy's drain ends soon, and its end does not enqueue this one.
+    if (blocked && blocked->reason == "SharedSpotNodes") requeue = std::min<Duration>(requeue, std::chrono::seconds(1));
     if (head.node != st.announced) {
       st.announced = head.node;
       std::string moves = fmt::format("{} fit on spot nodes", pods_text(head.moves.size()));
@@ -581,19 +593,9 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
                        policy_ref(*policy));
     }
     if (!blocked) {
-      if (auto r = co_await run_drain(*policy, spec, st, head); !r) co_return r.error();
-      // Plan again at once: the cluster changed, and the status should say so.
-      StatusInput in;
-      in.plan = plan.get();
-      auto latest = stores_.policies.get(key);
-      if (!latest) co_return runtime::Action::requeue_after(std::chrono::milliseconds(1));  // deleted: no status to write
-      // The drain just ended closes the delay gate: say so now, not only after the next plan.
-      drain::PolicyStatusView after = latest->status;
-      after.next_drain_after = later(st.next_drain_after, after.next_drain_after);
-      if (auto gate = drain::drain_delay_gate(after, timers_.now()); !gate.open) in.blocked = Gate{"DrainDelay", gate.reason};
-      if (auto r = co_await write_status(*latest, st, std::move(in)); !r)
-        logger.warn("could not update the status", {{"policy", key}, {"error", r.error()}});
-      co_return runtime::Action::requeue_after(std::chrono::milliseconds(1));
+      // The status says the drain started; the task's end enqueues the policy again.
+      if (auto r = co_await start_drain(policy, state_ptr, head); !r) co_return r.error();
+      co_return runtime::Action::requeue_after(spec.housekeeping_interval);
     }
   } else {
     st.announced.clear();

@@ -3,14 +3,22 @@
 //
 // A reconcile reads the caches, validates the policy (an invalid one gets Valid=False and a
 // Warning event; other policies keep running), builds the plan, and when a node is drainable
-// and every gate is open runs the evictor on it, then writes the status with a
-// resourceVersion-guarded update. dryRun plans and reports (WouldDrain) without touching
+// and every gate is open (drain::evaluate_gates) starts a drain task, then writes the status with
+// a resourceVersion-guarded update. dryRun plans and reports (WouldDrain) without touching
 // anything; suspend starts no new drains. Changes to nodes, pods, PodDisruptionBudgets and
 // namespaces enqueue every policy at once; housekeepingInterval is only the periodic resync.
 //
+// A drain is a task the rebalancer owns (runtime::Tasks, one per policy), not a long reconcile:
+// the reconcile that starts it saves the drain's start in the status first and returns; while it
+// runs, reconciles only record its progress (each eviction enqueues the policy) and stop it when
+// the policy is deleted; its end records the outcome in the policy's state and enqueues the
+// policy, whose next reconcile plans again and writes the status. The state lives in a shared
+// owner, so neither a reconcile nor a task holds a reference into the map across a co_await.
+//
 // Crash safety: recover(), run once leadership is won, removes every spotshift.io/draining
 // taint (no drain is in progress in a process that just started leading), records the
-// interrupted drains as aborted and keeps the drain-delay gate closed.
+// interrupted drains as aborted and keeps the drain-delay gate closed. A policy with no drain
+// task has any taint of its own removed at its next reconcile.
 
 #include "drain/evictor.hpp"
 #include "drain/gate.hpp"
@@ -19,6 +27,7 @@
 #include "runtime/controller.hpp"
 #include "runtime/events.hpp"
 #include "runtime/metrics.hpp"
+#include "runtime/tasks.hpp"
 #include "runtime/store.hpp"
 #include "status.hpp"
 
@@ -51,6 +60,8 @@ struct RebalancerOptions {
   int max_planning_cpu_percent = 50;
   // The node labels zonal volumes require (VolumeZone); unset when volumes are not watched.
   std::function<sched::VolumeRequirements()> volumes;
+  // Puts a policy back on the work queue: a drain task's progress and its end.
+  std::function<void(const std::string& policy)> enqueue;
 };
 
 class SpotRebalancer final : public runtime::Reconciler {
@@ -63,11 +74,10 @@ class SpotRebalancer final : public runtime::Reconciler {
 
   // Crash safety, once leadership is won (see above).
   asio::awaitable<void> recover();
-  // Asks every drain in progress to stop at its next step and remove its taint (shutdown).
+  // Asks every drain task to stop at its next step and remove its taint (shutdown, lost lease).
   void stop_all();
-  // The policy was deleted: its drain in progress, if any, stops at its next step and removes
-  // its taint. (Its reconcile is busy with that drain, so the queue cannot tell it.)
-  void policy_deleted(const std::string& policy);
+  // The drain tasks, for the manager to wait for and cancel.
+  runtime::Tasks& tasks() { return tasks_; }
   // Every policy's key, for enqueueing after a cluster change. Node, pod and budget events ask
   // for it every time, so the list is kept until the policy store changes (walking the store's
   // shards per event showed in profiles of a 30,000-pod initial list).
@@ -88,23 +98,30 @@ class SpotRebalancer final : public runtime::Reconciler {
   Duration plan_cooldown(const PolicyState& st, Time now) const;
   std::map<std::string, std::string> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;
   asio::awaitable<Result<void>> write_status(const drain::ReschedulePolicy& policy, PolicyState& state, StatusInput in);
-  asio::awaitable<void> write_progress(std::string policy);
   // Another policy's drain in progress whose spot nodes (as its last plan saw them) overlap
   // this plan's: why this policy must wait, or nothing.
   std::optional<std::string> drain_sharing_spot_nodes(const std::string& policy, const drain::Plan& plan) const;
   asio::awaitable<Result<runtime::Action>> reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& state);
+  // While the policy's drain task runs: stop it if the policy is gone, record its progress.
+  asio::awaitable<Result<runtime::Action>> reconcile_draining(const std::string& key, std::shared_ptr<const drain::ReschedulePolicy> policy,
+                                                              PolicyState& state);
   void hold_nodes_that_took_replacements(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
                                          const drain::DrainReport& report);
-  // Fails, touching nothing, when the drain's start (and the gate it closes) cannot be saved in
-  // the policy's status first.
-  asio::awaitable<Result<void>> run_drain(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& state,
-                                  const drain::NodePlan& node_plan);
-  asio::awaitable<void> clean_stale_taints(const std::string& policy, PolicyState& state);
+  // Saves the drain's start (and the gate it closes) in the policy's status, then starts the
+  // drain task. Fails, touching nothing, when that status write fails.
+  asio::awaitable<Result<void>> start_drain(std::shared_ptr<const drain::ReschedulePolicy> policy, std::shared_ptr<PolicyState> state,
+                                            const drain::NodePlan& node_plan);
+  // The task: runs the evictor on the node, then records the outcome in the state.
+  asio::awaitable<void> drain_task(std::shared_ptr<const drain::ReschedulePolicy> policy, drain::PolicySpec spec,
+                                   std::shared_ptr<PolicyState> state, drain::NodePlan node_plan, std::optional<Time> gate_before);
+  void record_outcome(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
+                      const drain::DrainReport& report, std::optional<Time> gate_before);
+  asio::awaitable<void> clean_stale_taints(const std::string& policy);
   void report_undrainable(const drain::ReschedulePolicy& policy, PolicyState& state, const drain::Plan& plan);
   void update_metrics(const std::string& policy, const drain::Plan& plan);
   runtime::ObjectReference policy_ref(const drain::ReschedulePolicy& p) const;
   runtime::ObjectReference node_ref(const std::string& node) const;
-  PolicyState& state(const std::string& policy);
+  std::shared_ptr<PolicyState> state(const std::string& policy);
 
   std::shared_ptr<kube::Client> client_;
   runtime::Timers& timers_;
@@ -112,7 +129,8 @@ class SpotRebalancer final : public runtime::Reconciler {
   runtime::EventRecorder& events_;
   runtime::Metrics& metrics_;
   RebalancerOptions options_;
-  std::map<std::string, std::unique_ptr<PolicyState>> states_;
+  std::map<std::string, std::shared_ptr<PolicyState>> states_;
+  runtime::Tasks tasks_;
   mutable std::vector<std::string> policy_keys_;
   mutable uint64_t policy_keys_version_ = UINT64_MAX;  // the store's version when policy_keys_ was read
   // The last plan's cluster snapshot, for the next plan of any policy (it depends on the nodes,

@@ -186,10 +186,11 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       return model::volume_node_requirements(c, v);
     };
   }
+  runtime::WorkQueue queue(timers);
+  ro.enqueue = [&queue](const std::string& policy) { queue.add(policy); };
   SpotRebalancer rebalancer(*client, timers,
                             RebalancerStores{nodes.store(), pods.store(), pdbs.store(), policies.store(), namespaces.store()}, events,
                             metrics, ro);
-  runtime::WorkQueue queue(timers);
   runtime::Controller controller("spotrebalancer", rebalancer, queue, timers, {f.workers, Duration::zero()});
   auto& reconciles = metrics.counter("spotshift_reconcile_total", "Reconciles by result.", {"result"});
   auto& depth = metrics.gauge("spotshift_workqueue_depth", "Policies waiting to be reconciled.");
@@ -197,8 +198,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     reconciles.with({std::string(result)}).inc();
     depth.get().set(static_cast<double>(queue.len()));
   };
-  policies.on_event([&queue, &rebalancer](const runtime::ObjectEvent<drain::ReschedulePolicy>& e) {
-    if (e.type == runtime::ObjectEvent<drain::ReschedulePolicy>::Type::kDeleted) rebalancer.policy_deleted(e.object->meta.key());
+  policies.on_event([&queue](const runtime::ObjectEvent<drain::ReschedulePolicy>& e) {
     if (runtime::content_changed(e)) queue.add(e.object->meta.key());
   });
   trigger_all(nodes, queue, rebalancer);
@@ -243,6 +243,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   });
   manager.on_stopping([&rebalancer] { rebalancer.stop_all(); });
   manager.add_controller(controller);
+  manager.add_tasks(rebalancer.tasks());
 
   int code = 1;
   bool done = false;

@@ -9,6 +9,7 @@
 //             Suspended, DryRun or SharedSpotNodes; False (NotBlocked) otherwise.
 // A condition's lastTransitionTime changes only when its status does.
 
+#include "drain/gate.hpp"
 #include "drain/planner.hpp"
 #include "drain/policy.hpp"
 
@@ -24,11 +25,6 @@ struct DrainProgress {
   int remaining = 0;
 };
 
-struct Gate {
-  std::string reason;   // DrainDelay, UnschedulablePods, Suspended, DryRun, SharedSpotNodes
-  std::string message;
-};
-
 struct StatusInput {
   std::string name;
   std::string resource_version;  // the precondition for the update
@@ -42,7 +38,7 @@ struct StatusInput {
   std::optional<Time> next_drain_after;
   int64_t nodes_drained_total = 0;
   int64_t pods_evicted_total = 0;
-  std::optional<Gate> blocked;
+  std::optional<drain::Gate> blocked;  // drain::evaluate_gates()
 };
 
 // The update body: {"apiVersion", "kind", "metadata": {"name", "resourceVersion"}, "status": {...}}.

@@ -88,16 +88,21 @@ asio::awaitable<bool> Evictor::pause(Duration d) {
 }
 
 asio::awaitable<Result<bool>> Evictor::set_taint(std::string node, bool present) {
-  Duration backoff = options_.retry_base;
+  co_return co_await drain::set_taint(*client_, timers_, options_, std::move(node), present, &stopping_);
+}
+
+asio::awaitable<Result<bool>> set_taint(kube::Client& client, runtime::Timers& timers, const EvictorOptions& options, std::string node,
+                                        bool present, const bool* stopping) {
+  Duration backoff = options.retry_base;
   Error last = Error::internal("no attempt made");
-  for (int attempt = 0; attempt < options_.taint_attempts; ++attempt) {
+  for (int attempt = 0; attempt < options.taint_attempts; ++attempt) {
     if (attempt > 0) {
       // Removing the taint must not give up because we were told to stop: sleep regardless.
-      if (present && stopping_) co_return Error::cancelled("stopped before the node was tainted");
-      co_await timers_.sleep(attempt == 1 ? Duration::zero() : backoff);
-      backoff = std::min(backoff * 2, options_.retry_cap);
+      if (present && stopping && *stopping) co_return Error::cancelled("stopped before the node was tainted");
+      co_await timers.sleep(attempt == 1 ? Duration::zero() : backoff);
+      backoff = std::min(backoff * 2, options.retry_cap);
     }
-    auto doc = co_await client_->get(kube::Resource::nodes(), "", node);
+    auto doc = co_await client.get(kube::Resource::nodes(), "", node);
     if (!doc) {
       if (doc.error().is_not_found()) co_return false;  // the node is gone: nothing to taint or clean
       last = doc.error();
@@ -116,7 +121,7 @@ asio::awaitable<Result<bool>> Evictor::set_taint(std::string node, bool present)
       if (const model::JsonValue* list = member(*spec, "taints"); list && list->IsArray()) {
         for (const auto& taint : list->GetArray()) {
           if (json_string(taint, "key") == kDrainingTaint) {
-            if (json_string(taint, "value") == options_.policy) {
+            if (json_string(taint, "value") == options.policy) {
               ours = true;
               if (!present) continue;  // drop it
             } else {
@@ -134,7 +139,7 @@ asio::awaitable<Result<bool>> Evictor::set_taint(std::string node, bool present)
     if (present) {
       model::JsonValue t(rapidjson::kObjectType);
       t.AddMember("key", model::JsonValue(kDrainingTaint.data(), static_cast<rapidjson::SizeType>(kDrainingTaint.size()), alloc), alloc);
-      t.AddMember("value", model::JsonValue(options_.policy.c_str(), static_cast<rapidjson::SizeType>(options_.policy.size()), alloc), alloc);
+      t.AddMember("value", model::JsonValue(options.policy.c_str(), static_cast<rapidjson::SizeType>(options.policy.size()), alloc), alloc);
       t.AddMember("effect", "NoSchedule", alloc);
       taints.PushBack(t, alloc);
     }
@@ -147,10 +152,10 @@ asio::awaitable<Result<bool>> Evictor::set_taint(std::string node, bool present)
     rapidjson::StringBuffer buf;
     rapidjson::Writer<rapidjson::StringBuffer> w(buf);
     patch.Accept(w);
-    auto r = co_await client_->patch(kube::Resource::nodes(), "", node, kube::PatchType::kMerge,
+    auto r = co_await client.patch(kube::Resource::nodes(), "", node, kube::PatchType::kMerge,
                                      std::string(buf.GetString(), buf.GetSize()));
     if (r) {
-      logger.info(present ? "tainted node" : "removed taint", {{"node", node}, {"policy", options_.policy}});
+      logger.info(present ? "tainted node" : "removed taint", {{"node", node}, {"policy", options.policy}});
       co_return true;
     }
     last = r.error();
@@ -159,7 +164,7 @@ asio::awaitable<Result<bool>> Evictor::set_taint(std::string node, bool present)
     if (!last.is_retryable()) co_return last.wrap(fmt::format("patching node {}", node));
   }
   co_return last.wrap(fmt::format("{} the taint on node {} failed after {} attempts", present ? "setting" : "removing", node,
-                                  options_.taint_attempts));
+                                  options.taint_attempts));
 }
 
 // The pod's own grace period, capped by maxGracefulTermination, and never 0: a grace period of 0
@@ -464,15 +469,15 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
   co_return report;
 }
 
-asio::awaitable<Result<std::vector<std::string>>> remove_stale_taints(Evictor& evictor, std::vector<std::string> nodes) {
-  std::vector<std::string> cleaned;
-  for (const auto& node : nodes) {
-    if (evictor.draining() && evictor.current_node() == node) continue;
-    auto r = co_await evictor.set_taint(node, false);
-    if (!r) co_return r.error();
-    if (*r) cleaned.push_back(node);
+asio::awaitable<TaintCleanup> remove_stale_taints(kube::Client& client, runtime::Timers& timers, const EvictorOptions& options,
+                                                  std::vector<std::string> nodes) {
+  TaintCleanup out;
+  for (auto& node : nodes) {
+    auto r = co_await set_taint(client, timers, options, node, false);
+    if (!r) out.failed.emplace_back(std::move(node), r.error());
+    else if (*r) out.removed.push_back(std::move(node));
   }
-  co_return cleaned;
+  co_return out;
 }
 
 }  // namespace spotshift::drain

@@ -26,7 +26,8 @@
 //     watch), polled, never by listing pods again.
 //
 // Crash safety: remove_stale_taints() removes the policy's taint from nodes with no drain in
-// progress in this process; the operator calls it once it holds leadership.
+// progress in this process; the operator calls it once it holds leadership, and for a policy
+// with no drain task at every reconcile.
 
 #include "drain/planner.hpp"
 #include "kube/client.hpp"
@@ -126,7 +127,7 @@ class Evictor {
   bool draining() const { return draining_; }
   const std::optional<std::string>& current_node() const { return current_; }
 
-  // Adds or removes the policy's draining taint. Returns whether the node changed.
+  // set_taint() below with this evictor's options, giving up adding once stopped.
   asio::awaitable<Result<bool>> set_taint(std::string node, bool present);
 
  private:
@@ -165,8 +166,22 @@ class Evictor {
 // Nodes carrying the draining taint of `policy` (value == policy name).
 bool has_draining_taint(const model::Node& node, std::string_view policy);
 
-// Crash safety: removes the policy's draining taint from each of `nodes` that carries it, except
-// the node the evictor is draining now. Returns the nodes cleaned.
-asio::awaitable<Result<std::vector<std::string>>> remove_stale_taints(Evictor& evictor, std::vector<std::string> nodes);
+// Adds or removes the draining taint of options.policy on `node` (merge patch of the full taint
+// list with a resourceVersion precondition; 409 and transient errors retried up to
+// options.taint_attempts). Returns whether the node changed; a node that is gone changes nothing.
+// Adding gives up between attempts once *stopping is true; removing never does. A node carrying
+// another policy's taint is not tainted (an error).
+asio::awaitable<Result<bool>> set_taint(kube::Client& client, runtime::Timers& timers, const EvictorOptions& options, std::string node,
+                                        bool present, const bool* stopping = nullptr);
+
+struct TaintCleanup {
+  std::vector<std::string> removed;                     // nodes whose taint was removed
+  std::vector<std::pair<std::string, Error>> failed;    // retried by the caller later
+};
+// Crash safety: removes options.policy's draining taint from each of `nodes` that carries it. The
+// caller passes only nodes no drain of this process holds (the reconciler: when the policy has
+// no drain task; at start-up: every tainted node).
+asio::awaitable<TaintCleanup> remove_stale_taints(kube::Client& client, runtime::Timers& timers, const EvictorOptions& options,
+                                                  std::vector<std::string> nodes);
 
 }  // namespace spotshift::drain

@@ -13,7 +13,20 @@ GateDecision drain_delay_gate(const PolicyStatusView& status, Time now) {
 }
 
 Time next_drain_after(Time finished, const PolicySpec& spec) {
-  return finished + std::chrono::duration_cast<Time::duration>(spec.node_drain_delay);
+  const Time t = finished + std::chrono::duration_cast<Time::duration>(spec.node_drain_delay);
+  const auto s = std::chrono::time_point_cast<std::chrono::seconds>(t);
+  return s < t ? s + std::chrono::seconds(1) : Time(s);
+}
+
+std::optional<Gate> evaluate_gates(const GateInput& in) {
+  if (in.spec.suspend) return Gate{"Suspended", "spec.suspend is true: no new drain starts", std::nullopt};
+  if (!in.drain_delay.open) return Gate{"DrainDelay", in.drain_delay.reason, in.drain_delay.reopens_at};
+  if (in.unschedulable_pods)
+    if (GateDecision g = in.unschedulable_pods(); !g.open) return Gate{"UnschedulablePods", g.reason, g.reopens_at};
+  if (in.spec.dry_run) return Gate{"DryRun", fmt::format("dryRun is true: {} would be drained now", in.next_node), std::nullopt};
+  if (in.shared_spot_nodes)
+    if (auto other = in.shared_spot_nodes()) return Gate{"SharedSpotNodes", *other, std::nullopt};
+  return std::nullopt;
 }
 
 bool pending_unschedulable(const model::Pod& pod) {

@@ -18,6 +18,7 @@
 #include "drain/drainability.hpp"
 #include "drain/policy.hpp"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,13 +33,38 @@ struct GateDecision {
 };
 
 GateDecision drain_delay_gate(const PolicyStatusView& status, Time now);
-// When the next drain may start after an attempt that ended at `finished`.
+// When the next drain may start after an attempt that ended at `finished`: nodeDrainDelay later,
+// rounded up to the second (the status keeps whole seconds, and the gate must never reopen early).
 Time next_drain_after(Time finished, const PolicySpec& spec);
 
 // Pods that are Pending because no node fits them: unbound, PodScheduled=False/Unschedulable.
 bool pending_unschedulable(const model::Pod& pod);
 GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope,
                                      SpotReach& spot_reach);
+
+// The gate that holds a drainable node back, as the policy's Blocked condition shows it.
+struct Gate {
+  std::string reason;  // Suspended, DrainDelay, UnschedulablePods, DryRun, SharedSpotNodes
+  std::string message;
+  std::optional<Time> reopens_at;  // when known
+};
+
+// What the gates are decided from. The unschedulable-pods gate and the shared spot nodes are
+// asked for only when the gates before them are open.
+struct GateInput {
+  const PolicySpec& spec;
+  GateDecision drain_delay;  // drain_delay_gate()
+  std::function<GateDecision()> unschedulable_pods;  // unschedulable_pods_gate()
+  // Another policy's drain in progress onto spot nodes this plan shares: why this one waits.
+  std::function<std::optional<std::string>()> shared_spot_nodes;
+  std::string next_node;  // the plan's first drainable node
+};
+
+// The first closed gate, in this order: Suspended, DrainDelay, UnschedulablePods, DryRun,
+// SharedSpotNodes; nothing when a drain may start now. Suspend comes first (the user's word
+// outranks timing), dry run after the gates a live drain would wait on, so a dry-run policy shows
+// what would hold a live one back.
+std::optional<Gate> evaluate_gates(const GateInput& in);
 
 class NodeBackoff {
  public:

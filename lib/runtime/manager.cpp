@@ -148,6 +148,7 @@ asio::awaitable<int> Manager::run() {
     // Another instance may take over soon: stop acting now, mid-reconcile or not.
     logger.error("stopping: leadership lost");
     for (Controller* c : controllers_) c->cancel();
+    for (Tasks* t : tasks_) t->cancel();
     exit_code = 1;
   } else {
     // Stop taking work; let what is in flight finish, within the bound.
@@ -156,12 +157,14 @@ asio::awaitable<int> Manager::run() {
     auto in_flight = [&] {
       size_t n = 0;
       for (Controller* c : controllers_) n += c->queue().processing();
+      for (Tasks* t : tasks_) n += t->size();
       return n;
     };
     while (in_flight() > 0 && timers_.now() < limit) co_await wake_.wait(std::chrono::milliseconds(20));
     if (in_flight() > 0) {
       logger.warn("in-flight reconciles did not finish in time; cancelling them", {{"timeout", options_.graceful_shutdown}});
       for (Controller* c : controllers_) c->cancel();
+      for (Tasks* t : tasks_) t->cancel();
     }
   }
   leading_ = false;

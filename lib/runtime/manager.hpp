@@ -2,8 +2,9 @@
 // The manager runs an operator's parts in order: metrics and probe servers; informers, then
 // waits for their caches to sync (ready then); leader election (if on); once leading, the
 // on_leading hooks, then the controllers. On SIGTERM or SIGINT it stops taking work, lets
-// in-flight reconciles finish (within a bound), releases the lease and returns 0. If it loses
-// the lease it cancels in-flight reconciles at once and returns 1: the process should exit.
+// in-flight reconciles and tasks finish (within a bound), releases the lease and returns 0. If it
+// loses the lease it cancels in-flight reconciles and tasks at once and returns 1: the process
+// should exit.
 
 #include "kube/client.hpp"
 #include "runtime/controller.hpp"
@@ -11,6 +12,7 @@
 #include "runtime/informer.hpp"
 #include "runtime/leader.hpp"
 #include "runtime/metrics.hpp"
+#include "runtime/tasks.hpp"
 #include "runtime/timers.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -44,6 +46,9 @@ class Manager {
                               [&informer] { return informer.synced(); }, [&informer] { informer.stop(); }});
   }
   void add_controller(Controller& c) { controllers_.push_back(&c); }
+  // Tasks a reconciler runs beyond its reconciles (drains): waited for on shutdown like in-flight
+  // reconciles, cancelled with them when the lease is lost or the grace period ends.
+  void add_tasks(Tasks& tasks) { tasks_.push_back(&tasks); }
   // Work that runs for the whole life of the manager (the event recorder).
   void add_runnable(std::string name, std::function<asio::awaitable<void>()> run, std::function<void()> stop);
   // Runs once leadership is won, before the controllers start (crash recovery).
@@ -84,6 +89,7 @@ class Manager {
   std::vector<Source> sources_;
   std::vector<Runnable> runnables_;
   std::vector<Controller*> controllers_;
+  std::vector<Tasks*> tasks_;
   std::vector<std::function<asio::awaitable<void>()>> leading_hooks_;
   std::vector<std::function<void()>> stopping_hooks_;
   std::unique_ptr<LeaderElector> elector_;

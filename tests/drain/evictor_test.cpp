@@ -720,14 +720,30 @@ TEST_CASE("replacements that do not land on a spot node are reported", "[evictor
 
 TEST_CASE("stale taints of the policy are removed at start-up, other policies' are left", "[evictor]") {
   Env env(scenario());
-  Evictor ours = env.evictor(env.options);
   auto other_options = env.options;
   other_options.policy = "other";
-  Evictor theirs = env.evictor(other_options);
-  REQUIRE(run_sync(env.ioc, ours.set_taint("od-1", true)).value());
-  REQUIRE(run_sync(env.ioc, theirs.set_taint("od-2", true)).value());
-  auto cleaned = run_sync(env.ioc, remove_stale_taints(ours, {"od-1", "od-2"})).value();
-  CHECK(cleaned == std::vector<std::string>{"od-1"});
+  REQUIRE(run_sync(env.ioc, set_taint(*env.client, *env.timers, env.options, "od-1", true)).value());
+  REQUIRE(run_sync(env.ioc, set_taint(*env.client, *env.timers, other_options, "od-2", true)).value());
+  auto cleaned = run_sync(env.ioc, remove_stale_taints(*env.client, *env.timers, env.options, {"od-1", "od-2", "no-such-node"}));
+  CHECK(cleaned.removed == std::vector<std::string>{"od-1"});
+  CHECK(cleaned.failed.empty());
   CHECK_FALSE(env.has_our_taint("od-1"));
   CHECK(env.has_our_taint("od-2"));
+
+  // A node whose patch keeps failing is reported, and the others are still cleaned.
+  REQUIRE(run_sync(env.ioc, set_taint(*env.client, *env.timers, env.options, "od-1", true)).value());
+  REQUIRE(run_sync(env.ioc, set_taint(*env.client, *env.timers, env.options, "spot-1", true)).value());
+  kubesim::FaultRule f;
+  f.verb = "patch";
+  f.resource = "nodes";
+  f.name = "od-1";
+  f.status = 403;
+  env.sim->faults().add(f);
+  cleaned = run_sync(env.ioc, remove_stale_taints(*env.client, *env.timers, env.options, {"od-1", "spot-1"}));
+  CHECK(cleaned.removed == std::vector<std::string>{"spot-1"});
+  REQUIRE(cleaned.failed.size() == 1);
+  CHECK(cleaned.failed[0].first == "od-1");
+  CHECK(cleaned.failed[0].second.code == 403);
+  CHECK(env.has_our_taint("od-1"));
+  CHECK_FALSE(env.has_our_taint("spot-1"));
 }

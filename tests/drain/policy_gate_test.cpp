@@ -154,6 +154,63 @@ TEST_CASE("the drain delay gate holds until nextDrainAfter, from the persisted s
   CHECK(drain_delay_gate(status, clock.now()).open);
 }
 
+TEST_CASE("nextDrainAfter is rounded up to the second, so the gate the status keeps never reopens early", "[gate]") {
+  PolicySpec spec = default_policy_spec();
+  spec.node_drain_delay = 90s;
+  const Time whole = parse_time("2026-11-22T10:00:00Z").value();
+  CHECK(next_drain_after(whole, spec) == whole + 90s);
+  CHECK(next_drain_after(whole + 1ms, spec) == whole + 91s);
+  CHECK(next_drain_after(whole + 999ms, spec) == whole + 91s);
+}
+
+TEST_CASE("the gates hold a drain in one order: Suspended, DrainDelay, UnschedulablePods, DryRun, SharedSpotNodes", "[gate]") {
+  PolicySpec spec = default_policy_spec();
+  int asked_pods = 0, asked_shared = 0;
+  GateDecision closed{false, "not yet", parse_time("2026-11-22T10:00:00Z").value()};
+  auto input = [&](GateDecision delay, bool pods_open, bool shared) {
+    return GateInput{spec, delay,
+                     [&, pods_open] {
+                       ++asked_pods;
+                       return pods_open ? GateDecision{} : GateDecision{false, "1 pod is Pending", std::nullopt};
+                     },
+                     [&, shared]() -> std::optional<std::string> {
+                       ++asked_shared;
+                       if (shared) return "policy b is draining od-9";
+                       return std::nullopt;
+                     },
+                     "od-1"};
+  };
+  // Every gate open: a drain may start, and every gate was asked.
+  CHECK_FALSE(evaluate_gates(input({}, true, false)));
+  CHECK(asked_pods == 1);
+  CHECK(asked_shared == 1);
+  // Each closed alone.
+  CHECK(evaluate_gates(input({}, true, true))->reason == "SharedSpotNodes");
+  CHECK(evaluate_gates(input({}, true, true))->message == "policy b is draining od-9");
+  CHECK(evaluate_gates(input({}, false, false))->reason == "UnschedulablePods");
+  auto delay = evaluate_gates(input(closed, true, false));
+  CHECK(delay->reason == "DrainDelay");
+  CHECK(delay->message == "not yet");
+  CHECK(delay->reopens_at == closed.reopens_at);
+  // The first closed one wins, and the gates after it are not asked.
+  asked_pods = asked_shared = 0;
+  CHECK(evaluate_gates(input(closed, false, true))->reason == "DrainDelay");
+  CHECK(asked_pods == 0);
+  CHECK(asked_shared == 0);
+  CHECK(evaluate_gates(input({}, false, true))->reason == "UnschedulablePods");
+  CHECK(asked_shared == 0);
+  // Dry run: after the gates a live drain would wait on, before another policy's drain.
+  spec.dry_run = true;
+  CHECK(evaluate_gates(input(closed, true, true))->reason == "DrainDelay");
+  CHECK(evaluate_gates(input({}, false, true))->reason == "UnschedulablePods");
+  auto dry = evaluate_gates(input({}, true, true));
+  CHECK(dry->reason == "DryRun");
+  CHECK(dry->message == "dryRun is true: od-1 would be drained now");
+  // Suspend outranks everything.
+  spec.suspend = true;
+  CHECK(evaluate_gates(input(closed, false, true))->reason == "Suspended");
+}
+
 TEST_CASE("the unschedulable-pods gate, for any pod or only for pods that could run on spot", "[gate]") {
   SpotReach reach({spot("spot-1").build()});
   std::vector<PodPtr> pods = {replica("running").on("spot-1"), replica("pending-bound").phase("Pending").on("spot-1")};
