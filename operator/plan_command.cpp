@@ -7,9 +7,12 @@
 #include "model/pdb.hpp"
 #include "model/pod.hpp"
 #include "model/volume.hpp"
+#include "model/workload.hpp"
 #include "model/yaml.hpp"
 
 #include <fmt/format.h>
+
+#include <map>
 
 #include <ostream>
 
@@ -28,6 +31,8 @@ struct Collector {
   Snapshot snap;
   std::vector<model::PersistentVolumeClaim> claims;
   std::vector<model::PersistentVolume> volumes;
+  // ReplicaSets, StatefulSets and Jobs by kind, then "namespace/name".
+  std::map<std::string, std::map<std::string, std::shared_ptr<const model::WorkloadController>>, std::less<>> controllers;
 
   template <class T, class Decode>
   void take(const model::JsonValue& item, Decode decode, std::vector<std::shared_ptr<const T>>& into) {
@@ -54,6 +59,16 @@ struct Collector {
       model::ObjectMeta meta;
       model::decode_meta(d, v, meta, [](std::string_view, std::string_view) {});
       if (d.ok()) snap.input.namespaces[meta.name] = meta.labels;
+      return;
+    }
+    if (model::watched_controller_kind(kind)) {
+      auto w = model::decode_workload_controller(v, kind);
+      if (!w) {
+        snap.warnings.push_back(fmt::format("skipped: {}", w.error().message));
+        return;
+      }
+      std::string key = w->meta.key();  // before *w is moved: the right side of = is evaluated first
+      controllers[std::string(kind)][key] = std::make_shared<const model::WorkloadController>(std::move(*w));
       return;
     }
     if (kind == "PersistentVolumeClaim") {
@@ -101,6 +116,21 @@ Result<Snapshot> read_snapshot(std::string_view text) {
   // A snapshot made with pvc,pv holds every claim: a pod whose claim is missing from it cannot be
   // planned, as in the operator. Without them VolumeZone has nothing to check.
   c.snap.input.volumes_watched = !claims.empty() || !volumes.empty();
+  // A snapshot made with rs,sts,jobs: a pod whose controller of those kinds is missing from it
+  // is not moved, as in the operator. Kinds the snapshot has none of are not checked (and Job
+  // pods then block: whether their eviction counts against a backoffLimit is not known).
+  if (!c.controllers.empty())
+    c.snap.input.owners = [controllers = std::make_shared<decltype(c.controllers)>(std::move(c.controllers))](const model::Pod& pod) {
+      return drain::owner_info(
+          pod,
+          [&](std::string_view kind, const std::string& key) -> std::shared_ptr<const model::WorkloadController> {
+            auto k = controllers->find(kind);
+            if (k == controllers->end()) return nullptr;
+            auto it = k->second.find(key);
+            return it == k->second.end() ? nullptr : it->second;
+          },
+          [&](std::string_view kind) { return controllers->find(kind) != controllers->end(); });
+    };
   if (c.snap.input.nodes.empty()) return Error::invalid("the snapshot holds no Node objects (make it with kubectl get nodes,pods,pdb -A -o json)");
   return std::move(c.snap);
 }
@@ -129,7 +159,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
   FlagSet flags("spotshift plan",
                 "Runs the planner offline on a cluster snapshot and prints which on-demand nodes would be drained, in\n"
                 "what order, where each pod would go, and why every other on-demand node is not drainable.\n\n"
-                "Make a snapshot with:\n  kubectl get nodes,pods,pdb,namespaces -A -o json > snapshot.json");
+                "Make a snapshot with:\n  kubectl get nodes,pods,pdb,namespaces,pvc,pv,rs,sts,jobs -A -o json > snapshot.json");
   flags.add_string("snapshot", &snapshot_path, "The cluster snapshot: a v1 List in JSON or YAML (required).");
   flags.add_string("policy", &policy_path, "A ReschedulePolicy file; without it the policy's defaults apply.");
   flags.add_checked("output", &output, "Output format: table or json.", [](const std::string& v) { return one_of(v, {"table", "json"}); },

@@ -1,6 +1,7 @@
 #pragma once
 // `spotshift plan`: the operator's planner, offline, on a snapshot of a cluster (the output of
-// `kubectl get nodes,pods,pdb -A -o json`, optionally with namespaces, PVCs and PVs) and a
+// `kubectl get nodes,pods,pdb -A -o json`, optionally with namespaces, PVCs and PVs, ReplicaSets,
+// StatefulSets and Jobs) and a
 // ReschedulePolicy file. No cluster, no I/O beyond reading the two files.
 
 #include "drain/planner.hpp"

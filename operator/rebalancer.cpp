@@ -164,6 +164,7 @@ drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const
     in.volumes = options_.volumes();
     in.volumes_watched = true;
   }
+  in.owners = options_.owners;
   in.excluded = conflicts(spec, policy);
   if (auto it = states_.find(policy); it != states_.end())
     for (auto& [node, reason] : it->second->backoff.active(timers_.now())) in.excluded.emplace(node, reason);
@@ -440,7 +441,7 @@ asio::awaitable<void> SpotRebalancer::drain_task(std::shared_ptr<const drain::Re
                               auto n = stores_.namespaces.get(ns);
                               return n ? &n->meta.labels : nullptr;
                             },
-                            [&](const model::Pod& pod) { return budgets.covers(pod); }, nullptr};
+                            [&](const model::Pod& pod) { return budgets.covers(pod); }, nullptr, options_.owners};
     drain::PodVerdict v = drain::classify(*live, ctx);
     if (v.verdict == drain::Verdict::kBlock) return Error::invalid(v.reason);
     return {};

@@ -60,6 +60,8 @@ struct RebalancerOptions {
   int max_planning_cpu_percent = 50;
   // The node labels zonal volumes require (VolumeZone); unset when volumes are not watched.
   std::function<sched::VolumeRequirements()> volumes;
+  // The pods' controllers as the caches have them (drainability rule 7); unset: not watched.
+  drain::OwnerLookup owners;
   // Puts a policy back on the work queue: a drain task's progress and its end.
   std::function<void(const std::string& policy)> enqueue;
 };

@@ -1,10 +1,12 @@
 #pragma once
-// The kinds the operator watches beyond lib/kube's own: ReschedulePolicies and Namespaces (for
-// namespaceSelector), with their typed-client traits.
+// The kinds the operator watches beyond lib/kube's own: ReschedulePolicies, Namespaces (for
+// namespaceSelector) and the workload controllers (ReplicaSets, StatefulSets, Jobs), with their
+// typed-client traits.
 
 #include "drain/policy.hpp"
 #include "kube/client.hpp"
 #include "model/meta.hpp"
+#include "model/workload.hpp"
 
 namespace spotshift::op {
 
@@ -28,9 +30,37 @@ inline Result<NamespaceInfo> decode_namespace(const model::JsonValue& v) {
   return n;
 }
 
+// The workload controllers whose existence (and, for Jobs, podFailurePolicy) the drain checks:
+// one type per kind, for an informer each.
+template <char K>
+struct Controller : model::WorkloadController {};
+using ReplicaSetInfo = Controller<'r'>;
+using StatefulSetInfo = Controller<'s'>;
+using JobInfo = Controller<'j'>;
+
+template <char K>
+const kube::Resource& controller_resource() {
+  static const kube::Resource r = K == 'r'   ? kube::Resource{"apps", "v1", "replicasets", "ReplicaSet", true}
+                                  : K == 's' ? kube::Resource{"apps", "v1", "statefulsets", "StatefulSet", true}
+                                             : kube::Resource{"batch", "v1", "jobs", "Job", true};
+  return r;
+}
+
 }  // namespace spotshift::op
 
 namespace spotshift::kube {
+
+template <char K>
+struct ResourceTraits<op::Controller<K>> {
+  static const Resource& resource() { return op::controller_resource<K>(); }
+  static Result<op::Controller<K>> decode(const model::JsonValue& v) {
+    auto c = model::decode_workload_controller(v, resource().kind);
+    if (!c) return c.error();
+    op::Controller<K> out;
+    static_cast<model::WorkloadController&>(out) = std::move(*c);
+    return out;
+  }
+};
 
 template <>
 struct ResourceTraits<drain::ReschedulePolicy> {

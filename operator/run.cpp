@@ -168,6 +168,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   runtime::Informer<model::PodDisruptionBudget> pdbs("poddisruptionbudgets", *client, timers, {});
   runtime::Informer<drain::ReschedulePolicy> policies("reschedulepolicies", *client, timers, {});
   runtime::Informer<NamespaceInfo> namespaces("namespaces", *client, timers, {});
+  runtime::Informer<ReplicaSetInfo> replicasets("replicasets", *client, timers, {});
+  runtime::Informer<StatefulSetInfo> statefulsets("statefulsets", *client, timers, {});
+  runtime::Informer<JobInfo> jobs("jobs", *client, timers, {});
   runtime::Informer<model::PersistentVolumeClaim> claims("persistentvolumeclaims", *client, timers, {});
   runtime::Informer<model::PersistentVolume> volumes("persistentvolumes", *client, timers, {});
 
@@ -186,6 +189,16 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       return model::volume_node_requirements(c, v);
     };
   }
+  ro.owners = [&replicasets, &statefulsets, &jobs](const model::Pod& pod) {
+    return drain::owner_info(
+        pod,
+        [&](std::string_view kind, const std::string& key) -> std::shared_ptr<const model::WorkloadController> {
+          if (kind == "ReplicaSet") return replicasets.store().get(key);
+          if (kind == "StatefulSet") return statefulsets.store().get(key);
+          return jobs.store().get(key);
+        },
+        model::watched_controller_kind);
+  };
   runtime::WorkQueue queue(timers);
   ro.enqueue = [&queue](const std::string& policy) { queue.add(policy); };
   SpotRebalancer rebalancer(*client, timers,
@@ -205,6 +218,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   trigger_all(pods, queue, rebalancer);
   trigger_all(pdbs, queue, rebalancer);
   trigger_all(namespaces, queue, rebalancer);
+  trigger_all(replicasets, queue, rebalancer);
+  trigger_all(statefulsets, queue, rebalancer);
+  trigger_all(jobs, queue, rebalancer);
   if (f.watch_volumes) {
     trigger_all(claims, queue, rebalancer);
     trigger_all(volumes, queue, rebalancer);
@@ -232,6 +248,9 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   manager.add_informer(pdbs);
   manager.add_informer(policies);
   manager.add_informer(namespaces);
+  manager.add_informer(replicasets);
+  manager.add_informer(statefulsets);
+  manager.add_informer(jobs);
   if (f.watch_volumes) {
     manager.add_informer(claims);
     manager.add_informer(volumes);

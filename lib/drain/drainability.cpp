@@ -91,6 +91,35 @@ std::optional<PodVerdict> controller(const model::Pod& pod, const DrainContext& 
   return verdict(Verdict::kBlock, "controller", "has no controller, so nothing would recreate it (deleteNonReplicatedPods is false)");
 }
 
+std::optional<PodVerdict> owner(const model::Pod& pod, const DrainContext& ctx) {
+  if (!pod.controller) return std::nullopt;
+  const model::OwnerReference& ref = *pod.controller;
+  const OwnerInfo info = ctx.owner ? ctx.owner(pod) : OwnerInfo{};
+  if (info.state == OwnerInfo::State::kMissing) {
+    if (ctx.spec.delete_non_replicated_pods)
+      return verdict(Verdict::kMove, "owner",
+                     fmt::format("its controller {} {} no longer exists, so nothing will recreate it; moved because "
+                                 "deleteNonReplicatedPods is true",
+                                 ref.kind.view(), ref.name.view()),
+                     true);
+    return verdict(Verdict::kBlock, "owner",
+                   fmt::format("its controller {} {} no longer exists, so nothing would recreate it (deleteNonReplicatedPods is false)",
+                               ref.kind.view(), ref.name.view()));
+  }
+  if (ref.kind.view() != "Job" || ctx.spec.evict_job_pods) return std::nullopt;
+  if (info.state == OwnerInfo::State::kUnknown)
+    return verdict(Verdict::kBlock, "owner",
+                   fmt::format("owned by Job {}, which is not known here, so whether an eviction counts against its backoffLimit "
+                               "cannot be checked (evictJobPods is false)",
+                               ref.name.view()));
+  if (!info.job_ignores_disruptions)
+    return verdict(Verdict::kBlock, "owner",
+                   fmt::format("owned by Job {}, whose podFailurePolicy does not ignore disruptions (DisruptionTarget): an "
+                               "eviction would count against its backoffLimit (evictJobPods is false)",
+                               ref.name.view()));
+  return std::nullopt;
+}
+
 std::optional<PodVerdict> local_storage(const model::Pod& pod, const DrainContext& ctx) {
   if (pod.has_host_path && ctx.spec.host_path == Handling::kBlock)
     return verdict(Verdict::kBlock, "local-storage", "uses a hostPath volume (localStorage.hostPath is Block)");
@@ -113,7 +142,7 @@ std::optional<PodVerdict> pinned(const model::Pod& pod, const DrainContext& ctx)
 }
 
 constexpr Rule kBeforeOverride[] = {terminal, daemonset, mirror, annotation, selection};
-constexpr Rule kLiftedBySafeToEvict[] = {controller, local_storage, kube_system};
+constexpr Rule kLiftedBySafeToEvict[] = {controller, owner, local_storage, kube_system};
 
 }  // namespace
 

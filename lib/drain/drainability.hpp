@@ -12,16 +12,21 @@
 //      (cluster-autoscaler.kubernetes.io/safe-to-evict=true lifts rules 6 to 8)
 //   6. controller     no controller owner: Block, or Move with a warning when the policy allows
 //                     deleting non-replicated pods
-//   7. local-storage  emptyDir (Move by default) and hostPath (Block by default) volumes
-//   8. kube-system    a kube-system pod no PodDisruptionBudget covers: Block by default
-//   9. pinned         nodeSelector, required node affinity or tolerations rule out every spot
+//   7. owner          its controller (ReplicaSet, StatefulSet, Job) no longer exists: as rule 6;
+//                     owned by a Job whose podFailurePolicy does not ignore disruptions (or a
+//                     Job not known): Block unless the policy allows evicting Job pods
+//   8. local-storage  emptyDir (Move by default) and hostPath (Block by default) volumes
+//   9. kube-system    a kube-system pod no PodDisruptionBudget covers: Block by default
+//  10. pinned         nodeSelector, required node affinity or tolerations rule out every spot
 //                     node: Block ("pinned to on-demand")
-// A pod no rule decides moves. The warned Move of rule 6 is not decisive: a non-replicated pod
-// that the later rules block stays blocked.
+// A pod no rule decides moves. The warned Moves of rules 6 and 7 are not decisive: a
+// non-replicated pod that the later rules block stays blocked.
 
 #include "drain/policy.hpp"
 #include "model/node.hpp"
 #include "model/pod.hpp"
+
+#include <fmt/format.h>
 
 #include <functional>
 #include <memory>
@@ -56,6 +61,29 @@ class SpotReach {
   std::string scratch_;
 };
 
+// What the caches say of a pod's controller (model::kWatchedControllerKinds).
+struct OwnerInfo {
+  enum class State : uint8_t {
+    kUnknown,  // a kind not watched, or nothing watched: taken to exist; a Job then is not known
+    kExists,   // the cache holds it, with the uid the pod names
+    kMissing,  // a watched kind, and the cache has no such object (or another of that name)
+  };
+  State state = State::kUnknown;
+  bool job_ignores_disruptions = false;  // an existing Job's podFailurePolicy ignores evictions
+};
+using OwnerLookup = std::function<OwnerInfo(const model::Pod&)>;
+
+// An OwnerLookup over caches of the watched kinds: `find(kind, "namespace/name")` returns the
+// object, or nullptr. A kind `watched` says false for is kUnknown.
+template <class Find, class Watched>
+OwnerInfo owner_info(const model::Pod& pod, Find&& find, Watched&& watched) {
+  if (!pod.controller || !watched(pod.controller->kind.view())) return {};
+  const auto& ref = *pod.controller;
+  auto found = find(ref.kind.view(), fmt::format("{}/{}", pod.meta.namespace_.view(), ref.name.view()));
+  if (!found || (!ref.uid.view().empty() && found->meta.uid != ref.uid.view())) return {OwnerInfo::State::kMissing, false};
+  return {OwnerInfo::State::kExists, found->ignores_disruptions};
+}
+
 struct DrainContext {
   const PolicySpec& spec;
   // A namespace's labels, or nullptr when the namespace is not known (namespaceSelector only).
@@ -63,6 +91,9 @@ struct DrainContext {
   // Whether some PodDisruptionBudget covers the pod (the kube-system rule).
   std::function<bool(const model::Pod&)> covered_by_pdb;
   SpotReach* spot_reach = nullptr;  // nullptr skips the pinned rule
+  // The pod's controller as the caches have it; nullptr: controllers are not watched (every
+  // owner is taken to exist, and Job pods block unless evictJobPods).
+  OwnerLookup owner = nullptr;
 };
 
 PodVerdict classify(const model::Pod& pod, const DrainContext& ctx);

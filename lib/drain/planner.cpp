@@ -253,7 +253,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
                    },
                    [&](const model::Pod& pod) { return budgets.covers(pod); },
                    // With no spot node at all, no pod is pinned: every node says there is none.
-                   spot_nodes.empty() ? nullptr : &reach};
+                   spot_nodes.empty() ? nullptr : &reach, in.owners};
 
   // Pods the scheduler has not bound yet (an HPA scale-up, a StatefulSet's or this very drain's
   // replacement) will take room too: the snapshot holds bound pods only.

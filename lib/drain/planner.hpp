@@ -49,6 +49,8 @@ struct PlanInput {
   // then a pod whose claim is missing there (or bound to a volume not known) cannot be planned,
   // since the zone its volume needs cannot be checked. Fail closed.
   bool volumes_watched = false;
+  // The pods' controllers as the caches have them (drainability rule 7); none: not watched.
+  OwnerLookup owners;
   // On-demand nodes the planner must leave alone, with the reason (another policy also selects
   // them, a drain of theirs backs off, ...).
   std::map<std::string, std::string> excluded;

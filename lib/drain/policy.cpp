@@ -31,7 +31,7 @@ constexpr std::array kSpecFields = {
     "housekeepingInterval", "nodeDrainDelay",         "podEvictionTimeout", "maxGracefulTermination",
     "deleteNonReplicatedPods", "localStorage",        "kubeSystemPodsWithoutPDB", "unschedulablePodsGate",
     "dryRun",               "suspend",                "profile",           "drainOrder",
-    "searchIterations",     "terminationHeadroom",    "drainedNodeTaintTTL",
+    "searchIterations",     "terminationHeadroom",    "drainedNodeTaintTTL", "evictJobPods",
 };
 
 void reject_unknown(model::JsonDecoder& d, const model::JsonValue& obj, const auto& known) {
@@ -104,6 +104,7 @@ void decode_spec(model::JsonDecoder& d, const model::JsonValue& spec, PolicySpec
   duration(d, spec, "terminationHeadroom", s.termination_headroom, Duration::zero());
   duration(d, spec, "drainedNodeTaintTTL", s.drained_node_taint_ttl, Duration::zero());
   s.delete_non_replicated_pods = d.boolean(spec, "deleteNonReplicatedPods", false);
+  s.evict_job_pods = d.boolean(spec, "evictJobPods", false);
   if (const model::JsonValue* ls = d.object(spec, "localStorage")) {
     auto scope = d.field("localStorage");
     reject_unknown(d, *ls, std::array{"emptyDir", "hostPath"});

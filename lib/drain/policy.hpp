@@ -57,6 +57,9 @@ struct PolicySpec {
   // How long a drained node keeps its taint once every replacement is bound (0: untainted then).
   Duration drained_node_taint_ttl = Duration::zero();
   bool delete_non_replicated_pods = false;
+  // Move pods of Jobs whose podFailurePolicy does not ignore disruptions (an eviction counts
+  // against the Job's backoffLimit).
+  bool evict_job_pods = false;
   Handling empty_dir = Handling::kMove;
   Handling host_path = Handling::kBlock;
   Handling kube_system_without_pdb = Handling::kBlock;

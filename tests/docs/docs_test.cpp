@@ -168,7 +168,7 @@ void check_registration(const std::string& meson_build, const std::vector<std::s
   REQUIRE(total >= at_least);
   std::vector<std::vector<int>> used;
   for (const auto& l : lists) used.emplace_back(l.patterns.size(), 0);
-  std::regex case_re(R"re(TEST_CASE\("([^"]+)", "([^"]*)"\))re");
+  std::regex case_re(R"re(TEST_CASE\("([^"]+)",\s*"([^"]*)"\))re");
   for (const auto& source : sources) {
     std::string code = text(source);
     for (auto it = std::sregex_iterator(code.begin(), code.end(), case_re); it != std::sregex_iterator(); ++it) {

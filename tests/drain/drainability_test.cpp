@@ -3,7 +3,12 @@
 #include "drain/budget.hpp"
 #include "drain/drainability.hpp"
 #include "helpers.hpp"
+#include "model/workload.hpp"
 #include "support/catch.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
 
 using namespace spotshift;
 using namespace spotshift::drain;
@@ -33,7 +38,7 @@ void run(const std::vector<Case>& cases) {
       PolicySpec spec = spec_from(c.spec_json).value();
       DrainContext ctx{spec,
                        [&](std::string_view ns) -> const model::Labels* { return ns == "team-a" ? &team_a : nullptr; },
-                       [&](const model::Pod& p) { return budgets.covers(p); }, &reach};
+                       [&](const model::Pod& p) { return budgets.covers(p); }, &reach, nullptr};
       PodVerdict v = classify(*c.pod, ctx);
       INFO("reason: " << v.reason);
       CHECK(v.verdict == c.verdict);
@@ -275,4 +280,71 @@ TEST_CASE("a budget whose selector is {} covers every pod of its namespace, and 
     BudgetIndex index(none);
     CHECK(index.matching(*w).empty());
   }
+}
+
+TEST_CASE("a pod whose controller is gone blocks, and a Job's pod unless its podFailurePolicy ignores disruptions", "[drainability]") {
+  // The caches: "Kind namespace/name" -> the controller.
+  std::map<std::string, std::shared_ptr<const model::WorkloadController>> cache;
+  auto add = [&](const std::string& kind, const std::string& name, const std::string& uid, bool ignores) {
+    auto c = std::make_shared<model::WorkloadController>();
+    c->kind = kind;
+    c->meta.name = name;
+    c->meta.namespace_ = model::InternedString("default");
+    c->meta.uid = uid;
+    c->ignores_disruptions = ignores;
+    cache[kind + " default/" + name] = c;
+  };
+  add("ReplicaSet", "web-rs", "uid-web-rs", false);
+  add("Job", "nightly", "uid-nightly", false);
+  add("Job", "tolerant", "uid-tolerant", true);
+  add("StatefulSet", "db", "uid-db-recreated", false);  // a new StatefulSet of the same name
+  OwnerLookup lookup = [&](const model::Pod& pod) {
+    return owner_info(
+        pod,
+        [&](std::string_view kind, const std::string& key) -> std::shared_ptr<const model::WorkloadController> {
+          auto it = cache.find(fmt::format("{} {}", kind, key));
+          return it == cache.end() ? nullptr : it->second;
+        },
+        model::watched_controller_kind);
+  };
+  auto classify_with = [&](const PodPtr& pod, const std::string& spec_json, bool watched = true) {
+    PolicySpec spec = spec_from(spec_json).value();
+    DrainContext ctx{spec, nullptr, nullptr, nullptr, watched ? lookup : nullptr};
+    PodVerdict v = classify(*pod, ctx);
+    INFO("reason: " << v.reason);
+    return v;
+  };
+
+  CHECK(classify_with(replica("web"), "{}").verdict == Verdict::kMove);
+  PodVerdict gone = classify_with(make_pod("x").owner("ReplicaSet", "gone-rs"), "{}");
+  CHECK(gone.verdict == Verdict::kBlock);
+  CHECK(gone.rule == "owner");
+  CHECK(gone.reason == "its controller ReplicaSet gone-rs no longer exists, so nothing would recreate it (deleteNonReplicatedPods is false)");
+  // The name is there again, but it is another object: not this pod's controller.
+  CHECK(classify_with(make_pod("db-0").owner("StatefulSet", "db"), "{}").reason.find("StatefulSet db no longer exists") !=
+        std::string::npos);
+  PodVerdict let_go = classify_with(make_pod("x").owner("ReplicaSet", "gone-rs"), R"({"deleteNonReplicatedPods":true})");
+  CHECK(let_go.verdict == Verdict::kMove);
+  CHECK(let_go.warning);
+  CHECK(let_go.reason.find("moved because deleteNonReplicatedPods is true") != std::string::npos);
+  // Kinds nobody watches (a custom controller's) are taken to exist.
+  CHECK(classify_with(make_pod("c").owner("CloneSet", "c"), "{}").verdict == Verdict::kMove);
+
+  PodVerdict job = classify_with(make_pod("nightly-abc").owner("Job", "nightly"), "{}");
+  CHECK(job.verdict == Verdict::kBlock);
+  CHECK(job.rule == "owner");
+  CHECK(job.reason ==
+        "owned by Job nightly, whose podFailurePolicy does not ignore disruptions (DisruptionTarget): an eviction would count "
+        "against its backoffLimit (evictJobPods is false)");
+  CHECK(classify_with(make_pod("tolerant-abc").owner("Job", "tolerant"), "{}").verdict == Verdict::kMove);
+  CHECK(classify_with(make_pod("nightly-abc").owner("Job", "nightly"), R"({"evictJobPods":true})").verdict == Verdict::kMove);
+  CHECK(classify_with(make_pod("nightly-abc").owner("Job", "nightly").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
+                      "{}")
+            .verdict == Verdict::kMove);
+  // A Job that is gone is a missing controller; with no caches of controllers, a Job is not known.
+  CHECK(classify_with(make_pod("old-abc").owner("Job", "old"), "{}").reason.find("Job old no longer exists") != std::string::npos);
+  PodVerdict unknown = classify_with(make_pod("nightly-abc").owner("Job", "nightly"), "{}", false);
+  CHECK(unknown.verdict == Verdict::kBlock);
+  CHECK(unknown.reason.find("owned by Job nightly, which is not known here") != std::string::npos);
+  CHECK(classify_with(make_pod("x").owner("ReplicaSet", "gone-rs"), "{}", false).verdict == Verdict::kMove);
 }

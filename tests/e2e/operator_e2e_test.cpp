@@ -233,6 +233,66 @@ spec:
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 20s));
 }
 
+TEST_CASE("pods of a Job that counts evictions as failures block their node until its podFailurePolicy ignores disruptions; so does a pod whose controller is gone",
+          "[e2e]") {
+  // report-x7k2p runs on ondemand-1 for Job report (backoffLimit 0: one failed pod fails the
+  // Job); cache-0 on ondemand-2 names a StatefulSet that is not there.
+  Env env(R"(
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: report, namespace: shop, uid: 3f0d7c1e-0000-4000-8000-00000000b001}
+spec:
+  backoffLimit: 0
+  template:
+    metadata: {labels: {app: report}}
+    spec:
+      restartPolicy: Never
+      containers: [{name: report, image: x, resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: report-x7k2p
+  namespace: shop
+  labels: {app: report}
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: report, uid: 3f0d7c1e-0000-4000-8000-00000000b001, controller: true}]
+spec:
+  nodeName: ondemand-1
+  restartPolicy: Never
+  containers: [{name: report, image: x, resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: cache-0
+  namespace: shop
+  labels: {app: cache}
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: cache, uid: 3f0d7c1e-0000-4000-8000-00000000b002, controller: true}]
+spec:
+  nodeName: ondemand-2
+  containers: [{name: cache, image: x, resources: {requests: {cpu: 100m}}}]
+)");
+  env.apply("policy", policy_yaml("default", ""));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find("report-x7k2p") != std::string::npos; }, 20s));
+  std::string undrainable = env.status("default", {"undrainableNodes"});
+  INFO(undrainable);
+  CHECK(undrainable.find("shop/report-x7k2p: owned by Job report, whose podFailurePolicy does not ignore disruptions (DisruptionTarget): "
+                         "an eviction would count against its backoffLimit (evictJobPods is false)") != std::string::npos);
+  CHECK(undrainable.find("shop/cache-0: its controller StatefulSet cache no longer exists, so nothing would recreate it") !=
+        std::string::npos);
+  std::this_thread::sleep_for(2s);
+  CHECK(env.operator_requests("/eviction").empty());
+  // A Job that tolerates disruptions: its pod moves, and the node drains. (kubesim runs no Job
+  // controller, so the drain waits out the replacement timeout for the Job pod's replacement.)
+  env.kubectl(R"(patch job report -n shop --type merge -p '{"spec":{"podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]}}}')");
+  REQUIRE(eventually([&] { return env.draining("ondemand-1"); }, 20s));
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 60s));
+  CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
+  CHECK(env.status("default", {"undrainableNodes"}).find("StatefulSet cache no longer exists") != std::string::npos);
+}
+
 TEST_CASE("a node that took a drain's replacements is held, so two on-demand nodes do not hand pods back and forth", "[e2e]") {
   // The cluster's scheduler prefers the emptiest node, and the pod tolerates the on-demand taint:
   // the replacement of the pod drained off od-a lands on od-b, not on the fuller spot node.

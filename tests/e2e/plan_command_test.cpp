@@ -132,6 +132,59 @@ TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder, t
   CHECK(plan("by-cpu").find(R"("searchedNodes":0)") != std::string::npos);
 }
 
+TEST_CASE("spotshift plan checks pods' controllers when the snapshot holds ReplicaSets, StatefulSets and Jobs", "[plan]") {
+  // A Job's pod on ondemand-1 (a Job that counts evictions as failures), a pod of a StatefulSet
+  // that is gone on ondemand-2.
+  Env env(R"(
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: report, namespace: shop, uid: 3f0d7c1e-0000-4000-8000-00000000b001}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: report, image: x}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: report-x7k2p
+  namespace: shop
+  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: report, uid: 3f0d7c1e-0000-4000-8000-00000000b001, controller: true}]
+spec:
+  nodeName: ondemand-1
+  restartPolicy: Never
+  containers: [{name: report, image: x, resources: {requests: {cpu: 100m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: cache-0
+  namespace: shop
+  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: cache, uid: 3f0d7c1e-0000-4000-8000-00000000b002, controller: true}]
+spec:
+  nodeName: ondemand-2
+  containers: [{name: cache, image: x, resources: {requests: {cpu: 100m}}}]
+)");
+  auto plan = [&](const std::string& kinds) {
+    env.dir.write("snapshot.json", env.kubectl("get " + kinds + " -A -o json"));
+    auto r = spotshift::testing::run(fmt::format("{} plan --snapshot {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json")));
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    return r.output;
+  };
+  std::string full = plan("nodes,pods,pdb,namespaces,rs,sts,jobs");
+  INFO(full);
+  CHECK(full.find("shop/report-x7k2p: owned by Job report, whose podFailurePolicy does not ignore disruptions") != std::string::npos);
+  CHECK(full.find("shop/cache-0: its controller StatefulSet cache no longer exists") != std::string::npos);
+  // Without the controllers, owners are not checked, and a Job's pod is not known to be safe to evict.
+  std::string bare = plan("nodes,pods,pdb,namespaces");
+  INFO(bare);
+  CHECK(bare.find("shop/report-x7k2p: owned by Job report, which is not known here") != std::string::npos);
+  CHECK(bare.find("StatefulSet cache no longer exists") == std::string::npos);
+}
+
 TEST_CASE("the operator drains the node the plan search chose first", "[operator]") {
   // By requested CPU, gpu-od-a would go first and take both GPUs (the test above). With the
   // search, the operator's plan drains gpu-od-b and gpu-od-c instead, and its first drain is

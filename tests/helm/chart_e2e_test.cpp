@@ -81,7 +81,7 @@ TEST_CASE("taking away any one permission the chart grants gets a request of the
   std::vector<Atom> atoms = atoms_of(r.one("ClusterRole"));
   auto lease_atoms = atoms_of(r.one("Role"));
   atoms.insert(atoms.end(), lease_atoms.begin(), lease_atoms.end());
-  REQUIRE(atoms.size() == 25);
+  REQUIRE(atoms.size() == 31);
 
   std::vector<std::string> unused;
   for (const auto& atom : atoms) {

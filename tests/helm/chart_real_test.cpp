@@ -194,7 +194,7 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
   std::vector<Atom> atoms = atoms_of(r.one("ClusterRole"));
   auto lease_atoms = atoms_of(r.one("Role"));
   atoms.insert(atoms.end(), lease_atoms.begin(), lease_atoms.end());
-  REQUIRE(atoms.size() == 25);
+  REQUIRE(atoms.size() == 31);
   std::string token = env.kubectl("create token spotshift -n spotshift --duration 1h");
   token = token.substr(0, token.find_last_not_of("\n") + 1);
   std::string args = operator_args(r, env.real->kubeconfig_with_token(env.dir.file("sa.kubeconfig"), token));

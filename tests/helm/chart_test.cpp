@@ -50,6 +50,8 @@ const std::vector<std::string> kMinimalClusterRules = {
     "policy poddisruptionbudgets: list,watch",
     "spotshift.io reschedulepolicies: get,list,watch",
     "spotshift.io reschedulepolicies/status: update",
+    "apps replicasets,statefulsets: list,watch",
+    "batch jobs: list,watch",
     "events.k8s.io events: create,patch",
     " persistentvolumeclaims,persistentvolumes: list,watch",
 };

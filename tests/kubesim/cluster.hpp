@@ -93,6 +93,12 @@ class Cluster {
   // Removes an object for good (kubelet finished, finalizers gone), then collects dependents.
   void erase(const ResourceType& rt, std::string_view key, bool orphan = false);
 
+  // Evictions accepted on a budget's status while the budget, counted from the pods as they are
+  // at that moment (the disruption controller's maths), allowed none: each took a budget below
+  // its minimum. A stale status lets this happen on a real API server too. One line each:
+  // "namespace/budget: pod (healthy H, desired D)". The soak reports them.
+  const std::vector<std::string>& budget_violations() const { return budget_violations_; }
+
   // Records a core/v1 Event about obj (deduplicated into count++ like the kubelet does).
   void emit_event(const ResourceType& rt, const Value& obj, std::string_view type, std::string_view reason,
                   std::string_view message, std::string_view component);
@@ -128,6 +134,7 @@ class Cluster {
   Faults faults_;
   std::mt19937_64 rng_;
   uint32_t next_node_ip_ = 1;  // InternalIP addresses of registered nodes: 10.0.0.1, 10.0.0.2, ...
+  std::vector<std::string> budget_violations_;
   // Event deduplication: (object uid, type, reason, message) -> event key.
   std::map<std::string, std::string> event_keys_;
 };

@@ -40,9 +40,13 @@ HttpResponse Api::control(const HttpRequest& req) {
       if (!n) continue;
       counts += fmt::format("{}\"{}\":{}", counts.empty() ? "" : ",", t->qualified_plural(), n);
     }
-    return ok_json(fmt::format(R"({{"resourceVersion":{},"compactedResourceVersion":{},"time":"{}","timeScale":{},"faults":{},"objects":{{{}}}}})",
-                               cluster_.store().resource_version(), cluster_.store().compacted_rv(),
-                               format_micro_time(cluster_.now()), cluster_.clock().scale(), faults.rules(), counts));
+    Doc violations(rapidjson::kArrayType);
+    for (const auto& v : cluster_.budget_violations())
+      violations.PushBack(Value(v.c_str(), static_cast<rapidjson::SizeType>(v.size()), violations.GetAllocator()), violations.GetAllocator());
+    return ok_json(fmt::format(
+        R"({{"resourceVersion":{},"compactedResourceVersion":{},"time":"{}","timeScale":{},"faults":{},"objects":{{{}}},"budgetViolations":{}}})",
+        cluster_.store().resource_version(), cluster_.store().compacted_rv(), format_micro_time(cluster_.now()), cluster_.clock().scale(),
+        faults.rules(), counts, to_json(violations)));
   }
   if (req.method != "POST" && req.method != "DELETE") return bad("control endpoints take POST (or DELETE /_sim/faults)");
   if (p == "faults") {

@@ -93,6 +93,10 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
     return too_many_requests(why, std::nullopt);
   }
 
+  // Accepted. Counted afresh from the pods, was there room? (Not when the status is stale.)
+  if (PdbStatus fresh = compute_pdb_status(*this, pdb); fresh.disruptions_allowed <= 0)
+    budget_violations_.push_back(fmt::format("{}/{}: {} (healthy {}, desired {})", ns, pdb_name, name, fresh.current_healthy,
+                                             fresh.desired_healthy));
   // Charge the budget first, then mark and delete the pod.
   std::string stamp = format_time(now());
   auto charged = mutate(*registry_.pdbs(), budgets[0]->key, [&](Value& o, Alloc& a) {

@@ -76,6 +76,24 @@ TEST_CASE("an eviction within the budget charges it and deletes the pod graceful
   CHECK_FALSE(t.pod("default/web-a"));
   CHECK(pdb_status(t, "currentHealthy") == 3);
   CHECK(evict(t, "web-b").status == 201);
+  CHECK(t.cluster().budget_violations().empty());  // every eviction had room
+}
+
+TEST_CASE("an eviction accepted on a stale budget status is recorded as a budget violation", "[eviction]") {
+  TestCluster t({}, web_cluster("{minAvailable: 2, selector: {matchLabels: {app: web}}}"));
+  t.advance(2s);
+  REQUIRE(pdb_status(t, "disruptionsAllowed") == 1);
+  // web-a stops being Ready, and the disruption controller has not counted it yet: the status
+  // still allows one disruption, the pods allow none.
+  t.cluster().mutate(*t.cluster().registry().pods(), "default/web-a", [](Value& o, Alloc& a) {
+    Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
+    for (auto& c : conds.GetArray())
+      if (get_str(c, {"type"}) == "Ready") set_str(c, "status", "False", a);
+  });
+  REQUIRE(pdb_status(t, "disruptionsAllowed") == 1);
+  CHECK(evict(t, "web-b").status == 201);  // as a real API server, on the status
+  CHECK(t.cluster().budget_violations() == std::vector<std::string>{"default/web-pdb: web-b (healthy 2, desired 2)"});
+  CHECK(t.get("/_sim/state").body.find(R"x("budgetViolations":["default/web-pdb: web-b (healthy 2, desired 2)"])x") != std::string::npos);
 }
 
 TEST_CASE("eviction edge cases follow the registry's algorithm", "[eviction]") {

@@ -156,6 +156,15 @@ Registry::Registry() {
   daemonsets_ = workload("daemonsets", "daemonset", "DaemonSet", {"ds"});
   statefulsets_ = workload("statefulsets", "statefulset", "StatefulSet", {"sts"});
   {
+    // Served (for the operator's caches of Jobs), not run: no Job controller creates their pods.
+    auto r = t("batch", "v1", "jobs", "job", "Job", true);
+    r.categories = {"all"};
+    r.subresources = {"status"};
+    r.status_subresource = true;
+    r.has_generation = true;
+    add(std::move(r));
+  }
+  {
     auto r = t("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
                "CustomResourceDefinition", false);
     r.short_names = {"crd", "crds"};

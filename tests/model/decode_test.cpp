@@ -3,6 +3,7 @@
 #include "model/node.hpp"
 #include "model/pdb.hpp"
 #include "model/pod.hpp"
+#include "model/workload.hpp"
 
 #include "support/catch.hpp"
 
@@ -59,6 +60,41 @@ TEST_CASE("a node decodes labels, taints, allocatable and conditions", "[decode]
   CHECK(n->ready());
   CHECK(n->healthy());
   CHECK(n->conditions.network_unavailable == ConditionStatus::kAbsent);
+}
+
+TEST_CASE("a Job ignores disruptions only when its first rule that can match an evicted pod says Ignore", "[decode]") {
+  auto job = [](const std::string& rules) {
+    auto c = decode_text(fmt::format(R"({{"metadata":{{"name":"j","namespace":"ns","uid":"u1"}},
+                                          "spec":{{"backoffLimit":0,"podFailurePolicy":{{"rules":[{}]}}}}}})",
+                                     rules),
+                         [](const JsonValue& v) { return decode_workload_controller(v, "Job"); });
+    REQUIRE(c);
+    CHECK(c->kind == "Job");
+    CHECK(c->meta.uid == "u1");
+    return c->ignores_disruptions;
+  };
+  const std::string ignore = R"({"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]})";
+  CHECK(job(ignore));
+  CHECK(job(R"({"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget","status":"True"}]})"));
+  CHECK_FALSE(job(R"({"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget","status":"False"}]})"));
+  CHECK_FALSE(job(R"({"action":"FailJob","onPodConditions":[{"type":"DisruptionTarget"}]})"));
+  CHECK_FALSE(job(R"({"action":"Count","onPodConditions":[{"type":"DisruptionTarget"}]})"));
+  CHECK_FALSE(job(""));
+  // An exit-code rule first may match the evicted pod's exit code before the Ignore rule does.
+  CHECK_FALSE(job(R"({"action":"FailJob","onExitCodes":{"operator":"In","values":[42]}},)" + ignore));
+  // A rule on another condition does not decide.
+  CHECK(job(R"({"action":"FailJob","onPodConditions":[{"type":"ConfigIssue"}]},)" + ignore));
+  // No podFailurePolicy at all: a failure.
+  auto plain = decode_text(R"({"metadata":{"name":"j","namespace":"ns"},"spec":{}})",
+                           [](const JsonValue& v) { return decode_workload_controller(v, "Job"); });
+  REQUIRE(plain);
+  CHECK_FALSE(plain->ignores_disruptions);
+  // Other kinds: only what they are.
+  auto rs = decode_text(R"({"metadata":{"name":"web-1","namespace":"ns","uid":"u2"},"spec":{"replicas":3}})",
+                        [](const JsonValue& v) { return decode_workload_controller(v, "ReplicaSet"); });
+  REQUIRE(rs);
+  CHECK(rs->meta.key() == "ns/web-1");
+  CHECK_FALSE(rs->ignores_disruptions);
 }
 
 TEST_CASE("a heartbeat-only node change compares equal in content", "[decode]") {

@@ -1,22 +1,30 @@
 #!/usr/bin/env python3
 """Chaos soak: kubesim and two leader-electing spotshift replicas under random disruption.
 
-Usage: tests/soak/chaos.py [--seed N] [--seconds S] [--build DIR] [--keep DIR]
+Usage: tests/soak/chaos.py [--seed N[,N...]] [--seconds S] [--build DIR] [--keep DIR]
 
-Starts kubesim on tests/soak/soak.yaml, applies the CRD and a policy, runs two replicas with
-short leases, uncordons most spot nodes, then for S seconds does one random thing every one to
-four seconds: SIGKILL or SIGTERM a replica (and start it again), edit the policy (drain delay,
-dryRun), scale a Deployment, tighten or loosen a PodDisruptionBudget, cordon or uncordon a spot
-node, turn one NotReady or Ready, delete a pod on an on-demand node, inject API faults (10 %
-503s, dropped watches, an expired watch, refused evictions). Then it calms everything down,
-lets the operator work for 40 s, stops both replicas with SIGTERM and checks what must hold:
+Starts kubesim on tests/soak/soak.yaml, applies the CRD and two policies that share the spot
+nodes (one for the on-demand nodes of zone-0, one for the rest), runs two replicas with short
+leases, uncordons most spot nodes, then for S seconds does one random thing every one to four
+seconds: SIGKILL or SIGTERM a replica (and start it again), edit a policy (drain delay, dryRun),
+scale a Deployment, tighten or loosen a PodDisruptionBudget, cordon or uncordon a spot node,
+turn one NotReady or Ready, delete a pod on an on-demand node, pause the scheduler for a few
+seconds (Pending pods and replacements), inject API faults (10 % 503s, dropped watches, an
+expired watch, refused evictions, failed policy status writes, lease requests stalled past the
+renew deadline). Then it calms everything down, lets the operator work for 40 s, stops both
+replicas with SIGTERM and checks what must hold:
 
   - every SIGTERM ended with exit status 0 (no crash at shutdown);
-  - no node carries a spotshift.io/draining taint;
-  - every Deployment has all its replicas Ready and no pod is lost or stuck.
+  - no node carries a spotshift.io/draining taint (stray taints: 0);
+  - every Deployment has all its replicas Ready and no pod is lost or stuck (pods lost: 0);
+  - no eviction took a budget below its minimum as the disruption controller computes it from
+    the pods at that moment (kubesim's budgetViolations: 0);
+  - no eviction came from a replica after another one had taken the Lease (0).
 
-It prints the actions, the checks and a summary, and exits 1 when a check fails. Not part of
-`make test` (it takes minutes and is random by design); see docs/development.md, "Soak".
+It prints the actions, the checks and the figures (drains attempted, succeeded, aborted;
+evictions; the four counts above), writes the figures to figures.json, and exits 1 when a check
+fails. With several seeds it runs them one after another and prints a table over them. Not
+part of `make test` (it takes minutes and is random by design); see docs/development.md, "Soak".
 """
 
 import argparse
@@ -33,14 +41,25 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Two policies over disjoint on-demand nodes and the same spot nodes: their drains must take
+# turns (SharedSpotNodes).
 POLICY = """apiVersion: spotshift.io/v1alpha1
 kind: ReschedulePolicy
-metadata: {{name: default}}
+metadata: {{name: {name}}}
 spec:
+  onDemandNodeSelector:
+    matchExpressions:
+    - {{key: node-role.kubernetes.io/worker, operator: Exists}}
+    - {{key: topology.kubernetes.io/zone, operator: {op}, values: [zone-0]}}
   nodeDrainDelay: {delay}
   podEvictionTimeout: 30s
   dryRun: {dry}
 """
+POLICIES = {"default": "NotIn", "zone-0": "In"}
+
+
+def policy(name, delay, dry):
+    return POLICY.format(name=name, op=POLICIES[name], delay=delay, dry=dry)
 
 
 class Soak:
@@ -56,6 +75,7 @@ class Soak:
         self.port = None
         self.deployments = {}  # name -> namespace
         self.spots = [f"spot-{i:02d}" for i in range(24)]
+        self.figures = {}
 
     # --- plumbing ------------------------------------------------------------------------------
     def kubectl(self, *args, stdin=None, check=False):
@@ -137,9 +157,18 @@ class Soak:
         self.start_replica(name)
 
     def edit_policy(self):
+        name = self.rng.choice(sorted(POLICIES))
         delay, dry = self.rng.choice(["0s", "1s", "3s"]), self.rng.choice(["false", "false", "true"])
-        self.kubectl("apply", "-f", "-", stdin=POLICY.format(delay=delay, dry=dry))
-        print(f"    nodeDrainDelay {delay}, dryRun {dry}")
+        self.kubectl("apply", "-f", "-", stdin=policy(name, delay, dry))
+        print(f"    {name}: nodeDrainDelay {delay}, dryRun {dry}")
+
+    def pause_scheduler(self):
+        # Pods created meanwhile (replacements of evicted pods, scale-ups) stay Pending.
+        seconds = self.rng.uniform(2, 6)
+        self.sim("/_sim/controllers", {"scheduler": False})
+        time.sleep(seconds)
+        self.sim("/_sim/controllers", {"scheduler": True})
+        print(f"    scheduler paused {seconds:.1f}s")
 
     def scale(self):
         name = self.rng.choice(sorted(self.deployments))
@@ -174,7 +203,7 @@ class Soak:
             print(f"    deleted {m['namespace']}/{m['name']}")
 
     def fault(self):
-        kind = self.rng.choice(["503", "drop", "expire", "refuse", "clear"])
+        kind = self.rng.choice(["503", "drop", "expire", "refuse", "status", "lease", "clear"])
         if kind == "503":
             self.sim("/_sim/faults", {"verb": "*", "resource": "*", "status": 503, "probability": 0.1, "count": 200})
         elif kind == "drop":
@@ -184,6 +213,13 @@ class Soak:
         elif kind == "refuse":
             self.sim("/_sim/faults", {"verb": "create", "resource": "pods/eviction", "status": 429,
                                       "retryAfterSeconds": 1, "count": 5})
+        elif kind == "status":
+            # Status writes fail: a drain whose start cannot be recorded must not start.
+            self.sim("/_sim/faults", {"verb": "update", "resource": "reschedulepolicies/status", "status": 500,
+                                      "probability": 0.5, "count": 20})
+        elif kind == "lease":
+            # Lease requests answered after the renew deadline (3 s): the leader must stop first.
+            self.sim("/_sim/faults", {"verb": "*", "resource": "leases", "delayMs": 5000, "count": 3})
         else:
             self.sim("/_sim/faults", None, "DELETE")
         print(f"    fault: {kind}")
@@ -192,7 +228,8 @@ class Soak:
     def run(self, seconds):
         self.start_kubesim()
         self.kubectl("apply", "-f", os.path.join(ROOT, "crds/reschedulepolicies.spotshift.io.yaml"), check=True)
-        self.kubectl("apply", "-f", "-", stdin=POLICY.format(delay="2s", dry="false"), check=True)
+        for name in POLICIES:
+            self.kubectl("apply", "-f", "-", stdin=policy(name, "2s", "false"), check=True)
         for d in json.loads(self.kubectl("get", "deploy", "-A", "-o", "json", check=True).stdout)["items"]:
             self.deployments[d["metadata"]["name"]] = d["metadata"]["namespace"]
         for name in ("a", "b"):
@@ -201,7 +238,7 @@ class Soak:
         for node in self.spots[:16]:
             self.kubectl("uncordon", node)
         actions = [self.kill_replica, self.term_replica, self.edit_policy, self.scale, self.budget, self.cordon,
-                   self.readiness, self.delete_pod, self.fault]
+                   self.readiness, self.delete_pod, self.pause_scheduler, self.fault]
         started = time.time()
         while time.time() - started < seconds:
             action = self.rng.choice(actions)
@@ -211,6 +248,7 @@ class Soak:
 
         print("calm: faults cleared, every spot node Ready and schedulable, policy live, budgets loose")
         self.sim("/_sim/faults", None, "DELETE")
+        self.sim("/_sim/controllers", {"scheduler": True})
         for node in self.spots:
             self.sim(f"/_sim/nodes/{node}/conditions", {"type": "Ready", "status": "True"})
             self.kubectl("uncordon", node)
@@ -218,7 +256,8 @@ class Soak:
             m = p["metadata"]
             self.kubectl("patch", "pdb", m["name"], "-n", m["namespace"], "--type=merge",
                          "-p", '{"spec":{"minAvailable":1,"maxUnavailable":null}}')
-        self.kubectl("apply", "-f", "-", stdin=POLICY.format(delay="1s", dry="false"), check=True)
+        for name in POLICIES:
+            self.kubectl("apply", "-f", "-", stdin=policy(name, "1s", "false"), check=True)
         for name, p in self.ops.items():
             if p.poll() is not None:
                 self.start_replica(name)
@@ -237,6 +276,7 @@ class Soak:
         short = [f"{d['metadata']['namespace']}/{d['metadata']['name']} "
                  f"{d['status'].get('readyReplicas', 0)}/{d['spec']['replicas']}"
                  for d in deployments if d["status"].get("readyReplicas", 0) != d["spec"]["replicas"]]
+        lost = sum(max(0, d["spec"]["replicas"] - d["status"].get("readyReplicas", 0)) for d in deployments)
         if short:
             self.failures.append(f"Deployments without all replicas Ready: {short}")
         pods = json.loads(self.kubectl("get", "pods", "-A", "-o", "json", check=True).stdout)["items"]
@@ -248,15 +288,46 @@ class Soak:
             self.failures.append(f"pods not Running: {phases}")
         moved = [p for p in pods if p["spec"].get("nodeName", "").startswith("od-")
                  and not any(o["kind"] == "DaemonSet" for o in p["metadata"].get("ownerReferences", []))]
-        evictions = {}
+
+        # Evictions, and the Lease's holder when each was answered, from the audit log in order:
+        # the holder is the replica whose lease write succeeded last (its User-Agent names it).
+        evictions, accepted, former_leader = {}, 0, []
+        holder = None
         for line in open(os.path.join(self.dir, "audit.log")):
             entry = json.loads(line)
+            agent = entry.get("userAgent", "")
+            if not agent.startswith("spotshift/"):
+                continue
+            if entry.get("resource") == "leases" and entry.get("method") in ("PUT", "POST") and entry.get("code") in (200, 201):
+                holder = agent
             if entry.get("resource") == "pods/eviction":
                 evictions[entry["code"]] = evictions.get(entry["code"], 0) + 1
-        policy = json.loads(self.kubectl("get", "rsp", "default", "-o", "json", check=True).stdout).get("status", {})
+                if entry["code"] == 201:
+                    accepted += 1
+                    if holder != agent:
+                        former_leader.append(f"{entry['time']} {entry['path']} by {agent} (holder: {holder})")
+        if former_leader:
+            self.failures.append(f"evictions by a replica that no longer held the Lease: {former_leader}")
+        state = json.loads(self.sim("/_sim/state", method="GET") or b"{}")
+        violations = state.get("budgetViolations", [])
+        if violations:
+            self.failures.append(f"evictions that took a budget below its minimum: {violations}")
+
+        # Drains, from the events about nodes (each drain has one on its node).
+        drains = {"DrainStarted": 0, "DrainSucceeded": 0, "DrainAborted": 0, "DrainSkipped": 0}
+        for e in json.loads(self.kubectl("get", "events", "-A", "-o", "json", check=True).stdout)["items"]:
+            if e.get("involvedObject", {}).get("kind") == "Node" and e.get("reason") in drains:
+                drains[e["reason"]] += max(1, e.get("count") or 1)
+        self.figures = {
+            "drainsAttempted": drains["DrainStarted"], "drainsSucceeded": drains["DrainSucceeded"],
+            "drainsAborted": drains["DrainAborted"], "evictions": accepted, "budgetViolations": len(violations),
+            "podsLost": lost, "strayTaints": len(tainted), "evictionsByFormerLeader": len(former_leader),
+        }
+        with open(os.path.join(self.dir, "figures.json"), "w") as f:
+            json.dump(self.figures, f)
         print(f"pods: {phases}; on on-demand nodes (not DaemonSet): {len(moved)}")
-        print(f"eviction requests by answer: {evictions}; nodes drained: {policy.get('nodesDrainedTotal')}, "
-              f"pods evicted: {policy.get('podsEvictedTotal')}")
+        print(f"eviction requests by answer: {evictions}")
+        print("figures: " + ", ".join(f"{k} {v}" for k, v in self.figures.items()))
         for f in self.failures:
             print(f"FAILED: {f}")
         print(f"{'FAILED' if self.failures else 'OK'} (logs in {self.dir})")
@@ -264,7 +335,7 @@ class Soak:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", default="1", help="a seed, or several separated by commas")
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="the meson build directory")
     ap.add_argument("--keep", help="write logs here instead of a temporary directory")
@@ -274,12 +345,29 @@ def main():
     for binary in ("operator/spotshift", "tests/kubesim/kubesim"):
         if not os.access(os.path.join(args.build, binary), os.X_OK):
             sys.exit(f"no {binary} in {args.build}: build first (make test, or ninja -C {args.build})")
-    soak = Soak(args)
-    try:
-        soak.run(args.seconds)
-    finally:
-        soak.cleanup()
-    sys.exit(1 if soak.failures else 0)
+    seeds = [int(x) for x in str(args.seed).split(",")]
+    results = []
+    for seed in seeds:
+        print(f"=== seed {seed}")
+        keep = args.keep and (args.keep if len(seeds) == 1 else os.path.join(args.keep, f"seed-{seed}"))
+        soak = Soak(argparse.Namespace(seed=seed, build=args.build, keep=keep))
+        try:
+            soak.run(args.seconds)
+        finally:
+            soak.cleanup()
+        results.append((seed, soak))
+    if len(seeds) > 1:
+        keys = list(results[0][1].figures) if getattr(results[0][1], "figures", None) else []
+        print("seed  " + "  ".join(keys) + "  result")
+        totals = dict.fromkeys(keys, 0)
+        for seed, soak in results:
+            figures = getattr(soak, "figures", {})
+            for k in keys:
+                totals[k] += figures.get(k, 0)
+            print(f"{seed:<5} " + "  ".join(f"{figures.get(k, '-'):>{len(k)}}" for k in keys) +
+                  f"  {'FAILED' if soak.failures else 'OK'}")
+        print("total " + "  ".join(f"{totals[k]:>{len(k)}}" for k in keys))
+    sys.exit(1 if any(soak.failures for _, soak in results) else 0)
 
 
 if __name__ == "__main__":
