@@ -18,6 +18,7 @@
 #include "simulator.hpp"
 #include "support/asio_run.hpp"
 #include "support/process.hpp"
+#include "support/sim_client.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -100,13 +101,7 @@ void figure_ingest() {
   if (auto r = sim.start(); !r) fail(r.error().message);
 
   boost::asio::io_context ioc;
-  kube::ClientConfig c;
-  c.server = sim.url();
-  if (auto r = kube::parse_server(c); !r) fail(r.error().message);
-  kube::ClientOptions co;
-  co.qps = 0;
-  co.user_agent = "kubesim-bench";
-  auto client = kube::Client::create(ioc.get_executor(), c, co);
+  auto client = spotshift::testing::sim_client(ioc, sim, "kubesim-bench");
   if (!client) fail(client.error().message);
   runtime::Timers timers(ioc.get_executor(), SystemClock::instance());
   runtime::Informer<model::Pod> informer("pods", *client, timers, {});

@@ -9,6 +9,8 @@
 #include "simulator.hpp"
 #include "support/asio_run.hpp"
 #include "support/catch.hpp"
+#include "support/sim_client.hpp"
+#include "support/small_cluster.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
@@ -26,59 +28,11 @@ namespace {
 // od-1 (on-demand, PreferNoSchedule) runs web-a, web-b (ReplicaSet web, under web-pdb)
 // and api-a (ReplicaSet api); od-2 is another on-demand node; spot-1 and spot-2 are empty.
 std::string scenario(int web_min_available = 0, const std::string& web_a_annotations = "{}") {
-  std::string s;
-  auto node = [&](const std::string& name, const std::string& role, bool on_demand) {
-    s += fmt::format(R"(---
-apiVersion: v1
-kind: Node
-metadata: {{name: {0}, labels: {{kubernetes.io/hostname: {0}, {1}: ""}}}}
-spec: {{taints: [{2}]}}
-status: {{allocatable: {{cpu: "4", memory: 16Gi, pods: "110"}}}}
-)",
-                     name, role, on_demand ? "{key: spotshift.io/on-demand, value: \"true\", effect: PreferNoSchedule}" : "");
-  };
-  node("od-1", "node-role.kubernetes.io/worker", true);
-  node("od-2", "node-role.kubernetes.io/worker", true);
-  node("spot-1", "node-role.kubernetes.io/spot-worker", false);
-  node("spot-2", "node-role.kubernetes.io/spot-worker", false);
-  auto rs = [&](const std::string& app, int replicas) {
-    s += fmt::format(R"(---
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {{name: {0}, namespace: default, uid: rs-{0}, labels: {{app: {0}}}}}
-spec:
-  replicas: {1}
-  selector: {{matchLabels: {{app: {0}}}}}
-  template:
-    metadata: {{labels: {{app: {0}}}}}
-    spec:
-      terminationGracePeriodSeconds: 30
-      containers: [{{name: c, image: x, resources: {{requests: {{cpu: 500m, memory: 256Mi}}}}}}]
-)",
-                     app, replicas);
-  };
-  auto pod = [&](const std::string& name, const std::string& app, const std::string& annotations) {
-    s += fmt::format(R"(---
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {0}
-  namespace: default
-  labels: {{app: {1}}}
-  annotations: {2}
-  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {1}, uid: rs-{1}, controller: true}}]
-spec:
-  nodeName: od-1
-  terminationGracePeriodSeconds: 30
-  containers: [{{name: c, image: x, resources: {{requests: {{cpu: 500m, memory: 256Mi}}}}}}]
-)",
-                     name, app, annotations);
-  };
-  rs("web", 2);
-  rs("api", 1);
-  pod("web-a", "web", web_a_annotations);
-  pod("web-b", "web", "{}");
-  pod("api-a", "api", "{}");
+  using namespace spotshift::testing;
+  std::string s = node_yaml("od-1", "node-role.kubernetes.io/worker", true) + node_yaml("od-2", "node-role.kubernetes.io/worker", true) +
+                  node_yaml("spot-1", "node-role.kubernetes.io/spot-worker") + node_yaml("spot-2", "node-role.kubernetes.io/spot-worker") +
+                  replicaset_yaml("web", 2) + replicaset_yaml("api", 1) + replica_pod_yaml("web-a", "web", "od-1", "500m", web_a_annotations) +
+                  replica_pod_yaml("web-b", "web", "od-1") + replica_pod_yaml("api-a", "api", "od-1");
   s += fmt::format(R"(---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
@@ -96,13 +50,7 @@ struct Env {
     o.time_scale = 10;  // kubelet start 0.1 s, graceful deletion 0.2 s of real time
     sim = std::make_unique<kubesim::Simulator>(o);
     REQUIRE(sim->start());
-    kube::ClientConfig c;
-    c.server = sim->url();
-    REQUIRE(kube::parse_server(c));
-    kube::ClientOptions co;
-    co.qps = 0;
-    co.user_agent = "evictor-test";
-    client = kube::Client::create(ioc.get_executor(), c, co).value();
+    client = spotshift::testing::sim_client(ioc, *sim, "evictor-test").value();
     timers = std::make_unique<runtime::Timers>(ioc.get_executor(), SystemClock::instance());
     options.policy = "pool";
     options.pod_eviction_timeout = 3s;

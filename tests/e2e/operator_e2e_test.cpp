@@ -233,46 +233,45 @@ spec:
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 20s));
 }
 
+TEST_CASE("pods still Pending take the spot room they will need: nothing is drained into it until they are gone", "[e2e]") {
+  // Two pods for a scheduler that does not run (as pods the scheduler has not tried yet: no
+  // Unschedulable condition, so the unschedulable-pods gate does not see them): with them, the
+  // spot nodes have no room left for any on-demand node's pods.
+  Env env(R"(
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch-a, namespace: shop}
+spec:
+  schedulerName: later-scheduler
+  containers: [{name: c, image: x, resources: {requests: {cpu: 3800m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: batch-b, namespace: shop}
+spec:
+  schedulerName: later-scheduler
+  containers: [{name: c, image: x, resources: {requests: {cpu: 1800m}}}]
+)");
+  env.apply("policy", policy_yaml("default", ""));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.condition("default", "Ready") == "True"; }, 20s));
+  std::string undrainable = env.status("default", {"undrainableNodes"});
+  INFO(undrainable);
+  CHECK(env.status("default", {"drainableNodes"}) == "0");
+  CHECK(undrainable.find(R"("node":"ondemand-1")") != std::string::npos);
+  CHECK(undrainable.find("Insufficient cpu") != std::string::npos);
+  std::this_thread::sleep_for(2s);
+  CHECK(env.operator_requests("/eviction").empty());
+  env.kubectl("delete pod batch-a batch-b -n shop --wait=false");
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
+}
+
 TEST_CASE("pods of a Job that counts evictions as failures block their node until its podFailurePolicy ignores disruptions; so does a pod whose controller is gone",
           "[e2e]") {
   // report-x7k2p runs on ondemand-1 for Job report (backoffLimit 0: one failed pod fails the
   // Job); cache-0 on ondemand-2 names a StatefulSet that is not there.
-  Env env(R"(
----
-apiVersion: batch/v1
-kind: Job
-metadata: {name: report, namespace: shop, uid: 3f0d7c1e-0000-4000-8000-00000000b001}
-spec:
-  backoffLimit: 0
-  template:
-    metadata: {labels: {app: report}}
-    spec:
-      restartPolicy: Never
-      containers: [{name: report, image: x, resources: {requests: {cpu: 100m}}}]
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: report-x7k2p
-  namespace: shop
-  labels: {app: report}
-  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: report, uid: 3f0d7c1e-0000-4000-8000-00000000b001, controller: true}]
-spec:
-  nodeName: ondemand-1
-  restartPolicy: Never
-  containers: [{name: report, image: x, resources: {requests: {cpu: 100m}}}]
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: cache-0
-  namespace: shop
-  labels: {app: cache}
-  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: cache, uid: 3f0d7c1e-0000-4000-8000-00000000b002, controller: true}]
-spec:
-  nodeName: ondemand-2
-  containers: [{name: cache, image: x, resources: {requests: {cpu: 100m}}}]
-)");
+  Env env(read_all(kSource + "/tests/e2e/job-and-orphan.yaml"));
   env.apply("policy", policy_yaml("default", ""));
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find("report-x7k2p") != std::string::npos; }, 20s));

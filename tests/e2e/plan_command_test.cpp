@@ -135,38 +135,7 @@ TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder, t
 TEST_CASE("spotshift plan checks pods' controllers when the snapshot holds ReplicaSets, StatefulSets and Jobs", "[plan]") {
   // A Job's pod on ondemand-1 (a Job that counts evictions as failures), a pod of a StatefulSet
   // that is gone on ondemand-2.
-  Env env(R"(
----
-apiVersion: batch/v1
-kind: Job
-metadata: {name: report, namespace: shop, uid: 3f0d7c1e-0000-4000-8000-00000000b001}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{name: report, image: x}]
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: report-x7k2p
-  namespace: shop
-  ownerReferences: [{apiVersion: batch/v1, kind: Job, name: report, uid: 3f0d7c1e-0000-4000-8000-00000000b001, controller: true}]
-spec:
-  nodeName: ondemand-1
-  restartPolicy: Never
-  containers: [{name: report, image: x, resources: {requests: {cpu: 100m}}}]
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: cache-0
-  namespace: shop
-  ownerReferences: [{apiVersion: apps/v1, kind: StatefulSet, name: cache, uid: 3f0d7c1e-0000-4000-8000-00000000b002, controller: true}]
-spec:
-  nodeName: ondemand-2
-  containers: [{name: cache, image: x, resources: {requests: {cpu: 100m}}}]
-)");
+  Env env(read_all(kSource + "/tests/e2e/job-and-orphan.yaml"));
   auto plan = [&](const std::string& kinds) {
     env.dir.write("snapshot.json", env.kubectl("get " + kinds + " -A -o json"));
     auto r = spotshift::testing::run(fmt::format("{} plan --snapshot {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json")));

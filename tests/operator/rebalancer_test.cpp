@@ -12,6 +12,8 @@
 #include "simulator.hpp"
 #include "support/asio_run.hpp"
 #include "support/catch.hpp"
+#include "support/sim_client.hpp"
+#include "support/small_cluster.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
@@ -37,61 +39,11 @@ std::string scenario() {
   std::stringstream text;
   text << crd.rdbuf();
   std::string s = text.str();
-  auto node = [&](const std::string& name, const std::string& role) {
-    s += fmt::format(R"(
----
-apiVersion: v1
-kind: Node
-metadata: {{name: {0}, labels: {{kubernetes.io/hostname: {0}, {1}: ""}}}}
-status: {{allocatable: {{cpu: "4", memory: 16Gi, pods: "110"}}}}
-)",
-                     name, role);
-  };
-  node("od-1", "node-role.kubernetes.io/worker");
-  node("od-2", "node-role.kubernetes.io/worker");
-  node("spot-1", "node-role.kubernetes.io/spot-worker");
-  node("spot-2", "node-role.kubernetes.io/spot-worker");
-  auto rs = [&](const std::string& app, int replicas, const std::string& cpu) {
-    s += fmt::format(R"(
----
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {{name: {0}, namespace: default, uid: rs-{0}, labels: {{app: {0}}}}}
-spec:
-  replicas: {1}
-  selector: {{matchLabels: {{app: {0}}}}}
-  template:
-    metadata: {{labels: {{app: {0}}}}}
-    spec:
-      terminationGracePeriodSeconds: 30
-      containers: [{{name: c, image: x, resources: {{requests: {{cpu: {2}, memory: 256Mi}}}}}}]
-)",
-                     app, replicas, cpu);
-  };
-  auto pod = [&](const std::string& name, const std::string& app, const std::string& node, const std::string& cpu) {
-    s += fmt::format(R"(
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {0}
-  namespace: default
-  labels: {{app: {1}}}
-  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {1}, uid: rs-{1}, controller: true}}]
-spec:
-  nodeName: {2}
-  terminationGracePeriodSeconds: 30
-  containers: [{{name: c, image: x, resources: {{requests: {{cpu: {3}, memory: 256Mi}}}}}}]
-)",
-                     name, app, node, cpu);
-  };
-  rs("web", 2, "500m");
-  rs("api", 1, "500m");
-  rs("db", 1, "2");
-  pod("web-a", "web", "od-1", "500m");
-  pod("web-b", "web", "od-1", "500m");
-  pod("api-a", "api", "od-1", "500m");
-  pod("db-a", "db", "od-2", "2");
+  using namespace spotshift::testing;
+  s += "\n" + node_yaml("od-1", "node-role.kubernetes.io/worker") + node_yaml("od-2", "node-role.kubernetes.io/worker") +
+       node_yaml("spot-1", "node-role.kubernetes.io/spot-worker") + node_yaml("spot-2", "node-role.kubernetes.io/spot-worker") +
+       replicaset_yaml("web", 2) + replicaset_yaml("api", 1) + replicaset_yaml("db", 1, "2") + replica_pod_yaml("web-a", "web", "od-1") +
+       replica_pod_yaml("web-b", "web", "od-1") + replica_pod_yaml("api-a", "api", "od-1") + replica_pod_yaml("db-a", "db", "od-2", "2");
   s += R"(
 ---
 apiVersion: policy/v1
@@ -109,13 +61,7 @@ struct Env {
     o.time_scale = 10;  // kubelet start 0.1 s, graceful deletion 0.2 s of real time
     sim = std::make_unique<kubesim::Simulator>(o);
     REQUIRE(sim->start());
-    kube::ClientConfig c;
-    c.server = sim->url();
-    REQUIRE(kube::parse_server(c));
-    kube::ClientOptions co;
-    co.qps = 0;
-    co.user_agent = "rebalancer-test";
-    client = kube::Client::create(ioc.get_executor(), c, co).value();
+    client = spotshift::testing::sim_client(ioc, *sim, "rebalancer-test").value();
     timers = std::make_unique<runtime::Timers>(ioc.get_executor(), SystemClock::instance());
     create_policy(spec_json);
     nodes = std::make_unique<runtime::Informer<model::Node>>("nodes", client, *timers, runtime::Informer<model::Node>::Options{});

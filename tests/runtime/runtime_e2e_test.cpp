@@ -11,6 +11,7 @@
 #include "support/asio_run.hpp"
 #include "support/catch.hpp"
 #include "support/process.hpp"
+#include "support/sim_client.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
@@ -37,13 +38,7 @@ std::string nodes_scenario(int n) {
 
 std::shared_ptr<kube::Client> client_for(boost::asio::io_context& ioc, const kubesim::Simulator& sim,
                                          std::string agent = "runtime-test") {
-  kube::ClientConfig c;
-  c.server = sim.url();
-  REQUIRE(kube::parse_server(c));
-  kube::ClientOptions o;
-  o.qps = 0;
-  o.user_agent = std::move(agent);
-  auto client = kube::Client::create(ioc.get_executor(), c, o);
+  auto client = spotshift::testing::sim_client(ioc, sim, std::move(agent));
   REQUIRE(client);
   return *client;
 }
