@@ -71,6 +71,7 @@ BudgetCheck check_budgets(const std::vector<const model::Pod*>& pods, const Budg
       out.ok = false;
       std::vector<std::string> names;
       for (const auto* pdb : matching) names.push_back(pdb->meta.key());
+      std::sort(names.begin(), names.end());  // the same text whatever order the caches hold them in
       out.reasons.push_back(fmt::format("pod {} is covered by more than one PodDisruptionBudget ({}), which the Eviction API refuses",
                                         pod->key(), fmt::join(names, ", ")));
       continue;

@@ -233,6 +233,31 @@ spec:
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 20s));
 }
 
+TEST_CASE("a budget whose selector is {} covers every pod of its namespace: pods it shares with another budget block their node",
+          "[e2e]") {
+  Env env(R"(
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: everything, namespace: shop}
+spec:
+  maxUnavailable: 1
+  selector: {}
+)");
+  env.apply("policy", policy_yaml("default", "  dryRun: true\n"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find("shop/everything") != std::string::npos; }, 20s));
+  std::string undrainable = env.status("default", {"undrainableNodes"});
+  INFO(undrainable);
+  CHECK(undrainable.find("pod shop/web-7d4b9c-x1a2b is covered by more than one PodDisruptionBudget (shop/everything, shop/web-pdb), "
+                         "which the Eviction API refuses") != std::string::npos);
+  // The API server's Eviction API says the same.
+  env.dir.write("eviction.json", R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-7d4b9c-x1a2b","namespace":"shop"}})");
+  std::string refused =
+      env.kubectl("create --raw /api/v1/namespaces/shop/pods/web-7d4b9c-x1a2b/eviction -f " + env.dir.file("eviction.json"), false);
+  CHECK(refused.find("more than one PodDisruptionBudget") != std::string::npos);
+}
+
 TEST_CASE("pods still Pending take the spot room they will need: nothing is drained into it until they are gone", "[e2e]") {
   // Two pods for a scheduler that does not run (as pods the scheduler has not tried yet: no
   // Unschedulable condition, so the unschedulable-pods gate does not see them): with them, the
