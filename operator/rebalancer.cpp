@@ -34,6 +34,9 @@ struct SpotRebalancer::PolicyState {
   int64_t cached_drained_base = -1, cached_evicted_base = -1;
   std::string last_written;
   Time last_write{};
+  // The resourceVersion our last status write returned, and the cache's when we wrote it: while
+  // the cache still shows the latter, it has not seen our write yet.
+  std::string written_rv, cache_rv_at_write;
   int64_t invalid_reported_generation = -1;
   std::map<std::string, std::string> reported_reasons;
   std::string announced;  // the node last announced by DrainPlanned or WouldDrain
@@ -210,20 +213,34 @@ asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::Reschedu
   refresh();
   std::string compare = status_body(in, false);
   if (compare == st.last_written && in.now - st.last_write < options_.status_refresh) co_return ok();
-  in.resource_version = policy.meta.resource_version;
+  // The update is guarded by a resourceVersion from the cache (the operator never reads a policy
+  // from the API server): the cache's own, unless the cache has not seen our last write yet.
+  auto cached_rv = [&] {
+    auto p = stores_.policies.get(policy.name());
+    return p ? p->meta.resource_version : policy.meta.resource_version;
+  };
+  std::string cache_rv = cached_rv();
   for (int attempt = 0; attempt < 4; ++attempt) {
+    in.resource_version = !st.written_rv.empty() && cache_rv == st.cache_rv_at_write ? st.written_rv : cache_rv;
     auto r = co_await client_->update_status(policy_resource(), "", policy.name(), status_body(in, true));
     if (r) {
       st.last_written = status_body([&] { auto c = in; c.resource_version.clear(); return c; }(), false);
       st.last_write = in.now;
+      model::JsonDecoder d("ReschedulePolicy");
+      const model::JsonValue* meta = d.object(*r, "metadata");
+      st.written_rv = meta ? std::string(d.string(*meta, "resourceVersion")) : std::string();
+      st.cache_rv_at_write = cache_rv;
       co_return ok();
     }
     if (r.error().is_not_found()) co_return ok();  // deleted meanwhile
     if (!r.error().is_conflict()) co_return r.error().wrap(fmt::format("updating the status of ReschedulePolicy {}", policy.name()));
-    // Our own earlier write (or a spec change) moved the resourceVersion on: read it again.
-    auto fresh = co_await client_->get<drain::ReschedulePolicy>("", policy.name());
-    if (!fresh) co_return fresh.error().wrap(fmt::format("reading ReschedulePolicy {}", policy.name()));
-    in.resource_version = fresh->meta.resource_version;
+    // Someone else wrote the policy (a user's edit, a spec change): write again over it once the
+    // watch has brought it into the cache.
+    const Time until = timers_.now() + std::chrono::seconds(1);
+    while (cached_rv() == cache_rv && timers_.now() < until) co_await timers_.sleep(std::chrono::milliseconds(20));
+    auto fresh = stores_.policies.get(policy.name());
+    if (!fresh) co_return ok();  // deleted meanwhile
+    cache_rv = fresh->meta.resource_version;
     in.generation = fresh->meta.generation;
     refresh();
   }

@@ -9,7 +9,7 @@
 //   4. annotation     spotshift.io/do-not-move=true, karpenter.sh/do-not-disrupt=true or
 //                     cluster-autoscaler.kubernetes.io/safe-to-evict=false: Block
 //   5. selection      not selected by the policy's podSelector / namespaceSelector: Block
-//      (cluster-autoscaler.kubernetes.io/safe-to-evict=true lifts rules 6 to 8)
+//      (cluster-autoscaler.kubernetes.io/safe-to-evict=true lifts rules 6 to 9)
 //   6. controller     no controller owner: Block, or Move with a warning when the policy allows
 //                     deleting non-replicated pods
 //   7. owner          its controller (ReplicaSet, StatefulSet, Job) no longer exists: as rule 6;

@@ -48,7 +48,7 @@ const std::vector<std::string> kMinimalClusterRules = {
     " pods/eviction: create",
     " namespaces: list,watch",
     "policy poddisruptionbudgets: list,watch",
-    "spotshift.io reschedulepolicies: get,list,watch",
+    "spotshift.io reschedulepolicies: list,watch",
     "spotshift.io reschedulepolicies/status: update",
     "apps replicasets,statefulsets: list,watch",
     "batch jobs: list,watch",

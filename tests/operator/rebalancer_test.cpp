@@ -132,11 +132,12 @@ struct Env {
   }
   // A merge patch of the spec, seen by the policy cache before this returns.
   void patch_spec(const std::string& spec_json) {
-    auto before = policies->store().get("pool");
-    REQUIRE(run_sync(ioc, client->patch(policy_resource(), "", "pool", kube::PatchType::kMerge, R"({"spec":)" + spec_json + "}")));
+    auto r = run_sync(ioc, client->patch(policy_resource(), "", "pool", kube::PatchType::kMerge, R"({"spec":)" + spec_json + "}"));
+    REQUIRE(r);
+    const std::string rv = (*r)["metadata"]["resourceVersion"].GetString();
     REQUIRE(until([&] {
       auto now = policies->store().get("pool");
-      return now && now->meta.resource_version != before->meta.resource_version;
+      return now && now->meta.resource_version == rv;
     }));
   }
   // The policy as the API server has it now.
@@ -352,4 +353,38 @@ TEST_CASE("a taint of the policy that no drain task holds is removed at the next
   REQUIRE(env.until([&] { return drain::has_draining_taint(*env.nodes->store().get("od-2"), "pool"); }));
   env.reconcile();
   CHECK_FALSE(env.tainted("od-2"));
+}
+
+TEST_CASE("a status write that conflicts is written again once the cache has the other write, without a read of the policy",
+          "[rebalancer]") {
+  Env env(R"({"nodeDrainDelay":"1h","suspend":true})");
+  // A user's edit the cache has not seen when the reconcile writes: the write conflicts.
+  kubesim::FaultRule f;
+  f.verb = "update";
+  f.resource = "reschedulepolicies/status";
+  f.status = 409;
+  f.count = 1;
+  env.sim->faults().add(f);
+  REQUIRE(run_sync(env.ioc, env.client->patch(policy_resource(), "", "pool", kube::PatchType::kMerge,
+                                              R"({"metadata":{"annotations":{"edited":"yes"}}})")));
+  env.reconcile();
+  // (The test's own reads go through the same client: count before them.)
+  CHECK(env.requests("PUT /apis/spotshift.io/v1alpha1/reschedulepolicies/pool/status") == 2);
+  CHECK(env.requests("GET /apis/spotshift.io/v1alpha1/reschedulepolicies/pool") == 0);
+  CHECK(env.condition("Blocked") == "True/Suspended");
+  const size_t reads = env.requests("GET /apis/spotshift.io/v1alpha1/reschedulepolicies/pool");
+  // Writes one after another, before the cache has seen the first: each over the last one's
+  // resourceVersion, with no conflict.
+  env.patch_spec(R"({"suspend":false,"dryRun":true})");
+  env.reconcile();
+  env.patch_spec(R"({"dryRun":false})");
+  env.sim->faults().add(refuse_evictions());
+  env.reconcile();  // the drain's start, then its progress, written as they come
+  INFO(env.condition("Blocked", true));
+  CHECK(env.draining());
+  CHECK(env.requests("GET /apis/spotshift.io/v1alpha1/reschedulepolicies/pool") == reads + 1);  // INFO's
+  size_t conflicts = 0;
+  for (const auto& r : env.sim->audit())
+    if (r.user_agent == "rebalancer-test" && r.resource == "reschedulepolicies/status" && r.code == 409) ++conflicts;
+  CHECK(conflicts == 1);  // the injected one
 }
