@@ -369,13 +369,11 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
   report.started = timers_.now();
   stopping_ = false;
   draining_ = true;
-  current_ = plan.node;
   auto finish = [&](DrainOutcome outcome, std::string reason) {
     report.outcome = outcome;
     report.reason = std::move(reason);
     report.finished = timers_.now();
     draining_ = false;
-    current_.reset();
     still_movable_ = {};
     if (observer) observer->drain_finished(plan, report);
     logger.info("drain finished", {{"node", plan.node},

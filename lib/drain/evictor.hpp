@@ -125,7 +125,6 @@ class Evictor {
   // it evicts nothing more and removes its taint. Wakes its waits. `why` goes into the reason.
   void stop(std::string why = "shutdown or lost leadership");
   bool draining() const { return draining_; }
-  const std::optional<std::string>& current_node() const { return current_; }
 
   // set_taint() below with this evictor's options, giving up adding once stopped.
   asio::awaitable<Result<bool>> set_taint(std::string node, bool present);
@@ -160,7 +159,6 @@ class Evictor {
   std::string stop_reason_;
   StillMovable still_movable_;  // of the drain running
   bool draining_ = false;
-  std::optional<std::string> current_;
 };
 
 // Nodes carrying the draining taint of `policy` (value == policy name).

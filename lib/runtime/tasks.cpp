@@ -10,14 +10,12 @@ bool Tasks::start(const std::string& key, boost::asio::awaitable<void> work, std
   if (running(key)) return false;
   auto signal = std::make_shared<boost::asio::cancellation_signal>();
   running_.emplace(key, signal);
-  boost::asio::co_spawn(executor_, std::move(work),
-                        boost::asio::bind_cancellation_slot(signal->slot(), [this, key, signal, done = std::move(done)](std::exception_ptr e) {
-                          log_exception("task " + key, e);
-                          if (auto it = running_.find(key); it != running_.end() && it->second == signal) running_.erase(it);
-                          // The signal goes once this handler has returned (its slot belongs to it).
-                          boost::asio::post(executor_, [signal] {});
-                          if (done) done();
-                        }));
+  spawn(executor_, std::move(work), "task " + key, *signal, [this, key, signal, done = std::move(done)] {
+    if (auto it = running_.find(key); it != running_.end() && it->second == signal) running_.erase(it);
+    // The signal goes once this handler has returned (its slot belongs to it).
+    boost::asio::post(executor_, [signal] {});
+    if (done) done();
+  });
   return true;
 }
 
