@@ -20,13 +20,7 @@ namespace spotshift::op {
 
 namespace {
 
-std::string_view str_member(const model::JsonValue& v, std::string_view key) {
-  if (!v.IsObject()) return {};
-  auto it = v.FindMember(model::json_key(key));
-  if (it == v.MemberEnd() || !it->value.IsString()) return {};
-  return {it->value.GetString(), it->value.GetStringLength()};
-}
-
+// The objects of a snapshot, each decoded from the text in one pass as it comes (no document).
 struct Collector {
   Snapshot snap;
   std::vector<model::PersistentVolumeClaim> claims;
@@ -34,52 +28,82 @@ struct Collector {
   // ReplicaSets, StatefulSets and Jobs by kind, then "namespace/name".
   std::map<std::string, std::map<std::string, std::shared_ptr<const model::WorkloadController>>, std::less<>> controllers;
 
-  template <class T, class Decode>
-  void take(const model::JsonValue& item, Decode decode, std::vector<std::shared_ptr<const T>>& into) {
-    auto r = decode(item);
-    if (!r) {
-      snap.warnings.push_back(fmt::format("skipped: {}", r.error().message));
-      return;
-    }
-    into.push_back(std::make_shared<const T>(std::move(*r)));
+  template <class T>
+  std::optional<T> decoded(Result<T> r) {
+    if (r) return std::move(*r);
+    snap.warnings.push_back(fmt::format("skipped: {}", r.error().message));
+    return std::nullopt;
+  }
+  template <class T>
+  void keep(Result<T> r, std::vector<std::shared_ptr<const T>>& into) {
+    if (auto o = decoded(std::move(r))) into.push_back(std::make_shared<const T>(std::move(*o)));
   }
 
-  void item(const model::JsonValue& v) {
-    std::string_view kind = str_member(v, "kind");
-    if (kind == "List" || kind.ends_with("List")) {
-      if (auto it = v.FindMember(model::json_key("items")); it != v.MemberEnd() && it->value.IsArray())
-        for (const auto& i : it->value.GetArray()) item(i);
-      return;
+  // The object r is at: a list (an object with an items array, as a v1 List or a PodList) item
+  // by item, anything else by its kind. Each object is decoded from the text as it comes.
+  Result<void> object(model::JsonReader& r) {
+    const std::string kind = kind_ahead(r.rest());
+    if (!kind.empty() && !kind.ends_with("List")) return decode(kind, r);
+    std::string_view key;
+    r.begin_object();
+    while (r.next_member(key)) {
+      if (key == "items" && r.peek() == model::JsonType::kArray) {
+        r.begin_array();
+        while (r.next_element()) {
+          if (r.peek() != model::JsonType::kObject) r.skip();
+          else if (auto done = object(r); !done) return done;
+        }
+      } else {
+        r.skip();
+      }
     }
-    if (kind == "Node") return take<model::Node>(v, model::decode_node, snap.input.nodes);
-    if (kind == "Pod") return take<model::Pod>(v, [](const model::JsonValue& x) { return model::decode_pod(x); }, snap.input.pods);
-    if (kind == "PodDisruptionBudget") return take<model::PodDisruptionBudget>(v, model::decode_pdb, snap.input.pdbs);
-    if (kind == "Namespace") {
+    if (!r.ok()) return Error::decode(r.error());
+    return Result<void>{};
+  }
+
+  // The kind of the object at the start of text, read no further than its kind member (the
+  // second in kubectl's output); empty for a list, whose items come first, or an object with
+  // no kind.
+  static std::string kind_ahead(std::string_view text) {
+    model::JsonReader probe(text);
+    std::string_view key, kind;
+    if (!probe.begin_object()) return {};
+    while (probe.next_member(key)) {
+      if (key == "items") return {};
+      if (key == "kind" && probe.peek() == model::JsonType::kString && probe.read_string(kind)) return std::string(kind);
+      probe.skip();
+    }
+    return {};
+  }
+
+  // Decodes the object r is at as a kind, reading it whole (a kind spotshift plan does not read
+  // is skipped).
+  Result<void> decode(std::string_view kind, model::JsonReader& r) {
+    if (kind == "Node") keep(model::decode_node(r), snap.input.nodes);
+    else if (kind == "Pod") {
+      auto pod = std::make_shared<model::Pod>();  // decoded in place, where it is kept
+      if (auto done = model::decode_pod(r, *pod)) snap.input.pods.push_back(std::move(pod));
+      else snap.warnings.push_back(fmt::format("skipped: {}", done.error().message));
+    }
+    else if (kind == "PodDisruptionBudget") keep(model::decode_pdb(r), snap.input.pdbs);
+    else if (kind == "Namespace") {
       model::JsonDecoder d("namespace");
       model::ObjectMeta meta;
-      model::decode_meta(d, v, meta, [](std::string_view, std::string_view) {});
-      if (d.ok()) snap.input.namespaces[meta.name] = meta.labels;
-      return;
-    }
-    if (model::watched_controller_kind(kind)) {
-      auto w = model::decode_workload_controller(v, kind);
-      if (!w) {
-        snap.warnings.push_back(fmt::format("skipped: {}", w.error().message));
-        return;
+      if (model::decode_object(d, r, meta, [](std::string_view) { return false; })) snap.input.namespaces[meta.name] = meta.labels;
+    } else if (model::watched_controller_kind(kind)) {
+      if (auto w = decoded(model::decode_workload_controller(r, kind))) {
+        std::string key = w->meta.key();  // before *w is moved: the right side of = is evaluated first
+        controllers[std::string(kind)][key] = std::make_shared<const model::WorkloadController>(std::move(*w));
       }
-      std::string key = w->meta.key();  // before *w is moved: the right side of = is evaluated first
-      controllers[std::string(kind)][key] = std::make_shared<const model::WorkloadController>(std::move(*w));
-      return;
+    } else if (kind == "PersistentVolumeClaim") {
+      if (auto c = decoded(model::decode_pvc(r))) claims.push_back(std::move(*c));
+    } else if (kind == "PersistentVolume") {
+      if (auto pv = decoded(model::decode_pv(r))) volumes.push_back(std::move(*pv));
+    } else {
+      r.skip();
     }
-    if (kind == "PersistentVolumeClaim") {
-      if (auto c = model::decode_pvc(v)) claims.push_back(std::move(*c));
-      else snap.warnings.push_back(fmt::format("skipped: {}", c.error().message));
-      return;
-    }
-    if (kind == "PersistentVolume") {
-      if (auto pv = model::decode_pv(v)) volumes.push_back(std::move(*pv));
-      else snap.warnings.push_back(fmt::format("skipped: {}", pv.error().message));
-    }
+    if (!r.ok()) return Error::decode(r.error());
+    return Result<void>{};
   }
 };
 
@@ -93,20 +117,23 @@ std::string one_of(const std::string& v, std::initializer_list<std::string_view>
 }  // namespace
 
 Result<Snapshot> read_snapshot(std::string_view text) {
-  // kubectl's -o json is read with the JSON parser: the YAML parser (JSON is YAML too) is far
-  // slower on a 150,000-pod dump. A document starting with '{' must therefore be JSON.
-  Result<std::vector<model::JsonDocument>> docs = std::vector<model::JsonDocument>{};
-  if (std::string_view t = trim(text); t.starts_with('{')) {
-    docs->emplace_back();
-    if (auto r = model::parse_json(t, docs->back()); !r) return r.error();
-  } else {
-    docs = model::parse_yaml_documents(text);
-  }
-  if (!docs) return docs.error();
+  // kubectl's -o json is read straight from its text, object by object: the YAML reader (JSON is
+  // YAML too) builds a document and is far slower on a 150,000-pod dump. A document starting with
+  // '{' must therefore be JSON.
   Collector c;
-  for (const auto& d : *docs) {
-    if (!d.IsObject()) return Error::invalid("the snapshot must hold Kubernetes objects or a List of them");
-    c.item(d);
+  if (std::string_view t = trim(text); t.starts_with('{')) {
+    model::JsonReader r(t);
+    if (auto done = c.object(r); !done) return done.error();
+    if (!r.finish()) return Error::decode(r.error());
+  } else {
+    auto docs = model::parse_yaml_documents(text);
+    if (!docs) return docs.error();
+    for (const auto& d : *docs) {
+      if (!d.IsObject()) return Error::invalid("the snapshot must hold Kubernetes objects or a List of them");
+      std::string json = model::json_text(d);
+      model::JsonReader r(json);
+      if (auto done = c.object(r); !done) return done.error();
+    }
   }
   std::vector<const model::PersistentVolumeClaim*> claims;
   std::vector<const model::PersistentVolume*> volumes;
@@ -140,15 +167,15 @@ Result<std::pair<std::string, drain::PolicySpec>> read_policy(std::string_view t
   if (!docs) return docs.error();
   const model::JsonValue* found = nullptr;
   std::function<void(const model::JsonValue&)> visit = [&](const model::JsonValue& v) {
-    std::string_view kind = str_member(v, "kind");
+    std::string_view kind = model::json_string(v, {"kind"});
     if (kind == "ReschedulePolicy" && !found) found = &v;
-    if (kind == "List")
-      if (auto it = v.FindMember(model::json_key("items")); it != v.MemberEnd() && it->value.IsArray())
-        for (const auto& i : it->value.GetArray()) visit(i);
+    if (const model::JsonValue* items = model::json_member(v, "items"); kind == "List" && items && items->IsArray())
+      for (const auto& i : items->GetArray()) visit(i);
   };
   for (const auto& d : *docs) visit(d);
   if (!found) return Error::invalid("the policy file holds no ReschedulePolicy (kind: ReschedulePolicy)");
-  auto policy = drain::decode_policy(*found);
+  // The policy file is YAML: its document is written back as JSON text for the decoder.
+  auto policy = drain::decode_policy(model::json_text(*found));
   if (!policy) return policy.error();
   if (!policy->spec) return *policy->spec_error;
   return std::make_pair(policy->meta.name, std::move(*policy->spec));

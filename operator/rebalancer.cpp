@@ -2,6 +2,7 @@
 
 #include "core/log.hpp"
 #include "runtime/spawn.hpp"
+#include "telemetry.hpp"
 
 #include <fmt/format.h>
 
@@ -52,12 +53,11 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
 
   void pod_evicted(const drain::NodePlan& plan, const drain::PodMove& move, int evicted) override {
     const model::Pod& pod = *move.pod;
-    r_.events_.record({"v1", "Pod", std::string(pod.meta.namespace_.view()), pod.name(), pod.meta.uid, ""}, "Normal", "PodEvicted",
-                      "Evict",
+    r_.events_.record({"v1", "Pod", std::string(pod.meta.namespace_.view()), pod.name(), pod.meta.uid, ""}, telemetry::kPodEvicted,
                       fmt::format("Evicted by policy {} to empty on-demand node {}; the plan found room for it on spot node {}",
                                   policy_->name(), plan.node, move.target),
                       r_.policy_ref(*policy_));
-    r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
+    r_.metrics_.family(telemetry::kEvictions)
         .with({policy_->name(), "evicted"})
         .inc();
     if (st_->current) {
@@ -68,31 +68,27 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
     if (r_.options_.enqueue) r_.options_.enqueue(policy_->name());
   }
   void pod_already_gone(const drain::PodMove& move) override {
-    r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
+    r_.metrics_.family(telemetry::kEvictions)
         .with({policy_->name(), "gone"})
         .inc();
     logger.info("pod already gone before its eviction", {{"policy", policy_->name()}, {"pod", move.pod->key()}});
   }
   void eviction_refused(const drain::PodMove& move, const Error& e) override {
-    r_.metrics_.counter("spotshift_evictions_total", "Eviction requests by result.", {"policy", "result"})
+    r_.metrics_.family(telemetry::kEvictions)
         .with({policy_->name(), e.code == 429 ? "refused" : "error"})
         .inc();
     logger.info("eviction not accepted yet", {{"policy", policy_->name()}, {"pod", move.pod->key()}, {"error", e}});
   }
   void replacement_placed(const drain::PodMove&, std::string_view placement) override {
-    r_.metrics_
-        .counter("spotshift_replacements_total",
-                 "Replacements of evicted pods by where the cluster's scheduler put them: planned, other_spot, not_spot, pending, "
-                 "missing.",
-                 {"policy", "placement"})
+    r_.metrics_.family(telemetry::kReplacements)
         .with({policy_->name(), std::string(placement)})
         .inc();
   }
   void replacement_not_on_spot(const drain::PodMove&, const std::string& message) override {
-    r_.metrics_.counter("spotshift_replacements_not_on_spot_total", "Replacement pods that did not land on a spot node.", {"policy"})
+    r_.metrics_.family(telemetry::kReplacementsNotOnSpot)
         .with({policy_->name()})
         .inc();
-    if (st_->current) r_.events_.record(r_.node_ref(st_->current->node), "Warning", "ReplacementNotOnSpot", "Verify", message,
+    if (st_->current) r_.events_.record(r_.node_ref(st_->current->node), telemetry::kReplacementNotOnSpot, message,
                                         r_.policy_ref(*policy_));
   }
 
@@ -226,9 +222,7 @@ asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::Reschedu
     if (r) {
       st.last_written = status_body([&] { auto c = in; c.resource_version.clear(); return c; }(), false);
       st.last_write = in.now;
-      model::JsonDecoder d("ReschedulePolicy");
-      const model::JsonValue* meta = d.object(*r, "metadata");
-      st.written_rv = meta ? std::string(d.string(*meta, "resourceVersion")) : std::string();
+      st.written_rv = model::object_resource_version(*r);
       st.cache_rv_at_write = cache_rv;
       co_return ok();
     }
@@ -248,14 +242,12 @@ asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::Reschedu
 }
 
 void SpotRebalancer::update_metrics(const std::string& policy, const drain::Plan& plan) {
-  auto& nodes = metrics_.gauge("spotshift_nodes", "Nodes per policy and class (on_demand, spot, drainable, undrainable).",
-                               {"policy", "class"});
+  auto& nodes = metrics_.family(telemetry::kNodes);
   nodes.with({policy, "on_demand"}).set(plan.summary.on_demand_nodes);
   nodes.with({policy, "spot"}).set(plan.summary.spot_nodes);
   nodes.with({policy, "drainable"}).set(plan.summary.drainable_nodes);
   nodes.with({policy, "undrainable"}).set(plan.summary.undrainable_nodes);
-  metrics_.histogram("spotshift_plan_duration_seconds", "Time to build one plan.", {"policy"},
-                     {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10})
+  metrics_.family(telemetry::kPlanDuration)
       .with({policy})
       .observe(plan.summary.plan_millis / 1000.0);
 }
@@ -271,7 +263,7 @@ void SpotRebalancer::report_undrainable(const drain::ReschedulePolicy& policy, P
     seen = text;
     ++sent;
     std::string more = u.reasons.size() > 1 ? fmt::format(" (and {} more reasons: see spotshift plan)", u.reasons.size() - 1) : "";
-    events_.record(node_ref(u.node), "Normal", "NodeNotDrainable", "Plan",
+    events_.record(node_ref(u.node), telemetry::kNodeNotDrainable,
                    fmt::format("Not drainable by policy {}: {}{}", policy.name(), u.reasons.empty() ? "" : u.reasons[0], more),
                    policy_ref(policy));
   }
@@ -292,7 +284,7 @@ asio::awaitable<void> SpotRebalancer::clean_stale_taints(const std::string& poli
     logger.error("could not remove a leftover draining taint", {{"policy", policy}, {"node", node}, {"error", e}});
   for (const auto& node : cleaned.removed) {
     logger.info("removed a leftover draining taint", {{"policy", policy}, {"node", node}});
-    events_.record(node_ref(node), "Normal", "TaintRemoved", "Untaint",
+    events_.record(node_ref(node), telemetry::kTaintRemoved,
                    fmt::format("Removed the {} taint of policy {}, which no drain in progress holds", drain::kDrainingTaint, policy));
   }
 }
@@ -312,8 +304,8 @@ asio::awaitable<void> SpotRebalancer::recover() {
                                      "interrupted: the operator stopped during the drain; the taint was removed when it started again", now};
     st.next_drain_after = later(p->status.next_drain_after, drain::next_drain_after(now, p->spec ? *p->spec : drain::default_policy_spec()));
     st.backoff.failed(node, now);
-    metrics_.counter("spotshift_drains_total", "Drain attempts by result.", {"policy", "result"}).with({policy, "aborted"}).inc();
-    events_.record(node_ref(node), "Warning", "DrainAborted", "Drain",
+    metrics_.family(telemetry::kDrains).with({policy, "aborted"}).inc();
+    events_.record(node_ref(node), telemetry::kDrainAborted,
                    fmt::format("The drain of {} by policy {} was interrupted when the operator stopped; its taint was removed and "
                                "no new drain starts before {}",
                                node, policy, format_time(*st.next_drain_after)),
@@ -336,10 +328,10 @@ asio::awaitable<void> SpotRebalancer::recover() {
 }
 
 asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile_invalid(const drain::ReschedulePolicy& policy, PolicyState& st) {
-  metrics_.gauge("spotshift_policy_valid", "1 when the policy's spec is valid.", {"policy"}).with({policy.name()}).set(0);
+  metrics_.family(telemetry::kPolicyValid).with({policy.name()}).set(0);
   if (st.invalid_reported_generation != policy.meta.generation) {
     st.invalid_reported_generation = policy.meta.generation;
-    events_.record(policy_ref(policy), "Warning", "PolicyInvalid", "Validate",
+    events_.record(policy_ref(policy), telemetry::kPolicyInvalid,
                    fmt::format("The policy is not applied until its spec is fixed: {}", policy.spec_error->message));
     logger.error("invalid policy", {{"policy", policy.name()}, {"error", *policy.spec_error}});
   }
@@ -365,7 +357,7 @@ void SpotRebalancer::hold_nodes_that_took_replacements(const drain::ReschedulePo
                                   one ? "a replacement pod" : fmt::format("{} replacement pods", pods.size()), report.node,
                                   fmt::join(pods, ", "), one ? "it" : "them");
     Time until = st.backoff.held(target, timers_.now(), why);
-    events_.record(node_ref(target), "Normal", "NodeHeld", "Drain",
+    events_.record(node_ref(target), telemetry::kNodeHeld,
                    fmt::format("Policy {} leaves {} alone until {}: {}", policy.name(), target, format_time(until), why),
                    policy_ref(policy));
   }
@@ -397,8 +389,8 @@ asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const 
   for (const auto& m : node_plan.moves) targets.insert(m.target);
   std::string message = fmt::format("Draining {} for policy {}: moving {} to spot node{} {}", node_plan.node, name,
                                     pods_text(node_plan.moves.size()), targets.size() == 1 ? "" : "s", fmt::join(targets, ", "));
-  events_.record(node_ref(node_plan.node), "Normal", "DrainStarted", "Drain", message, policy_ref(*policy));
-  events_.record(policy_ref(*policy), "Normal", "DrainStarted", "Drain", message, node_ref(node_plan.node));
+  events_.record(node_ref(node_plan.node), telemetry::kDrainStarted, message, policy_ref(*policy));
+  events_.record(policy_ref(*policy), telemetry::kDrainStarted, message, node_ref(node_plan.node));
 
   auto options = drain::evictor_options(name, spec);
   options.poll_interval = options_.poll_interval;
@@ -483,7 +475,7 @@ void SpotRebalancer::record_outcome(const drain::ReschedulePolicy& policy, const
   const std::string& name = policy.name();
   const std::string& node = report.node;
   st.evicted_total += static_cast<int64_t>(report.evicted.size());
-  auto& drains = metrics_.counter("spotshift_drains_total", "Drain attempts by result.", {"policy", "result"});
+  auto& drains = metrics_.family(telemetry::kDrains);
   switch (report.outcome) {
     case drain::DrainOutcome::kSucceeded: {
       st.backoff.succeeded(node);
@@ -496,8 +488,8 @@ void SpotRebalancer::record_outcome(const drain::ReschedulePolicy& policy, const
       if (!report.replacements_not_on_spot.empty())
         note += fmt::format(" ({} replacement{} did not land on a spot node)", report.replacements_not_on_spot.size(),
                             report.replacements_not_on_spot.size() == 1 ? "" : "s");
-      events_.record(node_ref(node), "Normal", "DrainSucceeded", "Drain", note, policy_ref(policy));
-      events_.record(policy_ref(policy), "Normal", "DrainSucceeded", "Drain", note, node_ref(node));
+      events_.record(node_ref(node), telemetry::kDrainSucceeded, note, policy_ref(policy));
+      events_.record(policy_ref(policy), telemetry::kDrainSucceeded, note, node_ref(node));
       hold_nodes_that_took_replacements(policy, spec, st, report);
       break;
     }
@@ -511,14 +503,14 @@ void SpotRebalancer::record_outcome(const drain::ReschedulePolicy& policy, const
                                      pods_text(report.evicted.size() + report.already_gone.size() + static_cast<size_t>(report.remaining)),
                                      report.reason, report.taint_removed ? "removed" : "not removed yet (retried shortly)",
                                      format_time(retry));
-      events_.record(node_ref(node), "Warning", "DrainAborted", "Drain", note, policy_ref(policy));
-      events_.record(policy_ref(policy), "Warning", "DrainAborted", "Drain", note, node_ref(node));
+      events_.record(node_ref(node), telemetry::kDrainAborted, note, policy_ref(policy));
+      events_.record(policy_ref(policy), telemetry::kDrainAborted, note, node_ref(node));
       break;
     }
     case drain::DrainOutcome::kStale: {
       st.next_drain_after = gate_before;  // nothing was touched: not an attempt
       drains.with({name, "stale"}).inc();
-      events_.record(node_ref(node), "Normal", "DrainSkipped", "Drain",
+      events_.record(node_ref(node), telemetry::kDrainSkipped,
                      fmt::format("Did not drain {} for policy {}: {}", node, name, report.reason), policy_ref(policy));
       break;
     }
@@ -559,7 +551,7 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
   PolicyState& st = *state_ptr;
   if (!policy->spec) co_return co_await reconcile_invalid(*policy, st);
   const drain::PolicySpec& spec = *policy->spec;
-  metrics_.gauge("spotshift_policy_valid", "1 when the policy's spec is valid.", {"policy"}).with({key}).set(1);
+  metrics_.family(telemetry::kPolicyValid).with({key}).set(1);
   if (st.invalid_reported_generation >= 0) st.invalid_reported_generation = -1;
 
   co_await clean_stale_taints(key);
@@ -602,11 +594,11 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
       st.announced = head.node;
       std::string moves = fmt::format("{} fit on spot nodes", pods_text(head.moves.size()));
       if (spec.dry_run)
-        events_.record(node_ref(head.node), "Normal", "WouldDrain", "Plan",
+        events_.record(node_ref(head.node), telemetry::kWouldDrain,
                        fmt::format("Policy {} would drain {} now ({}); dryRun is true, so nothing is touched", key, head.node, moves),
                        policy_ref(*policy));
       else if (blocked)
-        events_.record(node_ref(head.node), "Normal", "DrainPlanned", "Plan",
+        events_.record(node_ref(head.node), telemetry::kDrainPlanned,
                        fmt::format("Policy {} plans to drain {} next ({}), held back for now: {}", key, head.node, moves, blocked->message),
                        policy_ref(*policy));
     }

@@ -22,11 +22,11 @@ struct NamespaceInfo {
   bool same_content(const NamespaceInfo& o) const { return meta.labels == o.meta.labels && meta.uid == o.meta.uid; }
 };
 
-inline Result<NamespaceInfo> decode_namespace(const model::JsonValue& v) {
+inline Result<NamespaceInfo> decode_namespace(model::JsonReader& r) {
   model::JsonDecoder d("namespace");
   NamespaceInfo n;
-  model::decode_meta(d, v, n.meta, [](std::string_view, std::string_view) {});
-  if (!d.ok()) return d.take_error();
+  auto done = model::decode_object(d, r, n.meta, [](std::string_view) { return false; });
+  if (!done) return done.error();
   return n;
 }
 
@@ -53,8 +53,8 @@ namespace spotshift::kube {
 template <char K>
 struct ResourceTraits<op::Controller<K>> {
   static const Resource& resource() { return op::controller_resource<K>(); }
-  static Result<op::Controller<K>> decode(const model::JsonValue& v) {
-    auto c = model::decode_workload_controller(v, resource().kind);
+  static Result<op::Controller<K>> read(model::JsonReader& r) {
+    auto c = model::decode_workload_controller(r, resource().kind);
     if (!c) return c.error();
     op::Controller<K> out;
     static_cast<model::WorkloadController&>(out) = std::move(*c);
@@ -65,12 +65,12 @@ struct ResourceTraits<op::Controller<K>> {
 template <>
 struct ResourceTraits<drain::ReschedulePolicy> {
   static const Resource& resource() { return op::policy_resource(); }
-  static Result<drain::ReschedulePolicy> decode(const model::JsonValue& v) { return drain::decode_policy(v); }
+  static Result<drain::ReschedulePolicy> read(model::JsonReader& r) { return drain::decode_policy(r); }
 };
 template <>
 struct ResourceTraits<op::NamespaceInfo> {
   static const Resource& resource() { return Resource::namespaces(); }
-  static Result<op::NamespaceInfo> decode(const model::JsonValue& v) { return op::decode_namespace(v); }
+  static Result<op::NamespaceInfo> read(model::JsonReader& r) { return op::decode_namespace(r); }
 };
 
 }  // namespace spotshift::kube

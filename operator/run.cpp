@@ -9,6 +9,7 @@
 #include "runtime/informer.hpp"
 #include "runtime/leader.hpp"
 #include "runtime/manager.hpp"
+#include "runtime/telemetry.hpp"
 #include "version.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -132,10 +133,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   boost::asio::io_context ioc(1);
   runtime::Metrics metrics;
   metrics.set_build_info(std::string(kVersion), std::string(kRevision));
-  auto& api_requests = metrics.counter("spotshift_api_requests_total",
-                                       "Requests to the API server by client: controller, events or leader-election.", {"client"});
-  auto& api_waits = metrics.counter("spotshift_api_rate_limit_wait_seconds_total",
-                                    "Time requests waited for the client-side rate limit (--kube-api-qps), by client.", {"client"});
+  auto& api_requests = metrics.family(runtime::telemetry::kApiRequests);
+  auto& api_waits = metrics.family(runtime::telemetry::kApiRateLimitWait);
   // Each client has its own rate limit: events must never spend the controller's budget, and
   // nothing may hold back a lease renewal (controller-runtime's recorder and leader election have
   // clients of their own for the same reasons).
@@ -205,8 +204,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
                             RebalancerStores{nodes.store(), pods.store(), pdbs.store(), policies.store(), namespaces.store()}, events,
                             metrics, ro);
   runtime::Controller controller("spotrebalancer", rebalancer, queue, timers, {f.workers, Duration::zero()});
-  auto& reconciles = metrics.counter("spotshift_reconcile_total", "Reconciles by result.", {"result"});
-  auto& depth = metrics.gauge("spotshift_workqueue_depth", "Policies waiting to be reconciled.");
+  auto& reconciles = metrics.family(runtime::telemetry::kReconciles);
+  auto& depth = metrics.family(runtime::telemetry::kWorkqueueDepth);
   controller.observer = [&](Duration, std::string_view result) {
     reconciles.with({std::string(result)}).inc();
     depth.get().set(static_cast<double>(queue.len()));

@@ -1,5 +1,7 @@
 #include "core/log.hpp"
 
+#include "core/strings.hpp"
+
 #include <fmt/format.h>
 
 #include <atomic>
@@ -22,23 +24,6 @@ std::string_view level_name(Level level) {
     case Level::kDebug: return "debug";
   }
   return "info";
-}
-
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
-        else out += static_cast<char>(c);
-    }
-  }
-  out += '"';
 }
 
 bool needs_quotes(std::string_view s) {

@@ -15,6 +15,11 @@ std::string_view trim(std::string_view s);
 std::vector<std::string_view> split(std::string_view s, char sep);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
+// s as a JSON string, quotes included: '"' and '\' escaped, and every control character (as
+// \n, \r, \t or \u00XX). The one escaper for JSON written by hand (logs, request bodies).
+void append_json_string(std::string& out, std::string_view s);
+std::string json_quote(std::string_view s);
+
 // Percent-encodes everything outside RFC 3986's unreserved set.
 std::string url_encode(std::string_view s);
 // Decodes %XX; with plus_is_space (query strings), '+' becomes ' ' as kubectl relies on.

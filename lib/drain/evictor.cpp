@@ -25,19 +25,6 @@ bool permanent(const Error& e) {
   return true;  // 400, 401, 403, 422 ...
 }
 
-const model::JsonValue* member(const model::JsonValue& obj, std::string_view key) {
-  if (!obj.IsObject()) return nullptr;
-  auto it = obj.FindMember(model::json_key(key));
-  return it == obj.MemberEnd() ? nullptr : &it->value;
-}
-
-std::string_view json_string(const model::JsonValue& obj, std::string_view key) {
-  if (!obj.IsObject()) return {};
-  auto it = obj.FindMember(model::json_key(key));
-  if (it == obj.MemberEnd() || !it->value.IsString()) return {};
-  return {it->value.GetString(), it->value.GetStringLength()};
-}
-
 }  // namespace
 
 std::string_view to_string(DrainOutcome o) {
@@ -102,34 +89,34 @@ asio::awaitable<Result<bool>> set_taint(kube::Client& client, runtime::Timers& t
       co_await timers.sleep(attempt == 1 ? Duration::zero() : backoff);
       backoff = std::min(backoff * 2, options.retry_cap);
     }
-    auto doc = co_await client.get(kube::Resource::nodes(), "", node);
-    if (!doc) {
-      if (doc.error().is_not_found()) co_return false;  // the node is gone: nothing to taint or clean
-      last = doc.error();
+    auto body = co_await client.get(kube::Resource::nodes(), "", node);
+    if (!body) {
+      if (body.error().is_not_found()) co_return false;  // the node is gone: nothing to taint or clean
+      last = body.error();
       if (!last.is_retryable()) co_return last.wrap(fmt::format("reading node {}", node));
       continue;
     }
-    const model::JsonValue& obj = *doc;
-    const model::JsonValue* metadata = member(obj, "metadata");
-    std::string rv(metadata ? json_string(*metadata, "resourceVersion") : std::string_view());
+    // The patch carries the node's taints whole (fields this code does not know included), so the
+    // node is read into a document.
+    model::JsonDocument obj;
+    if (auto parsed = model::parse_json(*body, obj); !parsed) co_return parsed.error().wrap(fmt::format("reading node {}", node));
+    std::string rv(model::json_string(obj, {"metadata", "resourceVersion"}));
     rapidjson::Document patch(rapidjson::kObjectType);
     auto& alloc = patch.GetAllocator();
     model::JsonValue taints(rapidjson::kArrayType);
     bool ours = false;
     std::string other_policy;
-    if (const model::JsonValue* spec = member(obj, "spec")) {
-      if (const model::JsonValue* list = member(*spec, "taints"); list && list->IsArray()) {
-        for (const auto& taint : list->GetArray()) {
-          if (json_string(taint, "key") == kDrainingTaint) {
-            if (json_string(taint, "value") == options.policy) {
-              ours = true;
-              if (!present) continue;  // drop it
-            } else {
-              other_policy = std::string(json_string(taint, "value"));
-            }
+    if (const model::JsonValue* list = model::json_path(obj, {"spec", "taints"}); list && list->IsArray()) {
+      for (const auto& taint : list->GetArray()) {
+        if (model::json_string(taint, {"key"}) == kDrainingTaint) {
+          if (model::json_string(taint, {"value"}) == options.policy) {
+            ours = true;
+            if (!present) continue;  // drop it
+          } else {
+            other_policy = std::string(model::json_string(taint, {"value"}));
           }
-          taints.PushBack(model::JsonValue(taint, alloc), alloc);
         }
+        taints.PushBack(model::JsonValue(taint, alloc), alloc);
       }
     }
     if (present && ours) co_return false;
@@ -375,7 +362,6 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
     report.finished = timers_.now();
     draining_ = false;
     still_movable_ = {};
-    if (observer) observer->drain_finished(plan, report);
     logger.info("drain finished", {{"node", plan.node},
                                    {"outcome", to_string(outcome)},
                                    {"evicted", static_cast<int64_t>(report.evicted.size())},
@@ -390,7 +376,6 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
   }
   plan = std::move(*fresh);
   report.remaining = static_cast<int>(plan.moves.size());
-  if (observer) observer->drain_started(plan);
   auto known_uids = controller_pod_uids(plan.moves);
 
   auto tainted = co_await set_taint(plan.node, true);

@@ -87,11 +87,11 @@ struct DrainReport {
   Time started{}, finished{};
 };
 
-// Hooks for events, status and metrics. All optional.
+// Hooks for events, status and metrics, per pod (the drain's start and end are the caller's: it
+// awaits drain() and reads its DrainReport). All optional.
 class DrainObserver {
  public:
   virtual ~DrainObserver() = default;
-  virtual void drain_started(const NodePlan&) {}
   virtual void pod_evicted(const NodePlan&, const PodMove&, int /*evicted_so_far*/) {}
   virtual void eviction_refused(const PodMove&, const Error&) {}
   // The pod was gone before its eviction (404, or a new pod of the same name: 409): nothing evicted.
@@ -100,7 +100,6 @@ class DrainObserver {
   // Once per evicted pod of a controller, after the drain: where its replacement went (see
   // DrainReport::replacements).
   virtual void replacement_placed(const PodMove&, std::string_view /*placement*/) {}
-  virtual void drain_finished(const NodePlan&, const DrainReport&) {}
 };
 
 class Evictor {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <string_view>
 #include <unordered_map>
+#include <variant>
 
 namespace spotshift::drain {
 
@@ -179,6 +180,231 @@ Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& 
   return out;
 }
 
+// Steps 3 to 5 of planner.hpp for the on-demand nodes of a pass, each node decided once. The
+// state every decision reads is set up once per plan: the profile's framework, the budgets, the
+// demand still to place, the Pending pods. The plan search (step 6) runs a second pass.
+class PlanPass {
+ public:
+  PlanPass(const PlanInput& in, const PolicySpec& spec, const sched::ClusterSnapshot& snap, const std::vector<int>& spot,
+           std::vector<NodePtr> spot_nodes, model::InternedString scarce)
+      : in_(in),
+        spec_(spec),
+        snap_(snap),
+        spot_(spot),
+        scarce_(std::move(scarce)),
+        framework_(sched::Framework::create(spec.profile)),
+        demand_(scarce_),
+        cache_(snap),
+        budgets_(in.pdbs),
+        reach_(std::move(spot_nodes)),
+        ctx_{spec,
+             [this](std::string_view ns) -> const model::Labels* {
+               auto it = in_.namespaces.find(std::string(ns));
+               return it == in_.namespaces.end() ? nullptr : &it->second;
+             },
+             [this](const model::Pod& pod) { return budgets_.covers(pod); },
+             // With no spot node at all, no pod is pinned: every node says there is none.
+             spot.empty() ? nullptr : &reach_, in.owners} {
+    cache_.set_demand(&demand_);
+    // Pods the scheduler has not bound yet (an HPA scale-up, a StatefulSet's or this very
+    // drain's replacement) will take room too: the snapshot holds bound pods only.
+    for (const auto& pod : in.pods)
+      if (pod->node_name.empty() && !pod->terminal() && !pod->terminating()) pending_.push_back(pod);
+  }
+  PlanPass(const PlanPass&) = delete;  // ctx_ points into the pass
+  PlanPass& operator=(const PlanPass&) = delete;
+
+  const Result<sched::Framework>& framework() const { return framework_; }
+  sched::PlacementCache& cache() { return cache_; }
+
+  // One pass over the on-demand nodes in `order`. `hints` (from the plan search): the spot node
+  // to try first for a pod, through every filter.
+  Pass run(const std::vector<int>& order, const Hints* hints) {
+    Pass pass;
+    for (int idx : order)
+      for (const auto& pod : snap_.node(idx).pods) demand_.add(*pod);
+    sched::Fork committed(snap_);
+    committed.track_candidates(spot_);
+    reserve_pending(committed);
+    for (int idx : order) {
+      if (in_.only_node && snap_.node(idx).name != *in_.only_node) continue;
+      decide(idx, hints, committed, pass);
+    }
+    return pass;
+  }
+
+ private:
+  // Step 2's last part: each Pending pod that could run on a spot node takes room there before
+  // any node is planned: on the node it is nominated to (a preemption makes room for it there),
+  // or where it fits. One that fits on no spot node takes none here; the unschedulable-pods gate
+  // sees it.
+  void reserve_pending(sched::Fork& committed) {
+    if (!framework_) return;
+    for (const auto& pod : pending_) {
+      int node = -1;
+      if (!pod->nominated_node.empty())
+        if (auto n = snap_.index_of(pod->nominated_node.view()); n && std::find(spot_.begin(), spot_.end(), *n) != spot_.end())
+          node = *n;
+      if (node < 0) node = framework_->place_on_tracked(*pod, committed, cache_).node;
+      if (node >= 0) committed.add_pod(node, pod);
+    }
+  }
+
+  // Steps 3 to 5 for one node. Its pods leave the demand as they are placed; whatever is left
+  // (pods that stay, or all of them when the node cannot drain) once the node is decided.
+  void decide(int idx, const Hints* hints, sched::Fork& committed, Pass& pass) {
+    undecided_.clear();
+    for (const auto& pod : snap_.node(idx).pods) undecided_.push_back(pod.get());
+    auto outcome = plan_node(idx, hints, committed, pass);
+    if (auto* node_plan = std::get_if<NodePlan>(&outcome)) pass.drainable.push_back(std::move(*node_plan));
+    else pass.undrainable.push_back(std::get<NodeRejection>(std::move(outcome)));
+    for (const auto* p : undecided_)
+      if (p) demand_.add(*p, -1);
+  }
+
+  // The node's plan, or why it cannot drain.
+  std::variant<NodePlan, NodeRejection> plan_node(int idx, const Hints* hints, sched::Fork& committed, Pass& pass) {
+    const sched::NodeInfo& info = snap_.node(idx);
+    if (auto ex = in_.excluded.find(info.name); ex != in_.excluded.end()) return NodeRejection{info.name, {ex->second}};
+    if (!info.node->opt_out.empty())
+      return NodeRejection{info.name, {fmt::format("the node is annotated {}=true", info.node->opt_out)}};
+    NodeRejection rejection{info.name, {}};
+    NodePlan node_plan;
+    node_plan.node = info.name;
+    node_plan.requested_cpu_milli = info.used.cpu_milli;
+
+    std::vector<Candidate> moving = verdicts(info, node_plan, rejection);
+    if (moving.empty() && rejection.reasons.empty()) {
+      rejection.reasons.push_back("nothing to move: every pod on it stays (DaemonSet, static or terminating pods)");
+      return rejection;
+    }
+    charge_budgets(moving, rejection);
+    // Only the placement decides this node: the plan search may try it.
+    if (rejection.reasons.empty()) {
+      std::vector<PodPtr> pods;
+      for (const auto& c : moving) pods.push_back(c.pod);
+      pass.searchable.emplace_back(idx, std::move(pods));
+    }
+    sched::Fork attempt = committed.fork();
+    for (const auto& c : moving) attempt.remove_pod(idx, *c.pod);
+    place(moving, hints, attempt, node_plan, rejection);
+    if (!rejection.reasons.empty()) return rejection;
+    // Step 5: later nodes see these placements.
+    committed.commit(std::move(attempt));
+    // Budget-covered pods first: a refusal then stops the drain before unprotected pods move.
+    std::stable_partition(node_plan.moves.begin(), node_plan.moves.end(), [](const PodMove& m) { return !m.budgets.empty(); });
+    return node_plan;
+  }
+
+  // Step 3: every pod's verdict; the pods to move, in the order to place them (largest CPU
+  // request first, ties by the pods' order on the node; with the ScarceResources order, largest
+  // request of the scarce resource first).
+  std::vector<Candidate> verdicts(const sched::NodeInfo& info, NodePlan& node_plan, NodeRejection& rejection) const {
+    std::vector<Candidate> moving;
+    for (const auto& pod : info.pods) {
+      PodVerdict v = classify(*pod, ctx_);
+      switch (v.verdict) {
+        case Verdict::kSkip: node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason)); break;
+        case Verdict::kBlock: rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason)); break;
+        case Verdict::kMove:
+          if (auto claim = unknown_claim(*pod)) {
+            rejection.reasons.push_back(fmt::format("pod {}: PersistentVolumeClaim {} or its PersistentVolume is not known, so the "
+                                                    "zone its volume needs cannot be checked",
+                                                    pod->key(), *claim));
+            break;
+          }
+          moving.push_back({pod, std::move(v), {}});
+          break;
+      }
+    }
+    std::stable_sort(moving.begin(), moving.end(), [&](const Candidate& a, const Candidate& b) {
+      if (spec_.drain_order == DrainOrder::kScarceResources && !scarce_.empty()) {
+        int64_t sa = a.pod->requests.get(scarce_.view()), sb = b.pod->requests.get(scarce_.view());
+        if (sa != sb) return sa > sb;
+      }
+      return a.pod->requests.cpu_milli > b.pod->requests.cpu_milli;
+    });
+    return moving;
+  }
+
+  // A claim of the pod that the watched claims and volumes know nothing about.
+  std::optional<std::string> unknown_claim(const model::Pod& pod) const {
+    if (!in_.volumes_watched) return std::nullopt;
+    for (const auto& claim : pod.pvc_claims) {
+      std::string key = fmt::format("{}/{}", pod.meta.namespace_.view(), claim.view());
+      if (!in_.volumes.count(key)) return key;
+    }
+    return std::nullopt;
+  }
+
+  // Step 3, budgets: the Move pods charged against their PodDisruptionBudgets together.
+  void charge_budgets(std::vector<Candidate>& moving, NodeRejection& rejection) const {
+    std::vector<const model::Pod*> moving_pods;
+    for (const auto& c : moving) moving_pods.push_back(c.pod.get());
+    BudgetCheck budget = check_budgets(moving_pods, budgets_);
+    for (auto& r : budget.reasons) rejection.reasons.push_back(std::move(r));
+    for (size_t k = 0; k < moving.size(); ++k) moving[k].budgets = std::move(budget.budgets_of[k]);
+  }
+
+  // Step 4: each Move pod placed on a spot node in the what-if, until one fits nowhere.
+  void place(const std::vector<Candidate>& moving, const Hints* hints, sched::Fork& attempt, NodePlan& node_plan,
+             NodeRejection& rejection) {
+    if (!framework_) {
+      rejection.reasons.push_back(fmt::format("the scheduling profile is invalid: {}", framework_.error().message));
+      return;
+    }
+    if (spot_.empty()) {
+      rejection.reasons.push_back("no Ready, schedulable node matches the spotNodeSelector");
+      return;
+    }
+    for (const auto& c : moving) {
+      // Where the pod's controller would see it scheduled: the same pod, not bound anywhere
+      // (assigned into one reused Pod, whose buffers outlive the loop).
+      unbound_ = *c.pod;
+      unbound_.node_name = {};
+      leave_demand(c.pod.get());
+      sched::Placement placed;
+      if (hints)
+        if (auto h = hints->find(c.pod.get()); h != hints->end()) placed = framework_->place(unbound_, attempt, {h->second}, &cache_);
+      if (placed.node < 0) placed = framework_->place_on_tracked(unbound_, attempt, cache_);
+      if (placed.node < 0) {
+        rejection.reasons.push_back(fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));
+        return;
+      }
+      // The what-if holds the pod itself: nothing in a fork reads an added pod's node name.
+      attempt.add_pod(placed.node, c.pod);
+      PodMove move;
+      move.pod = c.pod;
+      move.target = snap_.node(placed.node).name;
+      for (const auto* pdb : c.budgets) move.budgets.push_back(pdb->meta.key());
+      if (c.verdict.warning) move.warning = c.verdict.reason;
+      node_plan.moves.push_back(std::move(move));
+    }
+  }
+
+  void leave_demand(const model::Pod* pod) {
+    if (auto it = std::find(undecided_.begin(), undecided_.end(), pod); it != undecided_.end()) {
+      demand_.add(*pod, -1);
+      *it = nullptr;
+    }
+  }
+
+  const PlanInput& in_;
+  const PolicySpec& spec_;
+  const sched::ClusterSnapshot& snap_;
+  const std::vector<int>& spot_;
+  const model::InternedString scarce_;
+  const Result<sched::Framework> framework_;
+  sched::Demand demand_;  // what is still to be placed: the pods of the on-demand nodes not decided yet
+  sched::PlacementCache cache_;
+  BudgetIndex budgets_;
+  SpotReach reach_;
+  DrainContext ctx_;
+  std::vector<PodPtr> pending_;
+  std::vector<const model::Pod*> undecided_;  // the node being decided: its pods still in the demand
+  model::Pod unbound_;
+};
+
 }  // namespace
 
 Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
@@ -188,6 +414,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   const sched::ClusterSnapshot& snap = in.snapshots ? in.snapshots->get(in.nodes, in.pods, in.volumes)
                                                     : own.emplace(sched::ClusterSnapshot::build(in.nodes, in.pods, in.volumes));
 
+  // Step 1: the node classes.
   std::vector<int> on_demand, spot;
   std::vector<NodePtr> spot_nodes;
   for (int i = 0; i < snap.size(); ++i) {
@@ -213,8 +440,8 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   plan.summary.on_demand_nodes = static_cast<int>(on_demand.size());
   plan.summary.spot_nodes = static_cast<int>(spot.size());
 
-  // Sources: least requested CPU first, or least scarcity-weighted demand. Targets, for display:
-  // by free CPU as the profile ranks them.
+  // Step 2: sources least requested CPU first, or least scarcity-weighted demand. Targets, for
+  // display: by free CPU as the profile ranks them.
   const auto scarce = sched::Demand::scarcest_extended_resource(snap);
   if (spec.drain_order == DrainOrder::kScarceResources) {
     std::vector<double> key = scarcity_keys(snap, on_demand, spot, scarce);
@@ -239,193 +466,22 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     for (int n : by_free) plan.spot_nodes.push_back(snap.node(n).name);
   }
 
-  auto framework = sched::Framework::create(spec.profile);
-  // What is still to be placed: the pods of the on-demand nodes not decided yet.
-  sched::Demand demand(scarce);
-  sched::PlacementCache cache(snap);
-  cache.set_demand(&demand);
-  BudgetIndex budgets(in.pdbs);
-  SpotReach reach(spot_nodes);
-  DrainContext ctx{spec,
-                   [&](std::string_view ns) -> const model::Labels* {
-                     auto it = in.namespaces.find(std::string(ns));
-                     return it == in.namespaces.end() ? nullptr : &it->second;
-                   },
-                   [&](const model::Pod& pod) { return budgets.covers(pod); },
-                   // With no spot node at all, no pod is pinned: every node says there is none.
-                   spot_nodes.empty() ? nullptr : &reach, in.owners};
-
-  // Pods the scheduler has not bound yet (an HPA scale-up, a StatefulSet's or this very drain's
-  // replacement) will take room too: the snapshot holds bound pods only.
-  std::vector<PodPtr> pending;
-  for (const auto& pod : in.pods)
-    if (pod->node_name.empty() && !pod->terminal() && !pod->terminating()) pending.push_back(pod);
-
-  // A claim of the pod that the watched claims and volumes know nothing about.
-  auto unknown_claim = [&](const model::Pod& pod) -> std::optional<std::string> {
-    if (!in.volumes_watched) return std::nullopt;
-    for (const auto& claim : pod.pvc_claims) {
-      std::string key = fmt::format("{}/{}", pod.meta.namespace_.view(), claim.view());
-      if (!in.volumes.count(key)) return key;
-    }
-    return std::nullopt;
-  };
-
-  // One pass over the on-demand nodes in `order`, each decided once. `hints` (from the plan
-  // search): the spot node to try first for a pod, through every filter.
-  auto run_pass = [&](const std::vector<int>& order, const Hints* hints) {
-    Pass pass;
-    for (int idx : order)
-      for (const auto& pod : snap.node(idx).pods) demand.add(*pod);
-    sched::Fork committed(snap);
-    committed.track_candidates(spot);
-    // Each Pending pod that could run on a spot node takes room there before any node is
-    // planned: on the node it is nominated to (a preemption makes room for it there), or where
-    // it fits. One that fits on no spot node takes none here; the unschedulable-pods gate sees it.
-    if (framework)
-      for (const auto& pod : pending) {
-        int node = -1;
-        if (!pod->nominated_node.empty())
-          if (auto n = snap.index_of(pod->nominated_node.view());
-              n && std::find(spot.begin(), spot.end(), *n) != spot.end())
-            node = *n;
-        if (node < 0) node = framework->place_on_tracked(*pod, committed, cache).node;
-        if (node >= 0) committed.add_pod(node, pod);
-      }
-    model::Pod unbound;
-    for (int idx : order) {
-      const sched::NodeInfo& info = snap.node(idx);
-      if (in.only_node && info.name != *in.only_node) continue;
-      // This node's pods leave the demand as they are placed; whatever is left (pods that stay,
-      // or all of them when the node cannot drain) when the node is decided.
-      std::vector<const model::Pod*> undecided;
-      for (const auto& pod : info.pods) undecided.push_back(pod.get());
-      struct Decided {
-        sched::Demand& demand;
-        std::vector<const model::Pod*>& pods;
-        ~Decided() {
-          for (const auto* p : pods)
-            if (p) demand.add(*p, -1);
-        }
-      } decided{demand, undecided};
-      auto leave_demand = [&](const model::Pod* pod) {
-        if (auto it = std::find(undecided.begin(), undecided.end(), pod); it != undecided.end()) {
-          demand.add(*pod, -1);
-          *it = nullptr;
-        }
-      };
-      if (auto ex = in.excluded.find(info.name); ex != in.excluded.end()) {
-        pass.undrainable.push_back({info.name, {ex->second}});
-        continue;
-      }
-      if (!info.node->opt_out.empty()) {
-        pass.undrainable.push_back({info.name, {fmt::format("the node is annotated {}=true", info.node->opt_out)}});
-        continue;
-      }
-      NodeRejection rejection{info.name, {}};
-      NodePlan node_plan;
-      node_plan.node = info.name;
-      node_plan.requested_cpu_milli = info.used.cpu_milli;
-
-      std::vector<Candidate> moving;
-      for (const auto& pod : info.pods) {
-        PodVerdict v = classify(*pod, ctx);
-        switch (v.verdict) {
-          case Verdict::kSkip: node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason)); break;
-          case Verdict::kBlock: rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason)); break;
-          case Verdict::kMove:
-            if (auto claim = unknown_claim(*pod)) {
-              rejection.reasons.push_back(fmt::format("pod {}: PersistentVolumeClaim {} or its PersistentVolume is not known, so the "
-                                                      "zone its volume needs cannot be checked",
-                                                      pod->key(), *claim));
-              break;
-            }
-            moving.push_back({pod, std::move(v), {}});
-            break;
-        }
-      }
-      if (moving.empty() && rejection.reasons.empty()) {
-        rejection.reasons.push_back("nothing to move: every pod on it stays (DaemonSet, static or terminating pods)");
-        pass.undrainable.push_back(std::move(rejection));
-        continue;
-      }
-
-      std::vector<const model::Pod*> moving_pods;
-      for (const auto& c : moving) moving_pods.push_back(c.pod.get());
-      BudgetCheck budget = check_budgets(moving_pods, budgets);
-      for (auto& r : budget.reasons) rejection.reasons.push_back(std::move(r));
-      for (size_t k = 0; k < moving.size(); ++k) moving[k].budgets = std::move(budget.budgets_of[k]);
-
-      // Largest CPU request first (ties by key, the pods' order on the node); with the
-      // ScarceResources order, largest request of the scarce resource first.
-      std::stable_sort(moving.begin(), moving.end(), [&](const Candidate& a, const Candidate& b) {
-        if (spec.drain_order == DrainOrder::kScarceResources && !scarce.empty()) {
-          int64_t sa = a.pod->requests.get(scarce.view()), sb = b.pod->requests.get(scarce.view());
-          if (sa != sb) return sa > sb;
-        }
-        return a.pod->requests.cpu_milli > b.pod->requests.cpu_milli;
-      });
-      // Only the placement decides this node: the plan search may try it.
-      if (rejection.reasons.empty()) {
-        std::vector<PodPtr> pods;
-        for (const auto& c : moving) pods.push_back(c.pod);
-        pass.searchable.emplace_back(idx, std::move(pods));
-      }
-      sched::Fork attempt = committed.fork();
-      for (const auto& c : moving) attempt.remove_pod(idx, *c.pod);
-      if (!framework) {
-        rejection.reasons.push_back(fmt::format("the scheduling profile is invalid: {}", framework.error().message));
-      } else if (spot.empty()) {
-        rejection.reasons.push_back("no Ready, schedulable node matches the spotNodeSelector");
-      } else {
-        for (const auto& c : moving) {
-          // Where the pod's controller would see it scheduled: the same pod, not bound anywhere
-          // (assigned into one reused Pod, whose buffers outlive the loop).
-          unbound = *c.pod;
-          unbound.node_name = {};
-          leave_demand(c.pod.get());
-          sched::Placement placed;
-          if (hints)
-            if (auto h = hints->find(c.pod.get()); h != hints->end()) placed = framework->place(unbound, attempt, {h->second}, &cache);
-          if (placed.node < 0) placed = framework->place_on_tracked(unbound, attempt, cache);
-          if (placed.node < 0) {
-            rejection.reasons.push_back(fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));
-            break;
-          }
-          // The what-if holds the pod itself: nothing in a fork reads an added pod's node name.
-          attempt.add_pod(placed.node, c.pod);
-          PodMove move;
-          move.pod = c.pod;
-          move.target = snap.node(placed.node).name;
-          for (const auto* pdb : c.budgets) move.budgets.push_back(pdb->meta.key());
-          if (c.verdict.warning) move.warning = c.verdict.reason;
-          node_plan.moves.push_back(std::move(move));
-        }
-      }
-      if (!rejection.reasons.empty()) {
-        pass.undrainable.push_back(std::move(rejection));
-        continue;
-      }
-      committed.commit(std::move(attempt));
-      // Budget-covered pods first: a refusal then stops the drain before unprotected pods move.
-      std::stable_partition(node_plan.moves.begin(), node_plan.moves.end(), [](const PodMove& m) { return !m.budgets.empty(); });
-      pass.drainable.push_back(std::move(node_plan));
-    }
-    return pass;
-  };
-
-  Pass pass = run_pass(on_demand, nullptr);
-  // The search looks for more nodes: none to look for when every node it could choose drains.
+  // Steps 3 to 5.
+  PlanPass planner(in, spec, snap, spot, std::move(spot_nodes), scarce);
+  Pass pass = planner.run(on_demand, nullptr);
+  // Step 6. The search looks for more nodes: none to look for when every node it could choose
+  // drains.
+  const auto& framework = planner.framework();
   if (spec.search_iterations > 0 && !in.only_node && framework && !spot.empty() &&
       pass.drainable.size() < pass.searchable.size()) {
-    Search found = search_nodes(snap, *framework, cache, spot, scarce, pass, spec.search_iterations);
+    Search found = search_nodes(snap, *framework, planner.cache(), spot, scarce, pass, spec.search_iterations);
     if (found.nodes.size() > pass.drainable.size()) {
       // Replan through the whole predicate engine: the chosen nodes first, in the drain order,
       // each pod tried first where the search put it; then every other node as before.
       std::vector<int> order = found.nodes;
       for (int idx : on_demand)
         if (std::find(found.nodes.begin(), found.nodes.end(), idx) == found.nodes.end()) order.push_back(idx);
-      Pass searched = run_pass(order, &found.hints);
+      Pass searched = planner.run(order, &found.hints);
       if (searched.drainable.size() > pass.drainable.size()) {
         plan.summary.searched_nodes = static_cast<int>(searched.drainable.size() - pass.drainable.size());
         pass = std::move(searched);

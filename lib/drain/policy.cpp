@@ -34,21 +34,16 @@ constexpr std::array kSpecFields = {
     "searchIterations",     "terminationHeadroom",    "drainedNodeTaintTTL", "evictJobPods",
 };
 
-void reject_unknown(model::JsonDecoder& d, const model::JsonValue& obj, const auto& known) {
-  if (!obj.IsObject()) return;
-  for (auto it = obj.MemberBegin(); it != obj.MemberEnd(); ++it) {
-    std::string_view name(it->name.GetString(), it->name.GetStringLength());
-    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-    std::string valid;
-    for (std::string_view k : known) valid += valid.empty() ? std::string(k) : fmt::format(", {}", k);
-    return d.fail(fmt::format("unknown field \"{}\" (valid: {})", name, valid));
-  }
+// An unknown member of an object whose members are the known ones: an error on the object.
+void unknown_member(model::JsonDecoder& d, std::string_view name, const auto& known) {
+  std::string valid;
+  for (std::string_view k : known) valid += valid.empty() ? std::string(k) : fmt::format(", {}", k);
+  d.fail_above(fmt::format("unknown field \"{}\" (valid: {})", name, valid));
 }
 
-void duration(model::JsonDecoder& d, const model::JsonValue& spec, std::string_view key, Duration& out, Duration min) {
-  auto text = d.optional_string(spec, key);
+void duration(model::JsonDecoder& d, model::JsonReader& r, Duration& out, Duration min) {
+  auto text = d.optional_string(r);
   if (!text || !d.ok()) return;
-  auto scope = d.field(key);
   auto parsed = parse_go_duration(*text);
   if (!parsed) return d.fail(fmt::format("must be a duration such as 90s, 10m or 1h30m, got \"{}\"", *text));
   if (*parsed < min) return d.fail(fmt::format("must be at least {}, got {}", format_go_duration(min), *text));
@@ -56,11 +51,9 @@ void duration(model::JsonDecoder& d, const model::JsonValue& spec, std::string_v
 }
 
 template <class E, size_t N>
-void choice(model::JsonDecoder& d, const model::JsonValue& obj, std::string_view key, E& out,
-            const std::array<std::pair<std::string_view, E>, N>& values) {
-  auto text = d.optional_string(obj, key);
+void choice(model::JsonDecoder& d, model::JsonReader& r, E& out, const std::array<std::pair<std::string_view, E>, N>& values) {
+  auto text = d.optional_string(r);
   if (!text || !d.ok()) return;
-  auto scope = d.field(key);
   std::string valid;
   for (const auto& [name, value] : values) {
     if (name == *text) {
@@ -88,116 +81,198 @@ PolicySpec default_policy_spec() {
 
 namespace {
 
-void decode_spec(model::JsonDecoder& d, const model::JsonValue& spec, PolicySpec& s) {
-  if (!spec.IsObject()) return d.wrong_type("an object", spec);
-  reject_unknown(d, spec, kSpecFields);
-  if (auto sel = d.label_selector(spec, "onDemandNodeSelector")) s.on_demand_selector = std::move(*sel);
-  if (auto sel = d.label_selector(spec, "spotNodeSelector")) s.spot_selector = std::move(*sel);
-  s.pod_selector = d.label_selector(spec, "podSelector");
-  s.namespace_selector = d.label_selector(spec, "namespaceSelector");
-  duration(d, spec, "housekeepingInterval", s.housekeeping_interval, std::chrono::seconds(1));
-  duration(d, spec, "nodeDrainDelay", s.node_drain_delay, Duration::zero());
-  duration(d, spec, "podEvictionTimeout", s.pod_eviction_timeout, std::chrono::seconds(1));
-  // A grace period of 0 is a force deletion: the pod's process may still run while its
-  // replacement starts (a StatefulSet identity twice). Never ask for one.
-  duration(d, spec, "maxGracefulTermination", s.max_graceful_termination, std::chrono::seconds(1));
-  duration(d, spec, "terminationHeadroom", s.termination_headroom, Duration::zero());
-  duration(d, spec, "drainedNodeTaintTTL", s.drained_node_taint_ttl, Duration::zero());
-  s.delete_non_replicated_pods = d.boolean(spec, "deleteNonReplicatedPods", false);
-  s.evict_job_pods = d.boolean(spec, "evictJobPods", false);
-  if (const model::JsonValue* ls = d.object(spec, "localStorage")) {
-    auto scope = d.field("localStorage");
-    reject_unknown(d, *ls, std::array{"emptyDir", "hostPath"});
-    choice(d, *ls, "emptyDir", s.empty_dir, kHandling);
-    choice(d, *ls, "hostPath", s.host_path, kHandling);
-  }
-  choice(d, spec, "kubeSystemPodsWithoutPDB", s.kube_system_without_pdb, kHandling);
-  choice(d, spec, "unschedulablePodsGate", s.unschedulable_pods_gate,
-         std::array<std::pair<std::string_view, GateScope>, 3>{
-             {{"Any", GateScope::kAny}, {"SpotOnly", GateScope::kSpotOnly}, {"Disabled", GateScope::kDisabled}}});
-  choice(d, spec, "drainOrder", s.drain_order,
-         std::array<std::pair<std::string_view, DrainOrder>, 2>{
-             {{"RequestedCPU", DrainOrder::kRequestedCpu}, {"ScarceResources", DrainOrder::kScarceResources}}});
-  if (auto n = d.optional_integer(spec, "searchIterations"); n && d.ok()) {
-    auto scope = d.field("searchIterations");
-    if (*n < 0 || *n > kMaxSearchIterations)
-      return d.fail(fmt::format("must be from 0 (no search) to {}, got {}", kMaxSearchIterations, *n));
-    s.search_iterations = static_cast<int>(*n);
-  }
-  s.dry_run = d.boolean(spec, "dryRun", false);
-  s.suspend = d.boolean(spec, "suspend", false);
+// The spec object r is at, over the defaults in s. Errors name the field ("spec.nodeDrainDelay:
+// ..."); the caller puts "spec" on the path.
+void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
+  if (!d.at_object(r)) return;
+  d.members(r, [&](std::string_view key) {
+    if (key == "onDemandNodeSelector") {
+      if (auto sel = d.label_selector(r)) s.on_demand_selector = std::move(*sel);
+    } else if (key == "spotNodeSelector") {
+      if (auto sel = d.label_selector(r)) s.spot_selector = std::move(*sel);
+    } else if (key == "podSelector") {
+      s.pod_selector = d.label_selector(r);
+    } else if (key == "namespaceSelector") {
+      s.namespace_selector = d.label_selector(r);
+    } else if (key == "housekeepingInterval") {
+      duration(d, r, s.housekeeping_interval, std::chrono::seconds(1));
+    } else if (key == "nodeDrainDelay") {
+      duration(d, r, s.node_drain_delay, Duration::zero());
+    } else if (key == "podEvictionTimeout") {
+      duration(d, r, s.pod_eviction_timeout, std::chrono::seconds(1));
+    } else if (key == "maxGracefulTermination") {
+      // A grace period of 0 is a force deletion: the pod's process may still run while its
+      // replacement starts (a StatefulSet identity twice). Never ask for one.
+      duration(d, r, s.max_graceful_termination, std::chrono::seconds(1));
+    } else if (key == "terminationHeadroom") {
+      duration(d, r, s.termination_headroom, Duration::zero());
+    } else if (key == "drainedNodeTaintTTL") {
+      duration(d, r, s.drained_node_taint_ttl, Duration::zero());
+    } else if (key == "deleteNonReplicatedPods") {
+      s.delete_non_replicated_pods = d.boolean(r, false);
+    } else if (key == "evictJobPods") {
+      s.evict_job_pods = d.boolean(r, false);
+    } else if (key == "localStorage") {
+      d.members(r, [&](std::string_view k) {
+        if (k == "emptyDir") choice(d, r, s.empty_dir, kHandling);
+        else if (k == "hostPath") choice(d, r, s.host_path, kHandling);
+        else {
+          unknown_member(d, k, std::array{"emptyDir", "hostPath"});
+          return false;
+        }
+        return true;
+      });
+    } else if (key == "kubeSystemPodsWithoutPDB") {
+      choice(d, r, s.kube_system_without_pdb, kHandling);
+    } else if (key == "unschedulablePodsGate") {
+      choice(d, r, s.unschedulable_pods_gate,
+             std::array<std::pair<std::string_view, GateScope>, 3>{
+                 {{"Any", GateScope::kAny}, {"SpotOnly", GateScope::kSpotOnly}, {"Disabled", GateScope::kDisabled}}});
+    } else if (key == "drainOrder") {
+      choice(d, r, s.drain_order,
+             std::array<std::pair<std::string_view, DrainOrder>, 2>{
+                 {{"RequestedCPU", DrainOrder::kRequestedCpu}, {"ScarceResources", DrainOrder::kScarceResources}}});
+    } else if (key == "searchIterations") {
+      if (auto n = d.optional_integer(r); n && d.ok()) {
+        if (*n < 0 || *n > kMaxSearchIterations)
+          d.fail(fmt::format("must be from 0 (no search) to {}, got {}", kMaxSearchIterations, *n));
+        else s.search_iterations = static_cast<int>(*n);
+      }
+    } else if (key == "dryRun") {
+      s.dry_run = d.boolean(r, false);
+    } else if (key == "suspend") {
+      s.suspend = d.boolean(r, false);
+    } else if (key == "profile") {
+      if (auto profile = sched::decode_profile(d, r); profile && d.ok()) {
+        if (auto fw = sched::Framework::create(*profile); !fw) d.fail(fw.error().message);
+        else s.profile = std::move(*profile);
+      }
+    } else {
+      unknown_member(d, key, kSpecFields);
+      return false;
+    }
+    return true;
+  });
 }
 
-// spec.profile, decoded outside the "spec" path scope: lib/sched's messages carry the full path.
-void decode_spec_profile(model::JsonDecoder& d, const model::JsonValue& spec, PolicySpec& s) {
-  if (!d.ok() || !spec.IsObject()) return;
-  auto it = spec.FindMember(model::json_key("profile"));
-  if (it == spec.MemberEnd() || it->value.IsNull()) return;
-  auto profile = sched::decode_profile(it->value, "spec.profile");
-  if (!profile) return d.fail(profile.error().message);
-  if (auto fw = sched::Framework::create(*profile); !fw) return d.fail(fmt::format("spec.profile: {}", fw.error().message));
-  s.profile = std::move(*profile);
+// The status fields the operator reads back (its own writes).
+void decode_status(model::JsonDecoder& d, model::JsonReader& r, PolicyStatusView& status) {
+  auto drain_record = [&](auto&& field) {
+    d.members(r, [&](std::string_view key) { return field(key); });
+  };
+  d.members(r, [&](std::string_view key) {
+    if (key == "observedGeneration") {
+      status.observed_generation = d.integer(r);
+    } else if (key == "nextDrainAfter") {
+      status.next_drain_after = d.time(r);
+    } else if (key == "currentDrain") {
+      DrainInProgress cd;
+      drain_record([&](std::string_view f) {
+        if (f == "node") cd.node = d.string(r);
+        else if (f == "startedAt") cd.started_at = d.time(r).value_or(Time{});
+        else return false;
+        return true;
+      });
+      if (!cd.node.empty()) status.current_drain = std::move(cd);
+    } else if (key == "lastDrain") {
+      LastDrain ld;
+      drain_record([&](std::string_view f) {
+        if (f == "node") ld.node = d.string(r);
+        else if (f == "result") ld.result = d.string(r);
+        else if (f == "reason") ld.reason = d.string(r);
+        else if (f == "finishedAt") ld.finished_at = d.time(r).value_or(Time{});
+        else return false;
+        return true;
+      });
+      if (!ld.node.empty()) status.last_drain = std::move(ld);
+    } else if (key == "conditions") {
+      d.elements(r, [&] {
+        StatusCondition c;
+        d.members(r, [&](std::string_view f) {
+          if (f == "type") c.type = d.string(r);
+          else if (f == "status") c.status = d.string(r);
+          else if (f == "reason") c.reason = d.string(r);
+          else if (f == "message") c.message = d.string(r);
+          else if (f == "lastTransitionTime") c.last_transition = d.time(r).value_or(Time{});
+          else return false;
+          return true;
+        });
+        status.conditions.push_back(std::move(c));
+      });
+    } else if (key == "nodesDrainedTotal") {
+      status.nodes_drained_total = d.integer(r);
+    } else if (key == "podsEvictedTotal") {
+      status.pods_evicted_total = d.integer(r);
+    } else {
+      return false;
+    }
+    return true;
+  });
 }
 
 }  // namespace
 
-Result<PolicySpec> decode_policy_spec(const model::JsonValue& spec) {
+Result<PolicySpec> decode_policy_spec(std::string_view json) {
   model::JsonDecoder d("ReschedulePolicy");
   PolicySpec s = default_policy_spec();
+  model::JsonReader r(json);
   {
     auto scope = d.field("spec");
-    decode_spec(d, spec, s);
+    decode_spec(d, r, s);
   }
-  decode_spec_profile(d, spec, s);
+  if (d.ok() && !r.finish()) d.fail(r.error());
   if (!d.ok()) return d.take_error().make_terminal();
   return s;
 }
 
-Result<ReschedulePolicy> decode_policy(const model::JsonValue& v) {
+Result<ReschedulePolicy> decode_policy(model::JsonReader& r) {
   model::JsonDecoder d("ReschedulePolicy");
+  // The spec and the status have decoders of their own: a bad spec leaves the object usable,
+  // and a malformed status is ignored.
+  model::JsonDecoder sd("ReschedulePolicy");
+  model::JsonDecoder st("ReschedulePolicy");
   ReschedulePolicy p;
-  model::decode_meta(d, v, p.meta, [](std::string_view, std::string_view) {});
+  PolicySpec spec = default_policy_spec();
+  std::string_view spec_text;  // a spec that came before the metadata, read once the name is known
+  bool has_meta = false;
+  auto read_spec = [&](model::JsonReader& from) {
+    sd.name_object("", p.meta.name);
+    auto scope = sd.field("spec");
+    decode_spec(sd, from, spec);
+  };
+  if (r.peek() != model::JsonType::kObject) {
+    d.wrong_type("an object", r);
+    return d.take_error();
+  }
+  d.members(r, [&](std::string_view key) {
+    if (key == "metadata") {
+      has_meta = r.peek() == model::JsonType::kObject;
+      model::decode_meta(d, r, p.meta, [](std::string_view, std::string_view) {}, [](std::string_view) { return false; });
+    } else if (key == "spec") {
+      if (has_meta) read_spec(r);
+      else r.read_raw(spec_text);
+    } else if (key == "status") {
+      decode_status(st, r, p.status);
+    } else {
+      return false;
+    }
+    return true;
+  });
+  if (d.ok() && !has_meta) d.fail("metadata is missing");
   if (!d.ok()) return d.take_error();
   if (p.meta.name.empty()) return Error::decode("decoding ReschedulePolicy: metadata.name is missing");
-
-  // The spec: a separate decoder, so a bad spec leaves the object usable.
-  model::JsonDecoder sd("ReschedulePolicy");
-  sd.name_object("", p.meta.name);
-  PolicySpec spec = default_policy_spec();
-  {
-    auto scope = sd.field("spec");
-    auto it = v.FindMember(model::json_key("spec"));
-    if (it != v.MemberEnd() && !it->value.IsNull()) decode_spec(sd, it->value, spec);
+  if (!spec_text.empty()) {
+    model::JsonReader later(spec_text);
+    read_spec(later);
   }
-  if (auto it = v.FindMember(model::json_key("spec")); it != v.MemberEnd()) decode_spec_profile(sd, it->value, spec);
   if (sd.ok()) p.spec = std::move(spec);
   else p.spec_error = sd.take_error().make_terminal();
-
-  // The status fields the operator reads back (its own writes); a malformed status is ignored.
-  model::JsonDecoder st("ReschedulePolicy");
-  if (const model::JsonValue* status = st.object(v, "status")) {
-    p.status.observed_generation = st.integer(*status, "observedGeneration");
-    p.status.next_drain_after = st.time(*status, "nextDrainAfter");
-    if (const model::JsonValue* cd = st.object(*status, "currentDrain")) {
-      auto node = st.string(*cd, "node");
-      if (!node.empty()) p.status.current_drain = DrainInProgress{std::string(node), st.time(*cd, "startedAt").value_or(Time{})};
-    }
-    if (const model::JsonValue* ld = st.object(*status, "lastDrain")) {
-      auto node = st.string(*ld, "node");
-      if (!node.empty())
-        p.status.last_drain = LastDrain{std::string(node), std::string(st.string(*ld, "result")), std::string(st.string(*ld, "reason")),
-                                        st.time(*ld, "finishedAt").value_or(Time{})};
-    }
-    st.each(*status, "conditions", [&](const model::JsonValue& c) {
-      p.status.conditions.push_back(StatusCondition{std::string(st.string(c, "type")), std::string(st.string(c, "status")),
-                                                    std::string(st.string(c, "reason")), std::string(st.string(c, "message")),
-                                                    st.time(c, "lastTransitionTime").value_or(Time{})});
-    });
-    p.status.nodes_drained_total = st.integer(*status, "nodesDrainedTotal");
-    p.status.pods_evicted_total = st.integer(*status, "podsEvictedTotal");
-    if (!st.ok()) p.status = PolicyStatusView{};
-  }
+  if (!st.ok()) p.status = PolicyStatusView{};
   return p;
+}
+
+Result<ReschedulePolicy> decode_policy(std::string_view json) {
+  return model::decode_whole("ReschedulePolicy", json, [](model::JsonReader& r) { return decode_policy(r); });
 }
 
 bool ReschedulePolicy::same_content(const ReschedulePolicy& o) const {

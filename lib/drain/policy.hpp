@@ -78,7 +78,8 @@ PolicySpec default_policy_spec();
 // Decodes and validates a spec object. Errors name the field ("spec.nodeDrainDelay: ...").
 // Unknown fields are errors too: the API server prunes them, but a policy file given to
 // `spotshift plan` is not pruned, and a misspelt field silently ignored is a surprise.
-Result<PolicySpec> decode_policy_spec(const model::JsonValue& spec);
+// json is the spec object's text.
+Result<PolicySpec> decode_policy_spec(std::string_view json);
 
 // What the operator reads back from its own status: the gate and the drain in progress.
 struct DrainInProgress {
@@ -123,7 +124,9 @@ struct ReschedulePolicy {
   bool same_content(const ReschedulePolicy& other) const;
 };
 
-// Decodes a whole ReschedulePolicy object; fails only when the metadata is unusable.
-Result<ReschedulePolicy> decode_policy(const model::JsonValue& v);
+// Decodes a whole ReschedulePolicy object, the one r is at or the one of json; fails only when
+// the metadata is unusable (or the text is not JSON).
+Result<ReschedulePolicy> decode_policy(model::JsonReader& r);
+Result<ReschedulePolicy> decode_policy(std::string_view json);
 
 }  // namespace spotshift::drain

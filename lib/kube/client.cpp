@@ -22,42 +22,44 @@ asio::thread_pool& blocking_pool() {
   return *pool;
 }
 
-// metadata.resourceVersion of an object's text, read no further than needed.
-std::string object_resource_version(std::string_view object) {
-  model::JsonReader r(object);
-  std::string_view key, rv;
-  if (!r.begin_object()) return {};
-  while (r.next_member(key)) {
-    if (key != "metadata" || r.peek() != model::JsonType::kObject) {
-      r.skip();
-      continue;
-    }
-    r.begin_object();
-    while (r.next_member(key)) {
-      if (key == "resourceVersion" && r.peek() == model::JsonType::kString && r.read_string(rv)) return std::string(rv);
-      r.skip();
-    }
-  }
-  return {};
-}
-
-std::string member_string(const model::JsonValue& v, const char* key) {
-  if (!v.IsObject()) return {};
-  auto it = v.FindMember(key);
-  return it != v.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString(), it->value.GetStringLength()) : "";
-}
-
-Error status_error(const model::JsonValue& status, int http_code) {
-  int code = http_code;
-  if (auto it = status.FindMember("code"); it != status.MemberEnd() && it->value.IsInt()) code = it->value.GetInt();
-  Error e = Error::api(code, member_string(status, "reason"), member_string(status, "message"));
-  if (auto d = status.FindMember("details"); d != status.MemberEnd() && d->value.IsObject()) {
-    if (auto c = d->value.FindMember("causes"); c != d->value.MemberEnd() && c->value.IsArray())
-      for (const auto& cause : c->value.GetArray())
-        e.causes.push_back({member_string(cause, "reason"), member_string(cause, "field"), member_string(cause, "message")});
-    if (auto r = d->value.FindMember("retryAfterSeconds"); r != d->value.MemberEnd() && r->value.IsInt())
-      e.retry_after_seconds = r->value.GetInt();
-  }
+// A Status object (metav1.Status) as an error; nothing when text is not one.
+std::optional<Error> status_error(std::string_view text, int http_code) {
+  model::JsonDecoder d("Status");
+  model::JsonReader r(text);
+  std::string_view kind;
+  int64_t code = http_code;
+  std::string reason, message;
+  std::vector<StatusCause> causes;
+  std::optional<int64_t> retry_after;
+  d.members(r, [&](std::string_view key) {
+    if (key == "kind") kind = d.string(r);
+    else if (key == "code") code = d.integer(r, code);
+    else if (key == "reason") reason = d.string(r);
+    else if (key == "message") message = d.string(r);
+    else if (key == "details")
+      d.members(r, [&](std::string_view k) {
+        if (k == "retryAfterSeconds") retry_after = d.optional_integer(r);
+        else if (k == "causes")
+          d.elements(r, [&] {
+            StatusCause& c = causes.emplace_back();
+            d.members(r, [&](std::string_view f) {
+              if (f == "reason") c.reason = d.string(r);
+              else if (f == "field") c.field = d.string(r);
+              else if (f == "message") c.message = d.string(r);
+              else return false;
+              return true;
+            });
+          });
+        else return false;
+        return true;
+      });
+    else return false;
+    return true;
+  });
+  if (!d.ok() || !r.finish() || kind != "Status") return std::nullopt;
+  Error e = Error::api(static_cast<int>(code), std::move(reason), std::move(message));
+  e.causes = std::move(causes);
+  if (retry_after) e.retry_after_seconds = static_cast<int>(*retry_after);
   if (e.message.empty()) e.message = fmt::format("the server answered {}", code);
   return e;
 }
@@ -75,11 +77,9 @@ std::string_view to_string(WatchEventType t) {
 }
 
 Error error_from_response(const HttpResponse& r) {
-  model::JsonDocument d;
-  d.Parse(r.body.c_str(), r.body.size());
   Error e;
-  if (!d.HasParseError() && d.IsObject() && member_string(d, "kind") == "Status") {
-    e = status_error(d, r.status);
+  if (auto status = status_error(r.body, r.status)) {
+    e = std::move(*status);
   } else {
     std::string snippet = r.body.substr(0, 200);
     e = Error::api(r.status, "", snippet.empty() ? fmt::format("the server answered {}", r.status)
@@ -195,18 +195,21 @@ asio::awaitable<Result<HttpResponse>> Client::execute(Request req) {
   }
 }
 
-asio::awaitable<Result<model::JsonDocument>> Client::document(Request req) {
+asio::awaitable<Result<std::string>> Client::object_body(Request req) {
   std::string path = req.path;
   auto r = co_await execute(std::move(req));
   if (!r) co_return r.error();
-  model::JsonDocument d;
-  if (auto p = model::parse_json(r->body, d); !p) co_return p.error().wrap(fmt::format("response to {}", path));
-  co_return d;
+  // Checked against JSON's grammar (one scan, nothing built): a body that is not JSON is the
+  // request's error, not its caller's.
+  model::JsonReader check(r->body);
+  check.skip();
+  if (!check.finish()) co_return Error::decode(check.error()).wrap(fmt::format("response to {}", path));
+  co_return std::move(r->body);
 }
 
-asio::awaitable<Result<model::JsonDocument>> Client::get(const Resource& r, std::string_view ns, std::string_view name,
+asio::awaitable<Result<std::string>> Client::get(const Resource& r, std::string_view ns, std::string_view name,
                                                          std::string_view subresource) {
-  co_return co_await document(get_request(r, ns, name, subresource));
+  co_return co_await object_body(get_request(r, ns, name, subresource));
 }
 
 asio::awaitable<Result<ListPageMeta>> Client::list_page(const Resource& r, std::string_view ns, ListOptions o,
@@ -285,31 +288,31 @@ asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::s
   }
 }
 
-asio::awaitable<Result<model::JsonDocument>> Client::create(const Resource& r, std::string_view ns, std::string body,
+asio::awaitable<Result<std::string>> Client::create(const Resource& r, std::string_view ns, std::string body,
                                                             WriteOptions o) {
-  co_return co_await document(create_request(r, ns, std::move(body), o));
+  co_return co_await object_body(create_request(r, ns, std::move(body), o));
 }
 
-asio::awaitable<Result<model::JsonDocument>> Client::update(const Resource& r, std::string_view ns, std::string_view name,
+asio::awaitable<Result<std::string>> Client::update(const Resource& r, std::string_view ns, std::string_view name,
                                                             std::string body, WriteOptions o) {
-  co_return co_await document(update_request(r, ns, name, std::move(body), o));
+  co_return co_await object_body(update_request(r, ns, name, std::move(body), o));
 }
 
-asio::awaitable<Result<model::JsonDocument>> Client::update_status(const Resource& r, std::string_view ns,
+asio::awaitable<Result<std::string>> Client::update_status(const Resource& r, std::string_view ns,
                                                                    std::string_view name, std::string body,
                                                                    WriteOptions o) {
-  co_return co_await document(update_request(r, ns, name, std::move(body), o, "status"));
+  co_return co_await object_body(update_request(r, ns, name, std::move(body), o, "status"));
 }
 
-asio::awaitable<Result<model::JsonDocument>> Client::patch(const Resource& r, std::string_view ns, std::string_view name,
+asio::awaitable<Result<std::string>> Client::patch(const Resource& r, std::string_view ns, std::string_view name,
                                                            PatchType type, std::string body, WriteOptions o) {
-  co_return co_await document(patch_request(r, ns, name, type, std::move(body), o));
+  co_return co_await object_body(patch_request(r, ns, name, type, std::move(body), o));
 }
 
-asio::awaitable<Result<model::JsonDocument>> Client::patch_status(const Resource& r, std::string_view ns,
+asio::awaitable<Result<std::string>> Client::patch_status(const Resource& r, std::string_view ns,
                                                                   std::string_view name, PatchType type, std::string body,
                                                                   WriteOptions o) {
-  co_return co_await document(patch_request(r, ns, name, type, std::move(body), o, "status"));
+  co_return co_await object_body(patch_request(r, ns, name, type, std::move(body), o, "status"));
 }
 
 asio::awaitable<Result<void>> Client::remove(const Resource& r, std::string_view ns, std::string_view name,
@@ -384,9 +387,8 @@ asio::awaitable<Result<std::optional<RawWatchEvent>>> RawWatch::next() {
     if (!reader.finish()) co_return Error::decode(reader.error()).wrap("watch event");
     if (object.empty()) co_return Error::decode("watch event without an object");
     if (type == "ERROR") {
-      model::JsonDocument status;
-      if (auto p = model::parse_json(object, status); !p) co_return p.error().wrap("watch event");
-      co_return status_error(status, 500);
+      if (auto status = status_error(object, 500)) co_return *status;
+      co_return Error::decode("watch event of type ERROR without a Status object");
     }
     if (type == "ADDED") e.type = WatchEventType::kAdded;
     else if (type == "MODIFIED") e.type = WatchEventType::kModified;
@@ -395,7 +397,7 @@ asio::awaitable<Result<std::optional<RawWatchEvent>>> RawWatch::next() {
     else co_return Error::decode(fmt::format("unknown watch event type \"{}\"", type));
     e.object_begin = static_cast<size_t>(object.data() - e.line.data());
     e.object_size = object.size();
-    e.resource_version = object_resource_version(object);
+    e.resource_version = model::object_resource_version(object);
     co_return std::optional<RawWatchEvent>(std::move(e));
   }
 }

@@ -88,51 +88,46 @@ class RawWatch {
   size_t scanned_ = 0;
 };
 
-// Maps a model type to its resource and decoder.
+// Maps a model type to its resource and decoder: read(r) decodes the object r is at, read whole.
 template <class T>
 struct ResourceTraits;
 template <>
 struct ResourceTraits<model::Pod> {
   static const Resource& resource() { return Resource::pods(); }
-  static Result<model::Pod> decode(const model::JsonValue& v) { return model::decode_pod(v); }
   static Result<model::Pod> read(model::JsonReader& r) { return model::decode_pod(r); }
   static Result<void> read_into(model::JsonReader& r, model::Pod& into) { return model::decode_pod(r, into); }
 };
 template <>
 struct ResourceTraits<model::Node> {
   static const Resource& resource() { return Resource::nodes(); }
-  static Result<model::Node> decode(const model::JsonValue& v) { return model::decode_node(v); }
+  static Result<model::Node> read(model::JsonReader& r) { return model::decode_node(r); }
 };
 template <>
 struct ResourceTraits<model::PodDisruptionBudget> {
   static const Resource& resource() { return Resource::pod_disruption_budgets(); }
-  static Result<model::PodDisruptionBudget> decode(const model::JsonValue& v) { return model::decode_pdb(v); }
+  static Result<model::PodDisruptionBudget> read(model::JsonReader& r) { return model::decode_pdb(r); }
 };
 template <>
 struct ResourceTraits<model::Lease> {
   static const Resource& resource() { return Resource::leases(); }
-  static Result<model::Lease> decode(const model::JsonValue& v) { return model::decode_lease(v); }
+  static Result<model::Lease> read(model::JsonReader& r) { return model::decode_lease(r); }
 };
 
 template <>
 struct ResourceTraits<model::PersistentVolumeClaim> {
   static const Resource& resource() { return Resource::persistent_volume_claims(); }
-  static Result<model::PersistentVolumeClaim> decode(const model::JsonValue& v) { return model::decode_pvc(v); }
+  static Result<model::PersistentVolumeClaim> read(model::JsonReader& r) { return model::decode_pvc(r); }
 };
 template <>
 struct ResourceTraits<model::PersistentVolume> {
   static const Resource& resource() { return Resource::persistent_volumes(); }
-  static Result<model::PersistentVolume> decode(const model::JsonValue& v) { return model::decode_pv(v); }
+  static Result<model::PersistentVolume> read(model::JsonReader& r) { return model::decode_pv(r); }
 };
 
-// Decodes the next value of r as a T: in one pass when the kind has a reader decoder (pods, the
-// bulk of what is listed and watched), else through a document of the value's text.
+// Decodes the next value of r as a T, in one pass.
 template <class T>
 Result<T> read_object(model::JsonReader& r) {
-  if constexpr (requires { ResourceTraits<T>::read(r); })
-    return ResourceTraits<T>::read(r);
-  else
-    return model::decode_document(r, [](const model::JsonValue& v) { return ResourceTraits<T>::decode(v); });
+  return ResourceTraits<T>::read(r);
 }
 
 // The same into `into`, a default-constructed T: pods are decoded in place, where they are kept.
@@ -146,6 +141,12 @@ Result<void> read_object_into(model::JsonReader& r, T& into) {
     into = std::move(*decoded);
     return Result<void>{};
   }
+}
+
+// The one object of a response body, as a T.
+template <class T>
+Result<T> decode_body(std::string_view body) {
+  return model::decode_whole(ResourceTraits<T>::resource().kind, body, [](model::JsonReader& r) { return read_object<T>(r); });
 }
 
 template <class T>
@@ -200,7 +201,9 @@ class Client {
   // Sends req with rate limiting, authentication and retries; non-2xx answers are errors.
   asio::awaitable<Result<HttpResponse>> execute(Request req);
 
-  asio::awaitable<Result<model::JsonDocument>> get(const Resource& r, std::string_view ns, std::string_view name,
+  // The verbs on one object give back the response body, the object as JSON text: decode it with
+  // a model decoder (the typed verbs below do), or parse it where a patch is built from it.
+  asio::awaitable<Result<std::string>> get(const Resource& r, std::string_view ns, std::string_view name,
                                                    std::string_view subresource = {});
   // One list page, read in one pass: each item goes to on_item as a reader at the item, which
   // on_item reads whole. When the page turns out malformed after some items, the error comes
@@ -215,33 +218,33 @@ class Client {
                                                  std::function<void(model::JsonReader&)> on_item);
   // Options are taken by value and have no default arguments: GCC 12 destroys a default-argument
   // temporary of a coroutine call twice. The overloads without options forward a fresh value.
-  asio::awaitable<Result<model::JsonDocument>> create(const Resource& r, std::string_view ns, std::string body,
+  asio::awaitable<Result<std::string>> create(const Resource& r, std::string_view ns, std::string body,
                                                       WriteOptions o);
-  asio::awaitable<Result<model::JsonDocument>> create(const Resource& r, std::string_view ns, std::string body) {
+  asio::awaitable<Result<std::string>> create(const Resource& r, std::string_view ns, std::string body) {
     return create(r, ns, std::move(body), WriteOptions{});
   }
-  asio::awaitable<Result<model::JsonDocument>> update(const Resource& r, std::string_view ns, std::string_view name,
+  asio::awaitable<Result<std::string>> update(const Resource& r, std::string_view ns, std::string_view name,
                                                       std::string body, WriteOptions o);
-  asio::awaitable<Result<model::JsonDocument>> update(const Resource& r, std::string_view ns, std::string_view name,
+  asio::awaitable<Result<std::string>> update(const Resource& r, std::string_view ns, std::string_view name,
                                                       std::string body) {
     return update(r, ns, name, std::move(body), WriteOptions{});
   }
-  asio::awaitable<Result<model::JsonDocument>> update_status(const Resource& r, std::string_view ns,
+  asio::awaitable<Result<std::string>> update_status(const Resource& r, std::string_view ns,
                                                              std::string_view name, std::string body, WriteOptions o);
-  asio::awaitable<Result<model::JsonDocument>> update_status(const Resource& r, std::string_view ns,
+  asio::awaitable<Result<std::string>> update_status(const Resource& r, std::string_view ns,
                                                              std::string_view name, std::string body) {
     return update_status(r, ns, name, std::move(body), WriteOptions{});
   }
-  asio::awaitable<Result<model::JsonDocument>> patch(const Resource& r, std::string_view ns, std::string_view name,
+  asio::awaitable<Result<std::string>> patch(const Resource& r, std::string_view ns, std::string_view name,
                                                      PatchType type, std::string body, WriteOptions o);
-  asio::awaitable<Result<model::JsonDocument>> patch(const Resource& r, std::string_view ns, std::string_view name,
+  asio::awaitable<Result<std::string>> patch(const Resource& r, std::string_view ns, std::string_view name,
                                                      PatchType type, std::string body) {
     return patch(r, ns, name, type, std::move(body), WriteOptions{});
   }
-  asio::awaitable<Result<model::JsonDocument>> patch_status(const Resource& r, std::string_view ns,
+  asio::awaitable<Result<std::string>> patch_status(const Resource& r, std::string_view ns,
                                                             std::string_view name, PatchType type, std::string body,
                                                             WriteOptions o);
-  asio::awaitable<Result<model::JsonDocument>> patch_status(const Resource& r, std::string_view ns,
+  asio::awaitable<Result<std::string>> patch_status(const Resource& r, std::string_view ns,
                                                             std::string_view name, PatchType type, std::string body) {
     return patch_status(r, ns, name, type, std::move(body), WriteOptions{});
   }
@@ -257,9 +260,9 @@ class Client {
   // Typed verbs for the model's kinds.
   template <class T>
   asio::awaitable<Result<T>> get(std::string_view ns, std::string_view name) {
-    auto doc = co_await get(ResourceTraits<T>::resource(), ns, name);
-    if (!doc) co_return doc.error();
-    co_return ResourceTraits<T>::decode(*doc);
+    auto body = co_await get(ResourceTraits<T>::resource(), ns, name);
+    if (!body) co_return body.error();
+    co_return decode_body<T>(*body);
   }
   template <class T>
   asio::awaitable<Result<ObjectList<T>>> list(std::string_view ns) {
@@ -292,7 +295,7 @@ class Client {
   asio::awaitable<Result<Credential>> credential(bool refresh);
   asio::awaitable<void> sleep(Duration d);
   asio::awaitable<void> throttle();
-  asio::awaitable<Result<model::JsonDocument>> document(Request req);
+  asio::awaitable<Result<std::string>> object_body(Request req);
 
   asio::any_io_executor executor_;
   ClientConfig config_;

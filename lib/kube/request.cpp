@@ -40,15 +40,6 @@ Request base(std::string method, std::string path, bool idempotent) {
   return r;
 }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 const Resource& Resource::pods() {
@@ -189,14 +180,14 @@ std::string delete_options_json(const DeleteOptions& o) {
     out += R"(,"preconditions":{)";
     bool comma = false;
     if (!o.uid_precondition.empty()) {
-      out += R"("uid":)" + json_string(o.uid_precondition);
+      out += R"("uid":)" + json_quote(o.uid_precondition);
       comma = true;
     }
     if (!o.resource_version_precondition.empty())
-      out += std::string(comma ? "," : "") + R"("resourceVersion":)" + json_string(o.resource_version_precondition);
+      out += std::string(comma ? "," : "") + R"("resourceVersion":)" + json_quote(o.resource_version_precondition);
     out += "}";
   }
-  if (!o.propagation_policy.empty()) out += R"(,"propagationPolicy":)" + json_string(o.propagation_policy);
+  if (!o.propagation_policy.empty()) out += R"(,"propagationPolicy":)" + json_quote(o.propagation_policy);
   if (o.dry_run) out += R"(,"dryRun":["All"])";
   return out + "}";
 }
@@ -213,7 +204,7 @@ Request eviction_request(std::string_view ns, std::string_view name, const Delet
   req.headers.emplace_back("Content-Type", "application/json");
   std::string options = delete_options_json(o);
   req.body = fmt::format(R"({{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":{},"namespace":{}}},"deleteOptions":{}}})",
-                         json_string(name), json_string(ns), options);
+                         json_quote(name), json_quote(ns), options);
   return req;
 }
 

@@ -20,25 +20,46 @@ std::string json_text(const JsonValue& v) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
+const JsonValue* json_member(const JsonValue& v, std::string_view key) {
+  if (!v.IsObject()) return nullptr;
+  auto it = v.FindMember(json_key(key));
+  if (it == v.MemberEnd() || it->value.IsNull()) return nullptr;
+  return &it->value;
+}
+
+const JsonValue* json_path(const JsonValue& v, std::initializer_list<std::string_view> path) {
+  const JsonValue* cur = &v;
+  for (auto key : path) {
+    cur = json_member(*cur, key);
+    if (!cur) return nullptr;
+  }
+  return cur;
+}
+
+std::string_view json_string(const JsonValue& v, std::initializer_list<std::string_view> path, std::string_view fallback) {
+  const JsonValue* x = json_path(v, path);
+  if (!x || !x->IsString()) return fallback;
+  return std::string_view(x->GetString(), x->GetStringLength());
+}
+
+std::optional<int64_t> json_int(const JsonValue& v, std::initializer_list<std::string_view> path) {
+  const JsonValue* x = json_path(v, path);
+  if (!x || !x->IsInt64()) return std::nullopt;
+  return x->GetInt64();
+}
+
+bool json_bool(const JsonValue& v, std::initializer_list<std::string_view> path, bool fallback) {
+  const JsonValue* x = json_path(v, path);
+  if (!x || !x->IsBool()) return fallback;
+  return x->GetBool();
+}
+
 Result<void> parse_json(std::string_view text, JsonDocument& doc) {
   doc.Parse(text.data(), text.size());
   if (doc.HasParseError())
     return Error::decode(fmt::format("invalid JSON at offset {}: {}", doc.GetErrorOffset(),
                                      rapidjson::GetParseError_En(doc.GetParseError())));
   return {};
-}
-
-std::string_view json_type_name(const JsonValue& v) {
-  switch (v.GetType()) {
-    case rapidjson::kNullType: return "null";
-    case rapidjson::kFalseType:
-    case rapidjson::kTrueType: return "a boolean";
-    case rapidjson::kObjectType: return "an object";
-    case rapidjson::kArrayType: return "an array";
-    case rapidjson::kStringType: return "a string";
-    case rapidjson::kNumberType: return "a number";
-  }
-  return "a value";
 }
 
 Error JsonDecoder::take_error() {
@@ -55,9 +76,9 @@ void JsonDecoder::name_object(std::string_view ns, std::string_view name) {
 
 void JsonDecoder::push_more(const Segment& s) { path_more_.push_back(s); }
 
-std::string JsonDecoder::path() const {
+std::string JsonDecoder::path(size_t depth) const {
   std::string out;
-  for (size_t i = 0; i < depth_; ++i) {
+  for (size_t i = 0; i < depth; ++i) {
     const Segment& s = i < kPathInPlace ? path_[i] : path_more_[i - kPathInPlace];
     if (s.is_index) {
       out += fmt::format("[{}]", s.index);
@@ -69,91 +90,19 @@ std::string JsonDecoder::path() const {
   return out;
 }
 
-void JsonDecoder::fail(std::string_view message) {
+void JsonDecoder::fail_at(std::string_view message, size_t up) {
   if (failed_) return;
   failed_ = true;
-  std::string where = path();
+  std::string where = path(depth_ - std::min(up, depth_));
+  if (kind_.empty()) {
+    error_ = Error::decode(where.empty() ? std::string(message) : fmt::format("{}: {}", where, message));
+    return;
+  }
   std::string what = object_name_.empty()        ? fmt::format("decoding {}", kind_)
                      : object_namespace_.empty() ? fmt::format("decoding {} \"{}\"", kind_, object_name_)
                                                  : fmt::format("decoding {} \"{}/{}\"", kind_, object_namespace_, object_name_);
   error_ = Error::decode(where.empty() ? fmt::format("{}: {}", what, message)
                                        : fmt::format("{}: {}: {}", what, where, message));
-}
-
-void JsonDecoder::wrong_type(std::string_view want, const JsonValue& got) {
-  fail(fmt::format("expected {}, got {}", want, json_type_name(got)));
-}
-
-const JsonValue* JsonDecoder::get(const JsonValue& obj, std::string_view key) {
-  if (!obj.IsObject()) {
-    wrong_type("an object", obj);
-    return nullptr;
-  }
-  auto it = obj.FindMember(json_key(key));
-  if (it == obj.MemberEnd() || it->value.IsNull()) return nullptr;
-  return &it->value;
-}
-
-const JsonValue* JsonDecoder::object(const JsonValue& obj, std::string_view key) {
-  const JsonValue* v = get(obj, key);
-  if (v && !v->IsObject()) {
-    Scope s(*this, key);
-    wrong_type("an object", *v);
-    return nullptr;
-  }
-  return v;
-}
-
-std::string_view JsonDecoder::string(const JsonValue& obj, std::string_view key) {
-  return optional_string(obj, key).value_or(std::string_view{});
-}
-
-std::optional<std::string_view> JsonDecoder::optional_string(const JsonValue& obj, std::string_view key) {
-  const JsonValue* v = get(obj, key);
-  if (!v) return std::nullopt;
-  if (!v->IsString()) {
-    Scope s(*this, key);
-    wrong_type("a string", *v);
-    return std::nullopt;
-  }
-  return std::string_view(v->GetString(), v->GetStringLength());
-}
-
-int64_t JsonDecoder::integer(const JsonValue& obj, std::string_view key, int64_t fallback) {
-  return optional_integer(obj, key).value_or(fallback);
-}
-
-std::optional<int64_t> JsonDecoder::optional_integer(const JsonValue& obj, std::string_view key) {
-  const JsonValue* v = get(obj, key);
-  if (!v) return std::nullopt;
-  if (v->IsInt64()) return v->GetInt64();
-  Scope s(*this, key);
-  if (v->IsNumber()) fail("expected an integer, got a fraction or an out-of-range number");
-  else wrong_type("an integer", *v);
-  return std::nullopt;
-}
-
-bool JsonDecoder::boolean(const JsonValue& obj, std::string_view key, bool fallback) {
-  const JsonValue* v = get(obj, key);
-  if (!v) return fallback;
-  if (!v->IsBool()) {
-    Scope s(*this, key);
-    wrong_type("a boolean", *v);
-    return fallback;
-  }
-  return v->GetBool();
-}
-
-std::optional<Time> JsonDecoder::time(const JsonValue& obj, std::string_view key) {
-  auto s = optional_string(obj, key);
-  if (!s || s->empty()) return std::nullopt;
-  auto t = parse_time(*s);
-  if (!t) {
-    Scope scope(*this, key);
-    fail(t.error().message);
-    return std::nullopt;
-  }
-  return *t;
 }
 
 void JsonDecoder::not_wanted(JsonReader& r, std::string_view want) {
@@ -262,10 +211,6 @@ ResourceList JsonDecoder::resource_list(JsonReader& r) {
   return out;
 }
 
-ResourceList JsonDecoder::resource_list(const JsonValue& obj, std::string_view key) {
-  return read_member(obj, key, [&](JsonReader& r) { return resource_list(r); });
-}
-
 namespace {
 std::optional<SelectorOp> parse_op(std::string_view s, bool node_selector) {
   if (s == "In") return SelectorOp::kIn;
@@ -345,10 +290,6 @@ std::optional<LabelSelector> JsonDecoder::label_selector(JsonReader& r) {
   return LabelSelector(std::move(reqs));
 }
 
-std::optional<LabelSelector> JsonDecoder::label_selector(const JsonValue& obj, std::string_view key) {
-  return read_member(obj, key, [&](JsonReader& r) { return label_selector(r); });
-}
-
 NodeSelectorTerm JsonDecoder::node_selector_term(JsonReader& r) {
   NodeSelectorTerm t;
   members(r, [&](std::string_view key) {
@@ -369,10 +310,6 @@ std::optional<NodeSelector> JsonDecoder::node_selector(JsonReader& r) {
     return true;
   });
   return out;
-}
-
-std::optional<NodeSelector> JsonDecoder::node_selector(const JsonValue& obj, std::string_view key) {
-  return read_member(obj, key, [&](JsonReader& r) { return node_selector(r); });
 }
 
 }  // namespace spotshift::model

@@ -1,8 +1,8 @@
 #pragma once
 // Decoding JSON into model types without throwing: a JsonDecoder tracks the field path, records
-// the first problem, and hands back defaults so decoding can finish cheaply. It reads either a
-// RapidJSON value (member lookups by name) or, in one pass, a JsonReader over the text, which is
-// what the pod decoder and the shared field decoders are written for (no document in between).
+// the first problem, and hands back defaults so decoding can finish cheaply. Every decoder reads
+// the text in one pass through a JsonReader, with no document in between. A RapidJSON document
+// (JsonDocument) is kept only where JSON is built or rewritten: a patch, the YAML reader, kubesim.
 //
 //   JsonDecoder d("pod");
 //   d.members(r, [&](std::string_view key) {
@@ -23,6 +23,7 @@
 #include <rapidjson/document.h>
 
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,24 +40,33 @@ inline JsonValue json_key(std::string_view s) {
   return JsonValue(rapidjson::StringRef(s.empty() ? "" : s.data(), s.size()));
 }
 
+// Lookups in a document, for the code that reads one (a patch built from an object, kubesim):
+// nullptr (or the fallback) when a member is absent, null or of another type.
+const JsonValue* json_member(const JsonValue& v, std::string_view key);
+const JsonValue* json_path(const JsonValue& v, std::initializer_list<std::string_view> path);
+std::string_view json_string(const JsonValue& v, std::initializer_list<std::string_view> path, std::string_view fallback = {});
+std::optional<int64_t> json_int(const JsonValue& v, std::initializer_list<std::string_view> path);
+bool json_bool(const JsonValue& v, std::initializer_list<std::string_view> path, bool fallback = false);
+
 // Parses text into a document; the error gives the byte offset and RapidJSON's reason.
 Result<void> parse_json(std::string_view text, JsonDocument& doc);
 // A value written back out as JSON text.
 std::string json_text(const JsonValue& v);
 
-// Reads the next value of r into a document and decodes it with decode(value): for the kinds
-// whose decoders read a RapidJSON value.
+// Decodes the one value of text with decode(reader), which reads it whole; anything after it is
+// an error, named after kind.
 template <class Decode>
-auto decode_document(JsonReader& r, Decode&& decode) -> decltype(decode(std::declval<const JsonValue&>())) {
-  std::string_view text;
-  if (!r.read_raw(text)) return Error::decode(r.error());
-  JsonDocument doc;
-  if (auto p = parse_json(text, doc); !p) return p.error();
-  return decode(doc);
+auto decode_whole(std::string_view kind, std::string_view text, Decode&& decode) -> decltype(decode(std::declval<JsonReader&>())) {
+  JsonReader r(text);
+  auto out = decode(r);
+  if (out && !r.finish()) return Error::decode(std::string("decoding ") + std::string(kind) + ": " + r.error());
+  return out;
 }
 
 class JsonDecoder {
  public:
+  // kind names the object in messages ("decoding pod \"ns/x\": spec..."); with no kind, for a
+  // part decoded on its own, messages start with the path.
   explicit JsonDecoder(std::string_view kind) : kind_(kind) {}
 
   bool ok() const { return !failed_; }
@@ -64,7 +74,9 @@ class JsonDecoder {
   // Names the object in error messages once its metadata is known.
   void name_object(std::string_view ns, std::string_view name);
   // Records a problem at the current path. Only the first problem is kept.
-  void fail(std::string_view message);
+  void fail(std::string_view message) { fail_at(message, 0); }
+  // Records a problem one segment up: for a member that should not be in its object.
+  void fail_above(std::string_view message) { fail_at(message, 1); }
 
   // A path segment that lives for a scope.
   class Scope {
@@ -79,65 +91,6 @@ class JsonDecoder {
     JsonDecoder& d_;
   };
   Scope field(std::string_view name) { return Scope(*this, name); }
-
-  // The member, or nullptr when it is absent or null. A non-object obj is recorded as an error.
-  const JsonValue* get(const JsonValue& obj, std::string_view key);
-  // The member if it is an object (nullptr when absent or null; wrong type recorded).
-  const JsonValue* object(const JsonValue& obj, std::string_view key);
-
-  std::string_view string(const JsonValue& obj, std::string_view key);
-  std::optional<std::string_view> optional_string(const JsonValue& obj, std::string_view key);
-  int64_t integer(const JsonValue& obj, std::string_view key, int64_t fallback = 0);
-  std::optional<int64_t> optional_integer(const JsonValue& obj, std::string_view key);
-  bool boolean(const JsonValue& obj, std::string_view key, bool fallback = false);
-  std::optional<Time> time(const JsonValue& obj, std::string_view key);
-
-  // Calls f(element) for each element of an array member, with the index on the path.
-  template <class F>
-  void each(const JsonValue& obj, std::string_view key, F&& f) {
-    const JsonValue* arr = get(obj, key);
-    if (!arr) return;
-    Scope s(*this, key);
-    if (!arr->IsArray()) return wrong_type("an array", *arr);
-    for (rapidjson::SizeType i = 0; i < arr->Size() && ok(); ++i) {
-      Scope e(*this, size_t(i));
-      f((*arr)[i]);
-    }
-  }
-  // Calls f(name, value) for each member of an object member, with the name on the path.
-  template <class F>
-  void each_member(const JsonValue& obj, std::string_view key, F&& f) {
-    const JsonValue* o = get(obj, key);
-    if (!o) return;
-    Scope s(*this, key);
-    if (!o->IsObject()) return wrong_type("an object", *o);
-    for (auto it = o->MemberBegin(); it != o->MemberEnd() && ok(); ++it) {
-      std::string_view name(it->name.GetString(), it->name.GetStringLength());
-      Scope m(*this, name);
-      f(name, it->value);
-    }
-  }
-
-  // Decodes obj[key] with read(reader), through a JsonReader over the member's text; what read
-  // returns, or a default T when the member is absent or null.
-  template <class Read>
-  auto read_member(const JsonValue& obj, std::string_view key, Read&& read) -> decltype(read(std::declval<JsonReader&>())) {
-    const JsonValue* v = get(obj, key);
-    if (!v) return {};
-    Scope s(*this, key);
-    std::string text = json_text(*v);
-    JsonReader r(text);
-    return read(r);
-  }
-
-  // Field decoders shared by every kind, for a member of a RapidJSON object. They read the
-  // member through a JsonReader over its text, with the decoders below.
-  // A ResourceList member: cpu in milli-units, everything else in units.
-  ResourceList resource_list(const JsonValue& obj, std::string_view key);
-  // A metav1.LabelSelector member; nothing when absent or null.
-  std::optional<LabelSelector> label_selector(const JsonValue& obj, std::string_view key);
-  // A v1.NodeSelector ({nodeSelectorTerms: [...]}) member.
-  std::optional<NodeSelector> node_selector(const JsonValue& obj, std::string_view key);
 
   // One pass over a JsonReader: each call reads the next value. null reads as absent; a value
   // of the wrong type is recorded and skipped. After the first problem values are skipped
@@ -192,7 +145,6 @@ class JsonDecoder {
   // null as absent, anything else recorded as the wrong type.
   bool at_object(JsonReader& r) { return at(r, JsonType::kObject); }
 
-  void wrong_type(std::string_view want, const JsonValue& got);
   // Records the reader's error, or that the next value is not what was wanted, and skips it.
   void wrong_type(std::string_view want, JsonReader& r);
 
@@ -209,7 +161,8 @@ class JsonDecoder {
     size_t index;
     bool is_index;
   };
-  std::string path() const;
+  std::string path(size_t depth) const;
+  void fail_at(std::string_view message, size_t up);
 
   // The path: its first segments in place (a decoder per object, so no allocation for the
   // usual depth), deeper ones in path_more_.
@@ -233,7 +186,5 @@ class JsonDecoder {
   bool failed_ = false;
   Error error_;
 };
-
-std::string_view json_type_name(const JsonValue& v);
 
 }  // namespace spotshift::model

@@ -58,6 +58,12 @@ class JsonReader {
   void skip();
   // The raw text of the next value (it is read).
   bool read_raw(std::string_view& out);
+  // The text from the next value to the end, nothing read: for a second reader to look ahead
+  // (a list item's kind before the item is decoded).
+  std::string_view rest() {
+    skip_whitespace();
+    return std::string_view(p_, static_cast<size_t>(end_ - p_));
+  }
   // True when nothing but whitespace is left; an error otherwise.
   bool finish();
 

@@ -5,24 +5,30 @@
 
 namespace spotshift::model {
 
-Result<Lease> decode_lease(const JsonValue& v) {
+Result<Lease> decode_lease(JsonReader& r) {
   JsonDecoder d("lease");
   Lease l;
-  if (!v.IsObject()) {
-    d.wrong_type("an object", v);
-    return d.take_error();
-  }
-  decode_meta(d, v, l.meta, [](std::string_view, std::string_view) {});
-  if (const JsonValue* spec = d.object(v, "spec")) {
-    auto s = d.field("spec");
-    l.spec.holder_identity = std::string(d.string(*spec, "holderIdentity"));
-    if (auto dur = d.optional_integer(*spec, "leaseDurationSeconds")) l.spec.lease_duration_seconds = int32_t(*dur);
-    l.spec.acquire_time = d.time(*spec, "acquireTime");
-    l.spec.renew_time = d.time(*spec, "renewTime");
-    l.spec.lease_transitions = static_cast<int32_t>(d.integer(*spec, "leaseTransitions"));
-  }
-  if (!d.ok()) return d.take_error();
+  auto spec = [&](std::string_view key) {
+    if (key == "holderIdentity") l.spec.holder_identity = std::string(d.string(r));
+    else if (key == "leaseDurationSeconds") {
+      if (auto dur = d.optional_integer(r)) l.spec.lease_duration_seconds = int32_t(*dur);
+    } else if (key == "acquireTime") l.spec.acquire_time = d.time(r);
+    else if (key == "renewTime") l.spec.renew_time = d.time(r);
+    else if (key == "leaseTransitions") l.spec.lease_transitions = static_cast<int32_t>(d.integer(r));
+    else return false;
+    return true;
+  };
+  auto done = decode_object(d, r, l.meta, [&](std::string_view key) {
+    if (key != "spec") return false;
+    d.members(r, spec);
+    return true;
+  });
+  if (!done) return done.error();
   return l;
+}
+
+Result<Lease> decode_lease(std::string_view json) {
+  return decode_whole("lease", json, [](JsonReader& r) { return decode_lease(r); });
 }
 
 std::string encode_lease(const Lease& lease) {

@@ -23,7 +23,9 @@ struct Lease {
   bool operator==(const Lease&) const = default;
 };
 
-Result<Lease> decode_lease(const JsonValue& v);
+// The object r is at, read whole; or the one object of json.
+Result<Lease> decode_lease(JsonReader& r);
+Result<Lease> decode_lease(std::string_view json);
 // The whole object as JSON, with metadata.resourceVersion when set (an update precondition).
 std::string encode_lease(const Lease& lease);
 

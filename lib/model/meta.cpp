@@ -16,6 +16,24 @@ std::string ObjectMeta::key() const {
   return k;
 }
 
+std::string object_resource_version(std::string_view json) {
+  JsonReader r(json);
+  std::string_view key, rv;
+  if (!r.begin_object()) return {};
+  while (r.next_member(key)) {
+    if (key != "metadata" || r.peek() != JsonType::kObject) {
+      r.skip();
+      continue;
+    }
+    r.begin_object();
+    while (r.next_member(key)) {
+      if (key == "resourceVersion" && r.peek() == JsonType::kString && r.read_string(rv)) return std::string(rv);
+      r.skip();
+    }
+  }
+  return {};
+}
+
 ConditionStatus parse_condition_status(std::string_view s) {
   if (s == "True") return ConditionStatus::kTrue;
   if (s == "False") return ConditionStatus::kFalse;
@@ -45,22 +63,28 @@ int32_t IntOrString::scaled(int32_t total, bool round_up) const {
 
 std::string IntOrString::to_string() const { return is_percent ? fmt::format("{}%", value) : fmt::format("{}", value); }
 
-std::optional<IntOrString> decode_int_or_string(JsonDecoder& d, const JsonValue& obj, std::string_view key) {
-  const JsonValue* v = d.get(obj, key);
-  if (!v) return std::nullopt;
-  auto s = d.field(key);
-  Result<IntOrString> r = Error::internal("unset");
-  if (v->IsInt64()) r = IntOrString::parse(fmt::format("{}", v->GetInt64()));
-  else if (v->IsString()) r = IntOrString::parse(std::string_view(v->GetString(), v->GetStringLength()));
-  else {
-    d.wrong_type("an integer or a percentage string", *v);
+std::optional<IntOrString> decode_int_or_string(JsonDecoder& d, JsonReader& r) {
+  std::string_view text;
+  Result<IntOrString> v = Error::internal("unset");
+  if (r.peek() == JsonType::kNumber && r.read_number(text)) {
+    auto n = parse_int(text);
+    if (!n) {
+      d.fail("expected an integer, got a fraction or an out-of-range number");
+      return std::nullopt;
+    }
+    v = IntOrString::parse(text);
+  } else if (r.peek() == JsonType::kString && r.read_string(text)) {
+    v = IntOrString::parse(text);
+  } else {
+    if (r.peek() == JsonType::kNull) r.read_null();
+    else d.wrong_type("an integer or a percentage string", r);
     return std::nullopt;
   }
-  if (!r) {
-    d.fail(r.error().message);
+  if (!v) {
+    d.fail(v.error().message);
     return std::nullopt;
   }
-  return *r;
+  return *v;
 }
 
 }  // namespace spotshift::model

@@ -67,15 +67,36 @@ void decode_meta(JsonDecoder& d, JsonReader& r, ObjectMeta& meta, OnAnnotation&&
   });
 }
 
-// The metadata member of a RapidJSON object.
-template <class OnAnnotation>
-void decode_meta(JsonDecoder& d, const JsonValue& obj, ObjectMeta& meta, OnAnnotation&& on_annotation) {
-  bool present = d.read_member(obj, "metadata", [&](JsonReader& r) {
+// Decodes the Kubernetes object r is at, as d's kind: metadata with decode_meta (annotations to
+// on_annotation), every other top-level member with member(key), which reads the value and returns
+// true, or returns false to have it skipped. An object without metadata is an error.
+template <class OnAnnotation, class Member>
+Result<void> decode_object(JsonDecoder& d, JsonReader& r, ObjectMeta& meta, OnAnnotation&& on_annotation, Member&& member) {
+  if (r.peek() != JsonType::kObject) {
+    d.wrong_type("an object", r);
+    return d.take_error();
+  }
+  bool has_meta = false;
+  d.members(r, [&](std::string_view key) {
+    if (key != "metadata") return member(key);
+    has_meta = r.peek() == JsonType::kObject;
     decode_meta(d, r, meta, on_annotation, [](std::string_view) { return false; });
     return true;
   });
-  if (!present) d.fail("metadata is missing");
+  if (d.ok() && !has_meta) d.fail("metadata is missing");
+  if (!d.ok()) return d.take_error();
+  return Result<void>{};
 }
+
+// The same for a kind that reads no annotations.
+template <class Member>
+Result<void> decode_object(JsonDecoder& d, JsonReader& r, ObjectMeta& meta, Member&& member) {
+  return decode_object(d, r, meta, [](std::string_view, std::string_view) {}, member);
+}
+
+// metadata.resourceVersion of an object's JSON text, read no further than needed; empty when it
+// has none.
+std::string object_resource_version(std::string_view json);
 
 // An IntOrString such as PodDisruptionBudget.minAvailable: 3 or "50%".
 struct IntOrString {
@@ -89,6 +110,6 @@ struct IntOrString {
   bool operator==(const IntOrString&) const = default;
 };
 
-std::optional<IntOrString> decode_int_or_string(JsonDecoder& d, const JsonValue& obj, std::string_view key);
+std::optional<IntOrString> decode_int_or_string(JsonDecoder& d, JsonReader& r);
 
 }  // namespace spotshift::model

@@ -21,54 +21,91 @@ bool Node::same_content(const Node& other) const {
          opt_out == other.opt_out;
 }
 
-Result<Node> decode_node(const JsonValue& v) {
+namespace {
+
+void decode_node_spec(JsonDecoder& d, JsonReader& r, Node& n) {
+  d.members(r, [&](std::string_view key) {
+    if (key == "unschedulable") {
+      n.unschedulable = d.boolean(r);
+    } else if (key == "taints") {
+      d.elements(r, [&] {
+        Taint taint;
+        std::string_view effect_text;
+        d.members(r, [&](std::string_view f) {
+          if (f == "key") taint.key = InternedString(d.string(r));
+          else if (f == "value") taint.value = InternedString(d.string(r));
+          else if (f == "effect") effect_text = d.string(r);
+          else return false;
+          return true;
+        });
+        if (!d.ok()) return;
+        auto effect = parse_taint_effect(effect_text);
+        if (!effect) {
+          auto f = d.field("effect");
+          return d.fail(effect.error().message);
+        }
+        taint.effect = *effect;
+        n.taints.push_back(taint);
+      });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+void decode_node_status(JsonDecoder& d, JsonReader& r, Node& n) {
+  d.members(r, [&](std::string_view key) {
+    if (key == "allocatable") {
+      n.allocatable = d.resource_list(r);
+    } else if (key == "conditions") {
+      d.elements(r, [&] {
+        std::string_view type, status;
+        d.members(r, [&](std::string_view f) {
+          if (f == "type") type = d.string(r);
+          else if (f == "status") status = d.string(r);
+          else return false;
+          return true;
+        });
+        auto st = parse_condition_status(status);
+        if (type == "Ready") n.conditions.ready = st;
+        else if (type == "MemoryPressure") n.conditions.memory_pressure = st;
+        else if (type == "DiskPressure") n.conditions.disk_pressure = st;
+        else if (type == "PIDPressure") n.conditions.pid_pressure = st;
+        else if (type == "NetworkUnavailable") n.conditions.network_unavailable = st;
+      });
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+}  // namespace
+
+Result<Node> decode_node(JsonReader& r) {
   JsonDecoder d("node");
   Node n;
-  if (!v.IsObject()) {
-    d.wrong_type("an object", v);
-    return d.take_error();
-  }
-  decode_meta(d, v, n.meta, [&](std::string_view key, std::string_view value) {
+  auto opt_out = [&](std::string_view key, std::string_view value) {
     if (value != "true" || !n.opt_out.empty()) return;
     if (key == "spotshift.io/do-not-drain" || key == "karpenter.sh/do-not-disrupt" ||
         key == "cluster-autoscaler.kubernetes.io/scale-down-disabled")
       n.opt_out = std::string(key);
+  };
+  auto done = decode_object(d, r, n.meta, opt_out, [&](std::string_view key) {
+    if (key == "spec") decode_node_spec(d, r, n);
+    else if (key == "status") decode_node_status(d, r, n);
+    else return false;
+    return true;
   });
-  if (const JsonValue* spec = d.object(v, "spec")) {
-    auto s = d.field("spec");
-    n.unschedulable = d.boolean(*spec, "unschedulable");
-    d.each(*spec, "taints", [&](const JsonValue& t) {
-      Taint taint;
-      taint.key = InternedString(d.string(t, "key"));
-      taint.value = InternedString(d.string(t, "value"));
-      auto effect = parse_taint_effect(d.string(t, "effect"));
-      if (!effect) {
-        auto f = d.field("effect");
-        return d.fail(effect.error().message);
-      }
-      taint.effect = *effect;
-      n.taints.push_back(taint);
-    });
-  }
-  if (const JsonValue* status = d.object(v, "status")) {
-    auto s = d.field("status");
-    n.allocatable = d.resource_list(*status, "allocatable");
-    d.each(*status, "conditions", [&](const JsonValue& c) {
-      auto type = d.string(c, "type");
-      auto st = parse_condition_status(d.string(c, "status"));
-      if (type == "Ready") n.conditions.ready = st;
-      else if (type == "MemoryPressure") n.conditions.memory_pressure = st;
-      else if (type == "DiskPressure") n.conditions.disk_pressure = st;
-      else if (type == "PIDPressure") n.conditions.pid_pressure = st;
-      else if (type == "NetworkUnavailable") n.conditions.network_unavailable = st;
-    });
-  }
-  if (!d.ok()) return d.take_error();
+  if (!done) return done.error();
   if (n.meta.name.empty()) {
     d.fail("metadata.name is empty");
     return d.take_error();
   }
   return n;
 }
+
+Result<Node> decode_node(std::string_view json) { return decode_whole("node", json, [](JsonReader& r) { return decode_node(r); }); }
 
 }  // namespace spotshift::model

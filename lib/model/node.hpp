@@ -41,6 +41,8 @@ struct Node {
   bool operator==(const Node&) const = default;
 };
 
-Result<Node> decode_node(const JsonValue& v);
+// The object r is at, read whole; or the one object of json.
+Result<Node> decode_node(JsonReader& r);
+Result<Node> decode_node(std::string_view json);
 
 }  // namespace spotshift::model

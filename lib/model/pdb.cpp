@@ -14,33 +14,43 @@ bool PodDisruptionBudget::same_content(const PodDisruptionBudget& other) const {
   return copy == other;
 }
 
-Result<PodDisruptionBudget> decode_pdb(const JsonValue& v) {
+Result<PodDisruptionBudget> decode_pdb(JsonReader& r) {
   JsonDecoder d("poddisruptionbudget");
   PodDisruptionBudget b;
-  if (!v.IsObject()) {
-    d.wrong_type("an object", v);
-    return d.take_error();
-  }
-  decode_meta(d, v, b.meta, [](std::string_view, std::string_view) {});
-  if (const JsonValue* spec = d.object(v, "spec")) {
-    auto s = d.field("spec");
-    b.selector = d.label_selector(*spec, "selector");
-    b.min_available = decode_int_or_string(d, *spec, "minAvailable");
-    b.max_unavailable = decode_int_or_string(d, *spec, "maxUnavailable");
-    b.always_allow_unhealthy = d.string(*spec, "unhealthyPodEvictionPolicy") == "AlwaysAllow";
-  }
-  if (const JsonValue* status = d.object(v, "status")) {
-    auto s = d.field("status");
-    b.status.observed_generation = d.integer(*status, "observedGeneration");
-    b.status.disruptions_allowed = static_cast<int32_t>(d.integer(*status, "disruptionsAllowed"));
-    b.status.current_healthy = static_cast<int32_t>(d.integer(*status, "currentHealthy"));
-    b.status.desired_healthy = static_cast<int32_t>(d.integer(*status, "desiredHealthy"));
-    b.status.expected_pods = static_cast<int32_t>(d.integer(*status, "expectedPods"));
-    d.each_member(*status, "disruptedPods",
-                  [&](std::string_view name, const JsonValue&) { b.status.disrupted_pods.emplace_back(name); });
-  }
-  if (!d.ok()) return d.take_error();
+  auto spec = [&](std::string_view key) {
+    if (key == "selector") b.selector = d.label_selector(r);
+    else if (key == "minAvailable") b.min_available = decode_int_or_string(d, r);
+    else if (key == "maxUnavailable") b.max_unavailable = decode_int_or_string(d, r);
+    else if (key == "unhealthyPodEvictionPolicy") b.always_allow_unhealthy = d.string(r) == "AlwaysAllow";
+    else return false;
+    return true;
+  };
+  auto status = [&](std::string_view key) {
+    auto int32 = [&] { return static_cast<int32_t>(d.integer(r)); };
+    if (key == "observedGeneration") b.status.observed_generation = d.integer(r);
+    else if (key == "disruptionsAllowed") b.status.disruptions_allowed = int32();
+    else if (key == "currentHealthy") b.status.current_healthy = int32();
+    else if (key == "desiredHealthy") b.status.desired_healthy = int32();
+    else if (key == "expectedPods") b.status.expected_pods = int32();
+    else if (key == "disruptedPods") d.members(r, [&](std::string_view name) {
+        b.status.disrupted_pods.emplace_back(name);
+        return false;  // the value (when the eviction was granted) is skipped
+      });
+    else return false;
+    return true;
+  };
+  auto done = decode_object(d, r, b.meta, [&](std::string_view key) {
+    if (key == "spec") d.members(r, spec);
+    else if (key == "status") d.members(r, status);
+    else return false;
+    return true;
+  });
+  if (!done) return done.error();
   return b;
+}
+
+Result<PodDisruptionBudget> decode_pdb(std::string_view json) {
+  return decode_whole("poddisruptionbudget", json, [](JsonReader& r) { return decode_pdb(r); });
 }
 
 }  // namespace spotshift::model

@@ -40,6 +40,8 @@ struct PodDisruptionBudget {
   bool operator==(const PodDisruptionBudget&) const = default;
 };
 
-Result<PodDisruptionBudget> decode_pdb(const JsonValue& v);
+// The object r is at, read whole; or the one object of json.
+Result<PodDisruptionBudget> decode_pdb(JsonReader& r);
+Result<PodDisruptionBudget> decode_pdb(std::string_view json);
 
 }  // namespace spotshift::model

@@ -516,15 +516,8 @@ Result<Pod> decode_pod(JsonReader& r) {
 }
 
 Result<Pod> decode_pod(std::string_view json) {
-  JsonReader r(json);
-  auto pod = decode_pod(r);
-  if (pod && !r.finish()) return Error::decode(fmt::format("decoding pod: {}", r.error()));
-  return pod;
+  return decode_whole("pod", json, [](JsonReader& r) { return decode_pod(r); });
 }
 
-Result<Pod> decode_pod(const JsonValue& v) {
-  std::string text = json_text(v);
-  return decode_pod(std::string_view(text));
-}
 
 }  // namespace spotshift::model

@@ -129,6 +129,5 @@ Result<Pod> decode_pod(JsonReader& r);
 Result<void> decode_pod(JsonReader& r, Pod& into);
 // A pod's JSON text.
 Result<Pod> decode_pod(std::string_view json);
-Result<Pod> decode_pod(const JsonValue& v);
 
 }  // namespace spotshift::model

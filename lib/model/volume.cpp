@@ -12,41 +12,56 @@ constexpr std::string_view kTopologyLabels[] = {
     "failure-domain.beta.kubernetes.io/region"};
 }  // namespace
 
-Result<PersistentVolumeClaim> decode_pvc(const JsonValue& v) {
+Result<PersistentVolumeClaim> decode_pvc(JsonReader& r) {
   JsonDecoder d("persistentvolumeclaim");
   PersistentVolumeClaim c;
-  decode_meta(d, v, c.meta, [](std::string_view, std::string_view) {});
-  if (const JsonValue* spec = d.object(v, "spec")) {
-    auto scope = d.field("spec");
-    c.volume_name = std::string(d.string(*spec, "volumeName"));
-  }
-  if (!d.ok()) return d.take_error();
+  auto done = decode_object(d, r, c.meta, [&](std::string_view key) {
+    if (key != "spec") return false;
+    d.members(r, [&](std::string_view f) {
+      if (f != "volumeName") return false;
+      c.volume_name = std::string(d.string(r));
+      return true;
+    });
+    return true;
+  });
+  if (!done) return done.error();
   return c;
 }
 
-Result<PersistentVolume> decode_pv(const JsonValue& v) {
+Result<PersistentVolumeClaim> decode_pvc(std::string_view json) {
+  return decode_whole("persistentvolumeclaim", json, [](JsonReader& r) { return decode_pvc(r); });
+}
+
+Result<PersistentVolume> decode_pv(JsonReader& r) {
   JsonDecoder d("persistentvolume");
   PersistentVolume pv;
-  decode_meta(d, v, pv.meta, [](std::string_view, std::string_view) {});
-  for (std::string_view key : kTopologyLabels)
-    if (auto value = pv.meta.labels.get(key)) pv.node_labels.emplace_back(std::string(key), value->str());
-  if (const JsonValue* spec = d.object(v, "spec")) {
-    auto s = d.field("spec");
-    if (const JsonValue* na = d.object(*spec, "nodeAffinity")) {
-      auto f = d.field("nodeAffinity");
-      if (auto required = d.node_selector(*na, "required")) {
+  auto done = decode_object(d, r, pv.meta, [&](std::string_view key) {
+    if (key != "spec") return false;
+    d.members(r, [&](std::string_view f) {
+      if (f != "nodeAffinity") return false;
+      d.members(r, [&](std::string_view g) {
+        if (g != "required") return false;
         // One term whose expressions are single-valued In requirements pins the volume to those
         // labels. Several terms (an OR) cannot be written as one label list: they are left out.
-        if (required->terms.size() == 1)
-          for (const auto& r : required->terms[0].match_expressions)
-            if (r.op == SelectorOp::kIn && r.values.size() == 1) pv.node_labels.emplace_back(r.key.str(), r.values[0].str());
-      }
-    }
-  }
-  if (!d.ok()) return d.take_error();
+        if (auto required = d.node_selector(r); required && required->terms.size() == 1)
+          for (const auto& e : required->terms[0].match_expressions)
+            if (e.op == SelectorOp::kIn && e.values.size() == 1) pv.node_labels.emplace_back(e.key.str(), e.values[0].str());
+        return true;
+      });
+      return true;
+    });
+    return true;
+  });
+  if (!done) return done.error();
+  for (std::string_view key : kTopologyLabels)
+    if (auto value = pv.meta.labels.get(key)) pv.node_labels.emplace_back(std::string(key), value->str());
   std::sort(pv.node_labels.begin(), pv.node_labels.end());
   pv.node_labels.erase(std::unique(pv.node_labels.begin(), pv.node_labels.end()), pv.node_labels.end());
   return pv;
+}
+
+Result<PersistentVolume> decode_pv(std::string_view json) {
+  return decode_whole("persistentvolume", json, [](JsonReader& r) { return decode_pv(r); });
 }
 
 std::map<std::string, std::vector<std::pair<std::string, std::string>>> volume_node_requirements(

@@ -24,8 +24,11 @@ struct PersistentVolume {
   bool same_content(const PersistentVolume& o) const { return node_labels == o.node_labels && meta.uid == o.meta.uid; }
 };
 
-Result<PersistentVolumeClaim> decode_pvc(const JsonValue& v);
-Result<PersistentVolume> decode_pv(const JsonValue& v);
+// The object r is at, read whole; or the one object of json.
+Result<PersistentVolumeClaim> decode_pvc(JsonReader& r);
+Result<PersistentVolumeClaim> decode_pvc(std::string_view json);
+Result<PersistentVolume> decode_pv(JsonReader& r);
+Result<PersistentVolume> decode_pv(std::string_view json);
 
 // "namespace/claim" -> the node labels its bound volume requires: none for a claim not bound yet
 // or bound to a volume with no zone; a claim bound to a volume not in `volumes` is left out, so

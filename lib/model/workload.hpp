@@ -34,6 +34,8 @@ inline bool watched_controller_kind(std::string_view kind) {
 }
 
 // `kind` is the object's kind (a list item may not carry it).
-Result<WorkloadController> decode_workload_controller(const JsonValue& v, std::string_view kind);
+// The object r is at, read whole, as a controller of kind; or the one object of json.
+Result<WorkloadController> decode_workload_controller(JsonReader& r, std::string_view kind);
+Result<WorkloadController> decode_workload_controller(std::string_view json, std::string_view kind);
 
 }  // namespace spotshift::model

@@ -39,8 +39,11 @@ std::string EventRecorder::series_key(const Pending& p, const EventRecorderOptio
                      ref(p.regarding), p.related ? ref(*p.related) : "");
 }
 
-void EventRecorder::record(const ObjectReference& regarding, std::string_view type, std::string_view reason,
-                           std::string_view action, std::string note, const std::optional<ObjectReference>& related) {
+std::string_view to_string(EventType t) { return t == EventType::kWarning ? "Warning" : "Normal"; }
+
+void EventRecorder::record(const ObjectReference& regarding, const EventReason& why, std::string note,
+                           const std::optional<ObjectReference>& related) {
+  const std::string_view type = to_string(why.type), reason = why.reason, action = why.action;
   ++stats_.recorded;
   Time now = timers_.now();
   // Spam filter: a token bucket per object and type.

@@ -26,6 +26,17 @@ struct ObjectReference {
   std::string resource_version;
 };
 
+enum class EventType { kNormal, kWarning };
+std::string_view to_string(EventType t);
+
+// An event's reason (UpperCamelCase), the action it reports and its type, declared once where
+// its subsystem declares its telemetry (operator/telemetry.hpp).
+struct EventReason {
+  std::string_view reason;
+  std::string_view action;
+  EventType type = EventType::kNormal;
+};
+
 struct EventRecorderOptions {
   std::string reporting_controller = "spotshift.io/rescheduler";
   std::string reporting_instance;
@@ -50,9 +61,9 @@ class EventRecorder {
  public:
   EventRecorder(std::shared_ptr<kube::Client> client, Timers& timers, EventRecorderOptions options);
 
-  // type is Normal or Warning; reason UpperCamelCase; note one sentence (cut at 1 KiB).
-  void record(const ObjectReference& regarding, std::string_view type, std::string_view reason,
-              std::string_view action, std::string note, const std::optional<ObjectReference>& related = {});
+  // note is one sentence (cut at 1 KiB).
+  void record(const ObjectReference& regarding, const EventReason& why, std::string note,
+              const std::optional<ObjectReference>& related = {});
 
   // Sends queued events until stop(), then flushes what is pending.
   asio::awaitable<void> run();

@@ -1,6 +1,7 @@
 #include "runtime/manager.hpp"
 
 #include "runtime/spawn.hpp"
+#include "runtime/telemetry.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -72,7 +73,7 @@ Result<void> Manager::start_servers() {
 
 asio::awaitable<void> Manager::lead() {
   leading_ = true;
-  metrics_.gauge("spotshift_leader", "1 while this instance leads.").get().set(1);
+  metrics_.family(telemetry::kLeader).get().set(1);
   for (auto& hook : leading_hooks_) {
     co_await hook();
     if (shutdown_requested_ || lost_lease_) co_return;
@@ -168,7 +169,7 @@ asio::awaitable<int> Manager::run() {
     }
   }
   leading_ = false;
-  metrics_.gauge("spotshift_leader", "1 while this instance leads.").get().set(0);
+  metrics_.family(telemetry::kLeader).get().set(0);
   if (elector_) {
     elector_->stop();
     // Give the release a moment to go out.

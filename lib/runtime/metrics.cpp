@@ -2,6 +2,7 @@
 
 #include "core/strings.hpp"
 #include "model/intern.hpp"
+#include "runtime/telemetry.hpp"
 
 #include <fmt/format.h>
 
@@ -119,8 +120,8 @@ Metrics::Metrics() {
   gauge("process_open_fds", "Number of open file descriptors.");
   gauge("process_max_fds", "Maximum number of open file descriptors.");
   gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.");
-  gauge("spotshift_interned_strings", "Distinct strings in the interning pool (label keys and values, namespaces, node and owner names).");
-  gauge("spotshift_interned_string_bytes", "Bytes of the strings in the interning pool.");
+  family(telemetry::kInternedStrings);
+  family(telemetry::kInternedStringBytes);
 }
 
 std::vector<double> Metrics::default_buckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}; }
@@ -149,6 +150,11 @@ Metrics::Family& Metrics::family(const std::string& name, const std::string& hel
   return *families_.back();
 }
 
+Metrics::Family& Metrics::family(const MetricDef& def) {
+  return family(def.name, def.help, def.type, def.labels,
+                def.type == Type::kHistogram && def.bounds.empty() ? default_buckets() : def.bounds);
+}
+
 Metrics::Family& Metrics::counter(const std::string& name, const std::string& help, std::vector<std::string> labels) {
   return family(name, help, Type::kCounter, std::move(labels), {});
 }
@@ -162,10 +168,7 @@ Metrics::Family& Metrics::histogram(const std::string& name, const std::string& 
 }
 
 void Metrics::set_build_info(const std::string& version, const std::string& revision) {
-  gauge("spotshift_build_info", "A metric with a constant 1 value labelled by the build's version and revision.",
-        {"version", "revision"})
-      .with({version, revision})
-      .set(1);
+  family(telemetry::kBuildInfo).with({version, revision}).set(1);
 }
 
 void Metrics::update_process_metrics() {
@@ -188,8 +191,8 @@ void Metrics::update_process_metrics() {
   }
   gauge("process_open_fds", "").get().set(fds);
   const model::InternStats interned = model::intern_stats();
-  gauge("spotshift_interned_strings", "").get().set(static_cast<double>(interned.strings));
-  gauge("spotshift_interned_string_bytes", "").get().set(static_cast<double>(interned.bytes));
+  family(telemetry::kInternedStrings).get().set(static_cast<double>(interned.strings));
+  family(telemetry::kInternedStringBytes).get().set(static_cast<double>(interned.bytes));
   rlimit rl{};
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0) gauge("process_max_fds", "").get().set(static_cast<double>(rl.rlim_cur));
   // Start time: field 22 of /proc/self/stat (clock ticks after boot) plus the boot time.

@@ -13,9 +13,23 @@
 
 namespace spotshift::runtime {
 
+class Metrics;
+
+enum class MetricType { kCounter, kGauge, kHistogram };
+
+// A metric family, declared once where its subsystem declares its telemetry
+// (lib/runtime/telemetry.hpp, operator/telemetry.hpp) and registered by Metrics::family(def).
+struct MetricDef {
+  std::string name;
+  std::string help;
+  MetricType type = MetricType::kCounter;
+  std::vector<std::string> labels;
+  std::vector<double> bounds;  // histograms; empty for the default buckets
+};
+
 class Metrics {
  public:
-  enum class Type { kCounter, kGauge, kHistogram };
+  using Type = MetricType;
 
   class Series {
    public:
@@ -51,6 +65,8 @@ class Metrics {
   };
 
   Metrics();
+  // The family a declaration names, registered on first use.
+  Family& family(const MetricDef& def);
   // Names must match [a-zA-Z_:][a-zA-Z0-9_:]*, label names [a-zA-Z_][a-zA-Z0-9_]*; a name
   // registered twice returns the same family (an error if the type or labels differ).
   Family& counter(const std::string& name, const std::string& help, std::vector<std::string> labels = {});

@@ -170,16 +170,15 @@ class NodePorts final : public FilterPlugin {
 
 }  // namespace
 
-std::unique_ptr<FilterPlugin> make_basic_filter(const std::string& name) {
-  if (name == "NodeUnschedulable") return std::make_unique<NodeUnschedulable>();
-  if (name == "NodeConditions") return std::make_unique<NodeConditions>();
-  if (name == "NodeName") return std::make_unique<NodeName>();
-  if (name == "TaintToleration") return std::make_unique<TaintToleration>();
-  if (name == "NodeAffinity") return std::make_unique<NodeAffinity>();
-  if (name == "VolumeZone") return std::make_unique<VolumeZone>();
-  if (name == "NodeResourcesFit") return std::make_unique<NodeResourcesFit>();
-  if (name == "NodePorts") return std::make_unique<NodePorts>();
-  return nullptr;
+void add_basic_filters(Registry& r) {
+  r.filters.push_back({"NodeUnschedulable", filter<NodeUnschedulable>});
+  r.filters.push_back({"NodeConditions", filter<NodeConditions>});
+  r.filters.push_back({"NodeName", filter<NodeName>});
+  r.filters.push_back({"TaintToleration", filter<TaintToleration>});
+  r.filters.push_back({"NodeAffinity", filter<NodeAffinity>});
+  r.filters.push_back({"VolumeZone", filter<VolumeZone>});
+  r.filters.push_back({"NodeResourcesFit", filter<NodeResourcesFit>});
+  r.filters.push_back({"NodePorts", filter<NodePorts>});
 }
 
 }  // namespace spotshift::sched

@@ -1,5 +1,6 @@
 #include "sched/framework.hpp"
 
+#include "core/strings.hpp"
 #include "sched/demand.hpp"
 
 #include <fmt/format.h>
@@ -39,59 +40,139 @@ std::string Diagnosis::message() const {
   return fmt::format("0/{} nodes are available: {}.", nodes, fmt::join(parts, ", "));
 }
 
-Result<ProfileConfig> decode_profile(const model::JsonValue& v, std::string_view path) {
-  ProfileConfig p = default_profile();
-  if (!v.IsObject()) return Error::invalid(fmt::format("{}: must be an object", path));
-  auto names = [](const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); };
-  if (auto f = v.FindMember("filters"); f != v.MemberEnd() && !f->value.IsNull()) {
-    if (!f->value.IsArray()) return Error::invalid(fmt::format("{}.filters: must be a list of filter plugin names", path));
-    p.filters.clear();
-    auto valid = filter_plugin_names();
-    for (rapidjson::SizeType i = 0; i < f->value.Size(); ++i) {
-      const auto& e = f->value[i];
-      if (!e.IsString()) return Error::invalid(fmt::format("{}.filters[{}]: must be a plugin name", path, i));
-      std::string name = e.GetString();
-      if (std::find(valid.begin(), valid.end(), name) == valid.end())
-        return Error::invalid(fmt::format("{}.filters[{}]: unknown filter plugin \"{}\" (valid: {})", path, i, name, names(valid)));
-      if (std::find(p.filters.begin(), p.filters.end(), name) != p.filters.end())
-        return Error::invalid(fmt::format("{}.filters[{}]: filter plugin \"{}\" is listed twice", path, i, name));
-      p.filters.push_back(name);
-    }
+namespace {
+
+// One element of profile.scores, checked as a whole once it is read (its members in any order).
+void decode_score(model::JsonDecoder& d, model::JsonReader& r, ProfileConfig& p) {
+  if (r.peek() != model::JsonType::kObject) {
+    r.skip();
+    return d.fail("must be an object with name, weight and args");
   }
-  if (auto s = v.FindMember("scores"); s != v.MemberEnd() && !s->value.IsNull()) {
-    if (!s->value.IsArray()) return Error::invalid(fmt::format("{}.scores: must be a list of {{name, weight, args}}", path));
-    p.scores.clear();
-    auto valid = score_plugin_names();
-    for (rapidjson::SizeType i = 0; i < s->value.Size(); ++i) {
-      const auto& e = s->value[i];
-      std::string where = fmt::format("{}.scores[{}]", path, i);
-      if (!e.IsObject()) return Error::invalid(fmt::format("{}: must be an object with name, weight and args", where));
-      ScoreConfig c;
-      auto n = e.FindMember("name");
-      if (n == e.MemberEnd() || !n->value.IsString()) return Error::invalid(fmt::format("{}.name: is required", where));
-      c.name = n->value.GetString();
-      if (std::find(valid.begin(), valid.end(), c.name) == valid.end())
-        return Error::invalid(fmt::format("{}.name: unknown score plugin \"{}\" (valid: {})", where, c.name, names(valid)));
-      if (auto w = e.FindMember("weight"); w != e.MemberEnd()) {
-        if (!w->value.IsInt() || w->value.GetInt() < 0 || w->value.GetInt() > 100)
-          return Error::invalid(fmt::format("{}.weight: must be an integer from 0 to 100", where));
-        c.weight = w->value.GetInt();
-      }
-      if (auto a = e.FindMember("args"); a != e.MemberEnd() && !a->value.IsNull()) {
-        if (!a->value.IsObject()) return Error::invalid(fmt::format("{}.args: must be a map of strings", where));
-        for (auto it = a->value.MemberBegin(); it != a->value.MemberEnd(); ++it) {
-          if (!it->value.IsString())
-            return Error::invalid(fmt::format("{}.args.{}: must be a string", where, it->name.GetString()));
-          c.args[it->name.GetString()] = it->value.GetString();
+  std::optional<std::string> name;
+  std::optional<int64_t> weight;
+  bool weight_given = false;
+  std::optional<std::string> bad_arg;  // the key of an arg that is not a string, or "" for args not a map
+  ScoreConfig c;
+  d.members(r, [&](std::string_view key) {
+    std::string_view text;
+    if (key == "name") {
+      if (r.peek() == model::JsonType::kString && r.read_string(text)) name = std::string(text);
+      else r.skip();
+    } else if (key == "weight") {
+      weight_given = true;
+      if (r.peek() == model::JsonType::kNumber && r.read_number(text)) weight = parse_int(text);
+      else r.skip();
+    } else if (key == "args") {
+      if (r.peek() == model::JsonType::kNull) {
+        r.read_null();
+      } else if (r.peek() != model::JsonType::kObject) {
+        bad_arg = "";
+        r.skip();
+      } else {
+        r.begin_object();
+        while (r.next_member(key)) {
+          std::string arg(key);
+          if (r.peek() == model::JsonType::kString && r.read_string(text)) c.args[arg] = std::string(text);
+          else {
+            if (!bad_arg) bad_arg = arg;
+            r.skip();
+          }
         }
       }
-      for (const auto& prev : p.scores)
-        if (prev.name == c.name) return Error::invalid(fmt::format("{}.name: score plugin \"{}\" is listed twice", where, c.name));
-      if (auto probe = make_score(c); !probe) return probe.error().wrap(where);
-      p.scores.push_back(std::move(c));
+    } else {
+      return false;
     }
+    return true;
+  });
+  if (!d.ok()) return;
+  const auto valid = score_plugin_names();
+  {
+    auto f = d.field("name");
+    if (!name) return d.fail("is required");
+    if (std::find(valid.begin(), valid.end(), *name) == valid.end())
+      return d.fail(fmt::format("unknown score plugin \"{}\" (valid: {})", *name, fmt::join(valid, ", ")));
   }
+  c.name = *name;
+  if (weight_given) {
+    auto f = d.field("weight");
+    if (!weight || *weight < 0 || *weight > 100) return d.fail("must be an integer from 0 to 100");
+    c.weight = static_cast<int>(*weight);
+  }
+  if (bad_arg) {
+    auto f = d.field("args");
+    if (bad_arg->empty()) return d.fail("must be a map of strings");
+    auto g = d.field(*bad_arg);
+    return d.fail("must be a string");
+  }
+  for (const auto& prev : p.scores)
+    if (prev.name == c.name) {
+      auto f = d.field("name");
+      return d.fail(fmt::format("score plugin \"{}\" is listed twice", c.name));
+    }
+  if (auto probe = make_score(c); !probe) return d.fail(probe.error().message);
+  p.scores.push_back(std::move(c));
+}
+
+}  // namespace
+
+std::optional<ProfileConfig> decode_profile(model::JsonDecoder& d, model::JsonReader& r) {
+  if (r.peek() == model::JsonType::kNull) {
+    r.read_null();
+    return std::nullopt;
+  }
+  if (r.peek() != model::JsonType::kObject) {
+    r.skip();
+    d.fail("must be an object");
+    return std::nullopt;
+  }
+  ProfileConfig p = default_profile();
+  d.members(r, [&](std::string_view key) {
+    if (key == "filters") {
+      if (r.peek() == model::JsonType::kNull) return false;
+      if (r.peek() != model::JsonType::kArray) {
+        d.fail("must be a list of filter plugin names");
+        return false;
+      }
+      p.filters.clear();
+      const auto valid = filter_plugin_names();
+      d.elements(r, [&] {
+        std::string_view name;
+        if (r.peek() != model::JsonType::kString || !r.read_string(name)) {
+          r.skip();
+          return d.fail("must be a plugin name");
+        }
+        if (std::find(valid.begin(), valid.end(), name) == valid.end())
+          return d.fail(fmt::format("unknown filter plugin \"{}\" (valid: {})", name, fmt::join(valid, ", ")));
+        if (std::find(p.filters.begin(), p.filters.end(), name) != p.filters.end())
+          return d.fail(fmt::format("filter plugin \"{}\" is listed twice", name));
+        p.filters.emplace_back(name);
+      });
+    } else if (key == "scores") {
+      if (r.peek() == model::JsonType::kNull) return false;
+      if (r.peek() != model::JsonType::kArray) {
+        d.fail("must be a list of {name, weight, args}");
+        return false;
+      }
+      p.scores.clear();
+      d.elements(r, [&] { decode_score(d, r, p); });
+    } else {
+      return false;
+    }
+    return true;
+  });
+  if (!d.ok()) return std::nullopt;
   return p;
+}
+
+Result<ProfileConfig> decode_profile(std::string_view json, std::string_view path) {
+  model::JsonDecoder d("");
+  auto scope = d.field(path);
+  model::JsonReader r(json);
+  auto p = decode_profile(d, r);
+  if (d.ok() && !r.finish()) d.fail(r.error());
+  if (!d.ok()) return d.take_error();
+  if (!p) return default_profile();
+  return *p;
 }
 
 Framework::Framework(Framework&&) noexcept = default;

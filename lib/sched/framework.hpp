@@ -159,7 +159,12 @@ struct ProfileConfig {
 ProfileConfig default_profile();
 // Reads a ReschedulePolicy's spec.profile: {filters: [..], scores: [{name, weight, args}]}; an
 // absent list keeps the default. Errors name the field.
-Result<ProfileConfig> decode_profile(const model::JsonValue& v, std::string_view path = "spec.profile");
+//
+// The profile object r is at, with errors on d's path; nothing for null (and for an error, which
+// d holds).
+std::optional<ProfileConfig> decode_profile(model::JsonDecoder& d, model::JsonReader& r);
+// The profile object of json, with errors that start with path.
+Result<ProfileConfig> decode_profile(std::string_view json, std::string_view path = "spec.profile");
 
 std::vector<std::string> filter_plugin_names();
 std::vector<std::string> score_plugin_names();
@@ -260,7 +265,7 @@ class Framework {
   bool resource_fit_ = false;  // NodeResourcesFit is one of the filters
 };
 
-// Registration: every plugin is created here, by name, with its arguments validated.
+// Every plugin is created by name from the registry (registry.cpp), its arguments validated.
 Result<std::unique_ptr<FilterPlugin>> make_filter(const std::string& name);
 Result<std::unique_ptr<ScorePlugin>> make_score(const ScoreConfig& config);
 

@@ -143,6 +143,6 @@ class InterPodAffinity final : public FilterPlugin {
 
 }  // namespace
 
-std::unique_ptr<FilterPlugin> make_inter_pod_affinity() { return std::make_unique<InterPodAffinity>(); }
+void add_inter_pod_affinity(Registry& r) { r.filters.push_back({"InterPodAffinity", filter<InterPodAffinity>}); }
 
 }  // namespace spotshift::sched

@@ -133,7 +133,9 @@ class BestFit final : public ScorePlugin {
 
 }  // namespace
 
-std::unique_ptr<ScorePlugin> make_fragmentation_score() { return std::make_unique<Fragmentation>(); }
-std::unique_ptr<ScorePlugin> make_best_fit_score() { return std::make_unique<BestFit>(); }
+void add_packing_scores(Registry& r) {
+  r.scores.push_back({"Fragmentation", without_args<Fragmentation>});
+  r.scores.push_back({"BestFit", without_args<BestFit>});
+}
 
 }  // namespace spotshift::sched

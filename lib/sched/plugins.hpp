@@ -1,9 +1,46 @@
 #pragma once
-// Helpers shared by the plugins.
+// Helpers shared by the plugins, and their registration.
 
 #include "sched/framework.hpp"
 
 namespace spotshift::sched {
+
+// ---- registration (registry.cpp) ---------------------------------------------------------------
+// Each plugin file adds its plugins to the registry in add_<file>_plugins(): a name and a factory
+// that validates the profile's arguments. The registry's order is the profiles' default order and
+// the order of the names listed in errors. A new plugin is its class and one line there.
+
+struct FilterEntry {
+  std::string_view name;
+  std::unique_ptr<FilterPlugin> (*make)();
+};
+struct ScoreEntry {
+  std::string_view name;
+  Result<std::unique_ptr<ScorePlugin>> (*make)(const ScoreConfig& config);
+};
+struct Registry {
+  std::vector<FilterEntry> filters;
+  std::vector<ScoreEntry> scores;
+};
+const Registry& registry();
+
+void add_basic_filters(Registry& r);         // filters.cpp
+void add_inter_pod_affinity(Registry& r);    // interpod.cpp
+void add_topology_spread(Registry& r);       // spread.cpp: the filter and the score
+void add_allocation_scores(Registry& r);     // scores.cpp
+void add_packing_scores(Registry& r);        // packing.cpp
+
+// A factory for a score that takes no arguments.
+Result<void> no_args(const ScoreConfig& config);
+template <class P>
+Result<std::unique_ptr<ScorePlugin>> without_args(const ScoreConfig& config) {
+  if (auto r = no_args(config); !r) return r.error();
+  return std::unique_ptr<ScorePlugin>(std::make_unique<P>());
+}
+template <class P>
+std::unique_ptr<FilterPlugin> filter() {
+  return std::make_unique<P>();
+}
 
 // nodeSelector and required node affinity.
 bool matches_node_affinity(const model::Pod& pod, const model::Node& node);

@@ -112,58 +112,22 @@ class FreeCPU final : public ScorePlugin {
 
 }  // namespace
 
-std::unique_ptr<FilterPlugin> make_basic_filter(const std::string& name);
-std::unique_ptr<FilterPlugin> make_inter_pod_affinity();
-std::unique_ptr<FilterPlugin> make_spread_filter();
-std::unique_ptr<ScorePlugin> make_spread_score();
-std::unique_ptr<ScorePlugin> make_fragmentation_score();
-std::unique_ptr<ScorePlugin> make_best_fit_score();
-
-std::vector<std::string> filter_plugin_names() {
-  return {"NodeUnschedulable", "NodeConditions", "NodeName",          "TaintToleration",  "NodeAffinity",
-          "VolumeZone",        "NodeResourcesFit", "NodePorts",       "InterPodAffinity", "PodTopologySpread"};
-}
-
-std::vector<std::string> score_plugin_names() {
-  return {"FreeCPU",  "LeastAllocated", "MostAllocated", "BalancedAllocation", "TaintToleration", "NodeAffinity",
-          "PodTopologySpread", "Fragmentation", "BestFit"};
-}
-
-Result<std::unique_ptr<FilterPlugin>> make_filter(const std::string& name) {
-  if (auto p = make_basic_filter(name)) return p;
-  if (name == "InterPodAffinity") return make_inter_pod_affinity();
-  if (name == "PodTopologySpread") return make_spread_filter();
-  return Error::invalid(fmt::format("unknown filter plugin \"{}\" (valid: {})", name, fmt::join(filter_plugin_names(), ", ")));
-}
-
-Result<std::unique_ptr<ScorePlugin>> make_score(const ScoreConfig& c) {
-  auto no_args = [&]() -> Result<void> {
-    if (!c.args.empty())
-      return Error::invalid(fmt::format("score plugin {} takes no args (got \"{}\")", c.name, c.args.begin()->first));
-    return {};
-  };
-  if (c.name == "FreeCPU") {
-    bool fullest = true;
-    for (const auto& [k, v] : c.args) {
-      if (k != "order") return Error::invalid(fmt::format("score plugin FreeCPU: unknown arg \"{}\" (valid: order)", k));
-      if (v == "fullest") fullest = true;
-      else if (v == "emptiest") fullest = false;
-      else return Error::invalid(fmt::format("score plugin FreeCPU: args.order must be fullest or emptiest, got \"{}\"", v));
-    }
-    return std::unique_ptr<ScorePlugin>(std::make_unique<FreeCPU>(fullest));
-  }
-  std::unique_ptr<ScorePlugin> p;
-  if (c.name == "LeastAllocated") p = std::make_unique<LeastAllocated>();
-  else if (c.name == "MostAllocated") p = std::make_unique<MostAllocated>();
-  else if (c.name == "BalancedAllocation") p = std::make_unique<BalancedAllocation>();
-  else if (c.name == "TaintToleration") p = std::make_unique<TaintTolerationScore>();
-  else if (c.name == "NodeAffinity") p = std::make_unique<NodeAffinityScore>();
-  else if (c.name == "PodTopologySpread") p = make_spread_score();
-  else if (c.name == "Fragmentation") p = make_fragmentation_score();
-  else if (c.name == "BestFit") p = make_best_fit_score();
-  else return Error::invalid(fmt::format("unknown score plugin \"{}\" (valid: {})", c.name, fmt::join(score_plugin_names(), ", ")));
-  if (auto r = no_args(); !r) return r.error();
-  return p;
+void add_allocation_scores(Registry& r) {
+  r.scores.push_back({"FreeCPU", [](const ScoreConfig& c) -> Result<std::unique_ptr<ScorePlugin>> {
+                        bool fullest = true;
+                        for (const auto& [k, v] : c.args) {
+                          if (k != "order") return Error::invalid(fmt::format("score plugin FreeCPU: unknown arg \"{}\" (valid: order)", k));
+                          if (v == "fullest") fullest = true;
+                          else if (v == "emptiest") fullest = false;
+                          else return Error::invalid(fmt::format("score plugin FreeCPU: args.order must be fullest or emptiest, got \"{}\"", v));
+                        }
+                        return std::unique_ptr<ScorePlugin>(std::make_unique<FreeCPU>(fullest));
+                      }});
+  r.scores.push_back({"LeastAllocated", without_args<LeastAllocated>});
+  r.scores.push_back({"MostAllocated", without_args<MostAllocated>});
+  r.scores.push_back({"BalancedAllocation", without_args<BalancedAllocation>});
+  r.scores.push_back({"TaintToleration", without_args<TaintTolerationScore>});
+  r.scores.push_back({"NodeAffinity", without_args<NodeAffinityScore>});
 }
 
 }  // namespace spotshift::sched

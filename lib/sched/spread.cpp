@@ -122,7 +122,9 @@ class SpreadScore final : public ScorePlugin {
 
 }  // namespace
 
-std::unique_ptr<FilterPlugin> make_spread_filter() { return std::make_unique<SpreadFilter>(); }
-std::unique_ptr<ScorePlugin> make_spread_score() { return std::make_unique<SpreadScore>(); }
+void add_topology_spread(Registry& r) {
+  r.filters.push_back({"PodTopologySpread", filter<SpreadFilter>});
+  r.scores.push_back({"PodTopologySpread", without_args<SpreadScore>});
+}
 
 }  // namespace spotshift::sched

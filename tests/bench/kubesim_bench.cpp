@@ -210,7 +210,7 @@ spec:
   auto status_field = [&](std::string_view field) {
     std::string v;
     with_status([&](const kubesim::Value& doc) {
-      if (auto n = kubesim::get_int(doc, {"status", field})) v = std::to_string(*n);
+      if (auto n = kubesim::json_int(doc, {"status", field})) v = std::to_string(*n);
     });
     return v;
   };
@@ -241,7 +241,7 @@ spec:
   s.plan_ms = ms_between(t0, clock_type::now());
   bool first = setup.dry_run || testing::eventually(evicted, 20s, 1ms);
   s.eviction_ms = ms_between(t0, clock_type::now());
-  with_status([&](const kubesim::Value& doc) { s.plan_duration = std::string(kubesim::get_str(doc, {"status", "lastPlanDuration"})); });
+  with_status([&](const kubesim::Value& doc) { s.plan_duration = std::string(kubesim::json_string(doc, {"status", "lastPlanDuration"})); });
   stop();
   if (!planned || !first)
     fail(fmt::format("run {}: no {} after the spot node turned Ready:\n{}", run_index, planned ? "eviction" : "new plan",

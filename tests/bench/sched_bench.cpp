@@ -14,15 +14,11 @@ using namespace spotshift::sched;
 namespace {
 
 PodPtr pod_from(const std::string& json) {
-  model::JsonDocument d;
-  model::parse_json(json, d).value();
-  return std::make_shared<const model::Pod>(model::decode_pod(d).value());
+  return std::make_shared<const model::Pod>(model::decode_pod(std::string_view(json)).value());
 }
 
 NodePtr node_from(const std::string& json) {
-  model::JsonDocument d;
-  model::parse_json(json, d).value();
-  return std::make_shared<const model::Node>(model::decode_node(d).value());
+  return std::make_shared<const model::Node>(model::decode_node(std::string_view(json)).value());
 }
 
 std::string pod_json(const std::string& name, const std::string& app, const std::string& node, const std::string& extra) {

@@ -21,12 +21,6 @@ const std::string kRoot = SOURCE_ROOT;
 
 std::string text(const std::string& rel) { return read_file(kRoot + "/" + rel).value(); }
 
-const model::JsonValue* member(const model::JsonValue& v, std::string_view key) {
-  if (!v.IsObject()) return nullptr;
-  auto it = v.FindMember(model::json_key(key));
-  return it == v.MemberEnd() ? nullptr : &it->value;
-}
-
 std::string scalar(const model::JsonValue& v) {
   if (v.IsString()) return v.GetString();
   if (v.IsBool()) return v.GetBool() ? "true" : "false";
@@ -36,21 +30,21 @@ std::string scalar(const model::JsonValue& v) {
 }
 
 bool is_selector(const model::JsonValue& schema) {
-  const auto* props = member(schema, "properties");
-  return props && member(*props, "matchLabels");
+  const auto* props = model::json_member(schema, "properties");
+  return props && model::json_member(*props, "matchLabels");
 }
 
 // Every documented path in the schema below `path`: objects with properties are walked (label
 // selectors are one field), list items as path[].
 void walk(const model::JsonValue& schema, const std::string& path, std::map<std::string, std::string>& out) {
-  const auto* def = member(schema, "default");
+  const auto* def = model::json_member(schema, "default");
   out[path] = def ? scalar(*def) : "";
   if (is_selector(schema)) return;
-  if (const auto* props = member(schema, "properties"))
+  if (const auto* props = model::json_member(schema, "properties"))
     for (auto it = props->MemberBegin(); it != props->MemberEnd(); ++it)
       walk(it->value, path + "." + it->name.GetString(), out);
-  if (const auto* items = member(schema, "items"); items && member(*items, "properties"))
-    for (auto it = member(*items, "properties")->MemberBegin(); it != member(*items, "properties")->MemberEnd(); ++it)
+  if (const auto* items = model::json_member(schema, "items"); items && model::json_member(*items, "properties"))
+    for (auto it = model::json_member(*items, "properties")->MemberBegin(); it != model::json_member(*items, "properties")->MemberEnd(); ++it)
       walk(it->value, path + "[]." + it->name.GetString(), out);
 }
 
@@ -76,12 +70,24 @@ std::set<std::string> matches(const std::string& source, const std::regex& re, i
   return out;
 }
 
-std::string operator_sources() {
+// The .cpp files of the operator and of lib/runtime: where telemetry is used.
+std::string telemetry_users() {
   std::string all;
-  for (const auto& e : std::filesystem::directory_iterator(kRoot + "/operator"))
-    if (e.path().extension() == ".cpp") all += text("operator/" + e.path().filename().string());
-  for (const auto& f : {"lib/runtime/metrics.cpp", "lib/runtime/manager.cpp"}) all += text(f);
+  for (const std::string dir : {"operator", "lib/runtime"})
+    for (const auto& e : std::filesystem::directory_iterator(kRoot + "/" + dir))
+      if (e.path().extension() == ".cpp") all += text(dir + "/" + e.path().filename().string());
   return all;
+}
+
+// Where metric families and event reasons are declared, once each.
+const char* const kTelemetryHeaders[] = {"lib/runtime/telemetry.hpp", "operator/telemetry.hpp"};
+
+// Every declaration (`kName{"...`) of a header is used as telemetry::kName somewhere.
+void check_declarations_used(const std::string& header, const std::string& users) {
+  for (const auto& name : matches(text(header), std::regex(R"re(\b(k[A-Z][A-Za-z]+)\{")re"))) {
+    INFO(header << ": " << name);
+    CHECK(users.find("telemetry::" + name) != std::string::npos);
+  }
 }
 
 }  // namespace
@@ -118,26 +124,36 @@ TEST_CASE("the policy reference documents every CRD field with its default, and 
   }
 }
 
-TEST_CASE("the events reference lists exactly the reasons the operator records, with their types", "[docs]") {
-  std::string code = operator_sources();
-  std::map<std::string, std::string> recorded;  // reason -> type
-  std::regex re(R"re("(Normal|Warning)",\s*"([A-Z][A-Za-z]+)")re");
-  for (auto it = std::sregex_iterator(code.begin(), code.end(), re); it != std::sregex_iterator(); ++it)
-    recorded[(*it)[2].str()] = (*it)[1].str();
-  REQUIRE(recorded.size() >= 10);
+TEST_CASE("the events reference lists exactly the reasons the operator declares, with their types", "[docs]") {
+  std::string declared = text("operator/telemetry.hpp");
+  std::map<std::string, std::string> reasons;  // reason -> type
+  std::regex re(R"re(EventReason k[A-Za-z]+\{"([A-Z][A-Za-z]+)", "[A-Z][A-Za-z]+", EventType::k(Normal|Warning)\})re");
+  for (auto it = std::sregex_iterator(declared.begin(), declared.end(), re); it != std::sregex_iterator(); ++it)
+    reasons[(*it)[1].str()] = (*it)[2].str();
+  REQUIRE(reasons.size() >= 10);
   auto rows = table_rows(text("docs/events-and-metrics.md"), "");
   std::map<std::string, std::string> documented;
   for (const auto& [key, cells] : rows)
     if (!key.starts_with("spotshift_") && !key.starts_with("process_")) documented[key] = cells.at(2);
-  CHECK(documented == recorded);
+  CHECK(documented == reasons);
 }
 
-TEST_CASE("the metrics reference lists exactly the metrics the operator serves", "[docs]") {
-  auto served = matches(operator_sources(), std::regex(R"re("(spotshift_[a-z_]+)")re"));
-  served.erase("spotshift_");  // a prefix in a comment or format, not a metric
+TEST_CASE("the metrics reference lists exactly the metrics the operator declares", "[docs]") {
+  std::set<std::string> declared;
+  for (const char* header : kTelemetryHeaders)
+    for (const auto& name : matches(text(header), std::regex(R"re("(spotshift_[a-z_]+)")re"))) declared.insert(name);
+  REQUIRE(declared.size() >= 10);
   std::set<std::string> documented;
   for (const auto& [key, cells] : table_rows(text("docs/events-and-metrics.md"), "spotshift_")) documented.insert(key);
-  CHECK(documented == served);
+  CHECK(documented == declared);
+}
+
+TEST_CASE("telemetry is declared once and used by its declaration", "[docs]") {
+  const std::string users = telemetry_users();
+  // No family registered by a name written at its call site, no event recorded by a string reason.
+  CHECK(matches(users, std::regex(R"re("(spotshift_[a-z_]+)")re")).empty());
+  CHECK(matches(users, std::regex(R"re(record\([^;]*"(Normal|Warning)")re")).empty());
+  for (const char* header : kTelemetryHeaders) check_declarations_used(header, users);
 }
 
 // Some suites run their Catch2 binary once per registered name pattern ('NAME*') or tag (an

@@ -212,9 +212,7 @@ TEST_CASE("the budget index finds what checking every budget finds, in input ord
   auto pdb = [](std::string name, std::string ns, std::string selector) {
     std::string json = fmt::format(R"({{"metadata":{{"name":"{}","namespace":"{}"}},"spec":{{"minAvailable":1{}}}}})", name, ns,
                                    selector.empty() ? "" : ",\"selector\":" + selector);
-    model::JsonDocument d;
-    model::parse_json(json, d).value();
-    return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(d).value());
+    return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(std::string_view(json)).value());
   };
   std::vector<PdbPtr> pdbs = {
       pdb("in-two", "default", R"({"matchExpressions":[{"key":"app","operator":"In","values":["web","api"]}]})"),
@@ -252,9 +250,7 @@ TEST_CASE("a budget whose selector is {} covers every pod of its namespace, and 
     std::string json = fmt::format(R"({{"metadata":{{"name":"{}","namespace":"default","generation":1}},"spec":{{"minAvailable":1{}}},)"
                                    R"("status":{{"observedGeneration":1,"disruptionsAllowed":5,"currentHealthy":6,"desiredHealthy":1,"expectedPods":6}}}})",
                                    name, selector.empty() ? "" : ",\"selector\":" + selector);
-    model::JsonDocument d;
-    model::parse_json(json, d).value();
-    return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(d).value());
+    return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(std::string_view(json)).value());
   };
   auto w = replica("w1", "web").build();
   auto db = replica("db-0", "db").build();

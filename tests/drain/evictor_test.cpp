@@ -349,11 +349,10 @@ TEST_CASE("a grace period is never 0: an eviction asks for at least 1 s, never a
   // terminating (it never finishes here), so the drain stops at it.
   CHECK(r.outcome == DrainOutcome::kAborted);
   CHECK(r.evicted == std::vector<std::string>{"default/web-a"});
-  auto pod = run_sync(env.ioc, env.client->get(kube::Resource::pods(), "default", "web-a"));
+  auto pod = run_sync(env.ioc, env.client->get<model::Pod>("default", "web-a"));
   REQUIRE(pod);
-  const model::JsonValue& meta = (*pod)["metadata"];
-  REQUIRE(meta.HasMember("deletionGracePeriodSeconds"));
-  CHECK(meta["deletionGracePeriodSeconds"].GetInt64() == 1);
+  REQUIRE(pod->deletion_grace_period_seconds);
+  CHECK(*pod->deletion_grace_period_seconds == 1);
   CHECK_FALSE(env.has_our_taint("od-1"));
 }
 
@@ -452,17 +451,17 @@ spec:
       bool tainted = false, pending = false;
       env.sim->run([&](kubesim::Cluster& c) {
         for (const auto& [k, o] : c.store().objects(*c.registry().pods()))
-          if (kubesim::get_str(o->doc, {"spec", "nodeName"}).empty() && !kubesim::get_path(o->doc, {"metadata", "deletionTimestamp"}))
+          if (kubesim::json_string(o->doc, {"spec", "nodeName"}).empty() && !kubesim::json_path(o->doc, {"metadata", "deletionTimestamp"}))
             pending = true;
         if (auto n = c.store().get(*c.registry().nodes(), "od-1"))
-          if (const auto* t = kubesim::get_path(n->doc, {"spec", "taints"}))
-            for (const auto& x : t->GetArray()) tainted = tainted || kubesim::get_str(x, {"key"}) == kDrainingTaint;
+          if (const auto* t = kubesim::json_path(n->doc, {"spec", "taints"}))
+            for (const auto& x : t->GetArray()) tainted = tainted || kubesim::json_string(x, {"key"}) == kDrainingTaint;
       });
       if (pending && !tainted) exposed = true;
       bool db_pending = false;
       env.sim->run([&](kubesim::Cluster& c) {
         if (auto p = c.store().get(*c.registry().pods(), "default/db-0"))
-          db_pending = kubesim::get_str(p->doc, {"spec", "nodeName"}).empty();
+          db_pending = kubesim::json_string(p->doc, {"spec", "nodeName"}).empty();
       });
       if (db_pending && pending_since == std::chrono::steady_clock::time_point::max()) pending_since = std::chrono::steady_clock::now();
       if (!resumed && std::chrono::steady_clock::now() - pending_since > 500ms) {

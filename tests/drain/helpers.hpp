@@ -23,16 +23,10 @@ inline PdbPtr make_pdb(std::string name, std::string ns, std::string app, int di
       R"({{"metadata":{{"name":"{}","namespace":"{}","generation":{}}},"spec":{{"minAvailable":{},"selector":{{"matchLabels":{{"app":"{}"}}}}}},
          "status":{{"observedGeneration":{},"disruptionsAllowed":{},"currentHealthy":{},"desiredHealthy":{},"expectedPods":{}}}}})",
       name, ns, generation, desired, app, observed, disruptions_allowed, healthy, desired, healthy);
-  model::JsonDocument d;
-  model::parse_json(json, d).value();
-  return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(d).value());
+  return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(std::string_view(json)).value());
 }
 
-inline Result<PolicySpec> spec_from(const std::string& json) {
-  model::JsonDocument d;
-  if (auto r = model::parse_json(json, d); !r) return r.error();
-  return decode_policy_spec(d);
-}
+inline Result<PolicySpec> spec_from(const std::string& json) { return decode_policy_spec(json); }
 
 // Default selectors: on-demand nodes carry node-role.kubernetes.io/worker, spot nodes
 // node-role.kubernetes.io/spot-worker.

@@ -208,16 +208,16 @@ class Env {
   bool all_running() {
     bool ok = true;
     for_each("pods", [&](const rapidjson::Value& p) {
-      if (!kubesim::get_str(p, {"spec", "nodeName"}).empty()) ok = ok && kubesim::get_str(p, {"status", "phase"}) == "Running";
+      if (!kubesim::json_string(p, {"spec", "nodeName"}).empty()) ok = ok && kubesim::json_string(p, {"status", "phase"}) == "Running";
     });
     return ok;
   }
   std::vector<std::string> taints(const std::string& node) {
     std::vector<std::string> out;
     for_each("nodes", [&](const rapidjson::Value& n) {
-      if (kubesim::get_str(n, {"metadata", "name"}) != node) return;
-      if (const auto* t = kubesim::get_path(n, {"spec", "taints"}))
-        for (const auto& x : t->GetArray()) out.push_back(std::string(kubesim::get_str(x, {"key"})));
+      if (kubesim::json_string(n, {"metadata", "name"}) != node) return;
+      if (const auto* t = kubesim::json_path(n, {"spec", "taints"}))
+        for (const auto& x : t->GetArray()) out.push_back(std::string(kubesim::json_string(x, {"key"})));
     });
     return out;
   }
@@ -228,8 +228,8 @@ class Env {
   bool any_draining() {
     bool any = false;
     for_each("nodes", [&](const rapidjson::Value& n) {
-      if (const auto* t = kubesim::get_path(n, {"spec", "taints"}))
-        for (const auto& x : t->GetArray()) any = any || kubesim::get_str(x, {"key"}) == "spotshift.io/draining";
+      if (const auto* t = kubesim::json_path(n, {"spec", "taints"}))
+        for (const auto& x : t->GetArray()) any = any || kubesim::json_string(x, {"key"}) == "spotshift.io/draining";
     });
     return any;
   }
@@ -237,17 +237,17 @@ class Env {
   std::map<std::string, std::string> pods() {
     std::map<std::string, std::string> out;
     for_each("pods", [&](const rapidjson::Value& p) {
-      if (!kubesim::get_path(p, {"metadata", "deletionTimestamp"}))
-        out[key(p)] = std::string(kubesim::get_str(p, {"spec", "nodeName"}));
+      if (!kubesim::json_path(p, {"metadata", "deletionTimestamp"}))
+        out[key(p)] = std::string(kubesim::json_string(p, {"spec", "nodeName"}));
     });
     return out;
   }
   std::string status(const std::string& policy, std::initializer_list<std::string_view> path) {
     std::string out;
     for_each("reschedulepolicies", [&](const rapidjson::Value& p) {
-      if (kubesim::get_str(p, {"metadata", "name"}) != policy) return;
-      const auto* v = kubesim::get_path(p, {"status"});
-      for (auto part : path) v = v ? kubesim::field(*v, part) : nullptr;
+      if (kubesim::json_string(p, {"metadata", "name"}) != policy) return;
+      const auto* v = kubesim::json_path(p, {"status"});
+      for (auto part : path) v = v ? kubesim::json_member(*v, part) : nullptr;
       if (v) out = v->IsString() ? std::string(v->GetString()) : kubesim::to_json(*v);
     });
     return out;
@@ -255,10 +255,10 @@ class Env {
   std::string condition(const std::string& policy, const std::string& type, const char* field = "status") {
     std::string out;
     for_each("reschedulepolicies", [&](const rapidjson::Value& p) {
-      if (kubesim::get_str(p, {"metadata", "name"}) != policy) return;
-      if (const auto* conds = kubesim::get_path(p, {"status", "conditions"}))
+      if (kubesim::json_string(p, {"metadata", "name"}) != policy) return;
+      if (const auto* conds = kubesim::json_path(p, {"status", "conditions"}))
         for (const auto& cond : conds->GetArray())
-          if (kubesim::get_str(cond, {"type"}) == type) out = std::string(kubesim::get_str(cond, {field}));
+          if (kubesim::json_string(cond, {"type"}) == type) out = std::string(kubesim::json_string(cond, {field}));
     });
     return out;
   }
@@ -266,9 +266,9 @@ class Env {
   std::vector<std::string> events(const std::string& reason) {
     std::vector<std::string> out;
     for_each("events", [&](const rapidjson::Value& e) {
-      if (kubesim::get_str(e, {"reason"}) == reason)
-        out.push_back(fmt::format("{}/{}: {}", kubesim::get_str(e, {"involvedObject", "kind"}),
-                                  kubesim::get_str(e, {"involvedObject", "name"}), kubesim::get_str(e, {"message"})));
+      if (kubesim::json_string(e, {"reason"}) == reason)
+        out.push_back(fmt::format("{}/{}: {}", kubesim::json_string(e, {"involvedObject", "kind"}),
+                                  kubesim::json_string(e, {"involvedObject", "name"}), kubesim::json_string(e, {"message"})));
     });
     return out;
   }
@@ -290,12 +290,12 @@ class Env {
   std::string lease_holder() {
     std::string h;
     for_each("leases", [&](const rapidjson::Value& l) {
-      if (key(l) == "default/spotshift") h = std::string(kubesim::get_str(l, {"spec", "holderIdentity"}));
+      if (key(l) == "default/spotshift") h = std::string(kubesim::json_string(l, {"spec", "holderIdentity"}));
     });
     return h;
   }
   static std::string key(const rapidjson::Value& o) {
-    return fmt::format("{}/{}", kubesim::get_str(o, {"metadata", "namespace"}), kubesim::get_str(o, {"metadata", "name"}));
+    return fmt::format("{}/{}", kubesim::json_string(o, {"metadata", "namespace"}), kubesim::json_string(o, {"metadata", "name"}));
   }
 
   TempDir dir;
@@ -321,10 +321,10 @@ class BudgetWatch {
     while (!stop_) {
       int ready = 0;
       env_.for_each("pods", [&](const rapidjson::Value& p) {
-        if (!Env::key(p).starts_with("shop/web-") || kubesim::get_path(p, {"metadata", "deletionTimestamp"})) return;
-        if (const auto* conds = kubesim::get_path(p, {"status", "conditions"}))
+        if (!Env::key(p).starts_with("shop/web-") || kubesim::json_path(p, {"metadata", "deletionTimestamp"})) return;
+        if (const auto* conds = kubesim::json_path(p, {"status", "conditions"}))
           for (const auto& cond : conds->GetArray())
-            if (kubesim::get_str(cond, {"type"}) == "Ready" && kubesim::get_str(cond, {"status"}) == "True") ++ready;
+            if (kubesim::json_string(cond, {"type"}) == "Ready" && kubesim::json_string(cond, {"status"}) == "True") ++ready;
       });
       min_ = std::min(min_.load(), ready);
       std::this_thread::sleep_for(5ms);

@@ -25,21 +25,21 @@ struct Rendered {
   std::vector<const kubesim::Value*> all(std::string_view kind) const {
     std::vector<const kubesim::Value*> out;
     for (const auto& d : docs)
-      if (kubesim::get_str(d, {"kind"}) == kind) out.push_back(&d);
+      if (kubesim::json_string(d, {"kind"}) == kind) out.push_back(&d);
     return out;
   }
   // The one object of this kind (and name); fails the test when there is not exactly one.
   const kubesim::Value& one(std::string_view kind, std::string_view name = {}) const {
     std::vector<const kubesim::Value*> found;
     for (const auto* d : all(kind))
-      if (name.empty() || kubesim::get_str(*d, {"metadata", "name"}) == name) found.push_back(d);
+      if (name.empty() || kubesim::json_string(*d, {"metadata", "name"}) == name) found.push_back(d);
     INFO("kind " << kind << " name " << name << "\n" << text);
     REQUIRE(found.size() == 1);
     return *found[0];
   }
   std::vector<std::string> kinds() const {
     std::vector<std::string> out;
-    for (const auto& d : docs) out.emplace_back(kubesim::get_str(d, {"kind"}));
+    for (const auto& d : docs) out.emplace_back(kubesim::json_string(d, {"kind"}));
     return out;
   }
   // The YAML of the documents whose kind satisfies pred, in order.
@@ -47,7 +47,7 @@ struct Rendered {
   std::string documents(Pred pred) const {
     std::string out;
     for (const auto& d : docs)
-      if (pred(std::string(kubesim::get_str(d, {"kind"})))) out += "---\n" + kubesim::to_json(d) + "\n";
+      if (pred(std::string(kubesim::json_string(d, {"kind"})))) out += "---\n" + kubesim::to_json(d) + "\n";
     return out;
   }
 };
@@ -73,7 +73,7 @@ inline Rendered render(const testing::TempDir& dir, const std::string& args) {
 
 // The operator container of the rendered Deployment (its only one).
 inline const kubesim::Value& container(const Rendered& r) {
-  const auto* containers = kubesim::get_path(r.one("Deployment"), {"spec", "template", "spec", "containers"});
+  const auto* containers = kubesim::json_path(r.one("Deployment"), {"spec", "template", "spec", "containers"});
   REQUIRE(containers);
   REQUIRE(containers->Size() == 1);
   return (*containers)[0];
@@ -82,7 +82,7 @@ inline const kubesim::Value& container(const Rendered& r) {
 // The operator container's args.
 inline std::vector<std::string> container_args(const Rendered& r) {
   std::vector<std::string> out;
-  const auto* args = kubesim::get_path(container(r), {"args"});
+  const auto* args = kubesim::json_path(container(r), {"args"});
   REQUIRE(args);
   for (const auto& a : args->GetArray()) out.emplace_back(a.GetString());
   return out;
@@ -112,8 +112,8 @@ struct Atom {
 
 inline std::vector<Atom> atoms_of(const kubesim::Value& role) {
   std::vector<Atom> out;
-  std::string kind(kubesim::get_str(role, {"kind"}));
-  for (const auto& rule : kubesim::get_path(role, {"rules"})->GetArray())
+  std::string kind(kubesim::json_string(role, {"kind"}));
+  for (const auto& rule : kubesim::json_path(role, {"rules"})->GetArray())
     for (const auto& g : rule["apiGroups"].GetArray())
       for (const auto& res : rule["resources"].GetArray())
         for (const auto& v : rule["verbs"].GetArray()) out.push_back(Atom{kind, g.GetString(), res.GetString(), v.GetString()});

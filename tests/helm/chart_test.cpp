@@ -19,12 +19,12 @@ namespace {
 // "group resource: verb,verb" for every rule, so a whole role compares in one CHECK.
 std::vector<std::string> rules_of(const kubesim::Value& role) {
   std::vector<std::string> out;
-  const auto* rules = kubesim::get_path(role, {"rules"});
+  const auto* rules = kubesim::json_path(role, {"rules"});
   REQUIRE(rules);
   for (const auto& rule : rules->GetArray()) {
     auto join = [&](const char* key) {
       std::string s;
-      if (const auto* list = kubesim::get_path(rule, {key}))
+      if (const auto* list = kubesim::json_path(rule, {key}))
         for (const auto& v : list->GetArray()) s += (s.empty() ? "" : ",") + std::string(v.GetString());
       return s;
     };
@@ -73,8 +73,8 @@ TEST_CASE("the default values render every object, with least privilege and a ha
 
   // Every object carries the recommended labels.
   for (const auto& d : r.docs) {
-    if (kubesim::get_str(d, {"kind"}) == "CustomResourceDefinition") continue;
-    auto labels = string_map(kubesim::get_path(d, {"metadata", "labels"}));
+    if (kubesim::json_string(d, {"kind"}) == "CustomResourceDefinition") continue;
+    auto labels = string_map(kubesim::json_path(d, {"metadata", "labels"}));
     CHECK(labels["app.kubernetes.io/name"] == "spotshift");
     CHECK(labels["app.kubernetes.io/instance"] == "spotshift");
     CHECK(labels["app.kubernetes.io/managed-by"] == "Helm");
@@ -85,44 +85,44 @@ TEST_CASE("the default values render every object, with least privilege and a ha
   // RBAC: only the verbs the operator uses; the Lease only in the release namespace.
   CHECK(rules_of(r.one("ClusterRole")) == kMinimalClusterRules);
   CHECK(rules_of(r.one("Role")) == std::vector<std::string>{"coordination.k8s.io leases: get,create,update"});
-  CHECK(kubesim::get_str(r.one("Role"), {"metadata", "namespace"}) == "spotshift");
+  CHECK(kubesim::json_string(r.one("Role"), {"metadata", "namespace"}) == "spotshift");
   for (auto kind : {"ClusterRoleBinding", "RoleBinding"}) {
     const auto& b = r.one(kind);
-    const auto* subjects = kubesim::get_path(b, {"subjects"});
+    const auto* subjects = kubesim::json_path(b, {"subjects"});
     REQUIRE(subjects);
     REQUIRE(subjects->Size() == 1);
-    CHECK(kubesim::get_str((*subjects)[0], {"kind"}) == "ServiceAccount");
-    CHECK(kubesim::get_str((*subjects)[0], {"name"}) == "spotshift");
-    CHECK(kubesim::get_str((*subjects)[0], {"namespace"}) == "spotshift");
+    CHECK(kubesim::json_string((*subjects)[0], {"kind"}) == "ServiceAccount");
+    CHECK(kubesim::json_string((*subjects)[0], {"name"}) == "spotshift");
+    CHECK(kubesim::json_string((*subjects)[0], {"namespace"}) == "spotshift");
   }
 
   // The Deployment.
   const auto& dep = r.one("Deployment");
-  CHECK(kubesim::to_json(*kubesim::get_path(dep, {"spec", "replicas"})) == "2");
-  const auto& pod = *kubesim::get_path(dep, {"spec", "template"});
-  CHECK(string_map(kubesim::get_path(pod, {"metadata", "annotations"}))["spotshift.io/do-not-move"] == "true");
-  CHECK(string_map(kubesim::get_path(pod, {"metadata", "labels"})) ==
-        string_map(kubesim::get_path(dep, {"spec", "selector", "matchLabels"})));
-  CHECK(string_map(kubesim::get_path(r.one("Service"), {"spec", "selector"})) ==
-        string_map(kubesim::get_path(dep, {"spec", "selector", "matchLabels"})));
-  CHECK(kubesim::get_str(pod, {"spec", "priorityClassName"}) == "system-cluster-critical");
-  CHECK(kubesim::get_str(pod, {"spec", "serviceAccountName"}) == "spotshift");
-  CHECK(kubesim::get_bool(pod, {"spec", "securityContext", "runAsNonRoot"}));
-  CHECK(kubesim::get_str(pod, {"spec", "securityContext", "seccompProfile", "type"}) == "RuntimeDefault");
+  CHECK(kubesim::to_json(*kubesim::json_path(dep, {"spec", "replicas"})) == "2");
+  const auto& pod = *kubesim::json_path(dep, {"spec", "template"});
+  CHECK(string_map(kubesim::json_path(pod, {"metadata", "annotations"}))["spotshift.io/do-not-move"] == "true");
+  CHECK(string_map(kubesim::json_path(pod, {"metadata", "labels"})) ==
+        string_map(kubesim::json_path(dep, {"spec", "selector", "matchLabels"})));
+  CHECK(string_map(kubesim::json_path(r.one("Service"), {"spec", "selector"})) ==
+        string_map(kubesim::json_path(dep, {"spec", "selector", "matchLabels"})));
+  CHECK(kubesim::json_string(pod, {"spec", "priorityClassName"}) == "system-cluster-critical");
+  CHECK(kubesim::json_string(pod, {"spec", "serviceAccountName"}) == "spotshift");
+  CHECK(kubesim::json_bool(pod, {"spec", "securityContext", "runAsNonRoot"}));
+  CHECK(kubesim::json_string(pod, {"spec", "securityContext", "seccompProfile", "type"}) == "RuntimeDefault");
   const auto& c = container(r);
-  CHECK(kubesim::get_str(c, {"image"}) == "ghcr.io/spotshift/spotshift:" + chart_version);
-  CHECK(kubesim::get_bool(c, {"securityContext", "readOnlyRootFilesystem"}));
-  CHECK_FALSE(kubesim::get_bool(c, {"securityContext", "allowPrivilegeEscalation"}, true));
-  CHECK(kubesim::to_json(*kubesim::get_path(c, {"securityContext", "capabilities", "drop"})) == R"(["ALL"])");
-  CHECK(kubesim::get_str(c, {"livenessProbe", "httpGet", "path"}) == "/healthz");
-  CHECK(kubesim::get_str(c, {"readinessProbe", "httpGet", "path"}) == "/readyz");
-  CHECK(kubesim::get_str(c, {"resources", "limits", "memory"}) == "512Mi");
+  CHECK(kubesim::json_string(c, {"image"}) == "ghcr.io/spotshift/spotshift:" + chart_version);
+  CHECK(kubesim::json_bool(c, {"securityContext", "readOnlyRootFilesystem"}));
+  CHECK_FALSE(kubesim::json_bool(c, {"securityContext", "allowPrivilegeEscalation"}, true));
+  CHECK(kubesim::to_json(*kubesim::json_path(c, {"securityContext", "capabilities", "drop"})) == R"(["ALL"])");
+  CHECK(kubesim::json_string(c, {"livenessProbe", "httpGet", "path"}) == "/healthz");
+  CHECK(kubesim::json_string(c, {"readinessProbe", "httpGet", "path"}) == "/readyz");
+  CHECK(kubesim::json_string(c, {"resources", "limits", "memory"}) == "512Mi");
   auto args = container_args(r);
   for (auto a : {"run", "--leader-elect=true", "--leader-election-namespace=spotshift", "--lease-name=spotshift",
                  "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081", "--watch-volumes=true", "--log-format=json"})
     CHECK(has(args, a));
   // The replicas spread over nodes unless told otherwise.
-  CHECK(kubesim::get_path(pod, {"spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution"}));
+  CHECK(kubesim::json_path(pod, {"spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution"}));
 
   // The args are ones the binary accepts.
   std::string quoted;
@@ -201,25 +201,25 @@ defaultPolicy:
   for (auto a : {"--watch-volumes=false", "--max-planning-cpu=25", "--workers=2", "--log-format=text", "--v=2", "--lease-name=shift", "--leader-election-namespace=ops"})
     CHECK(has(args, a));
   const auto& c = container(r);
-  CHECK(kubesim::get_str(c, {"image"}) == "ghcr.io/spotshift/spotshift:1.2.3");
-  CHECK(kubesim::get_str(c, {"resources", "limits", "memory"}) == "2Gi");
-  const auto& pod = *kubesim::get_path(r.one("Deployment"), {"spec", "template"});
-  auto annotations = string_map(kubesim::get_path(pod, {"metadata", "annotations"}));
+  CHECK(kubesim::json_string(c, {"image"}) == "ghcr.io/spotshift/spotshift:1.2.3");
+  CHECK(kubesim::json_string(c, {"resources", "limits", "memory"}) == "2Gi");
+  const auto& pod = *kubesim::json_path(r.one("Deployment"), {"spec", "template"});
+  auto annotations = string_map(kubesim::json_path(pod, {"metadata", "annotations"}));
   CHECK(annotations["prometheus.io/scrape"] == "true");
   CHECK(annotations["spotshift.io/do-not-move"] == "true");  // user annotations never drop the protection
-  CHECK(string_map(kubesim::get_path(pod, {"spec", "nodeSelector"})) == std::map<std::string, std::string>{{"node-role.kubernetes.io/worker", ""}});
-  CHECK(kubesim::to_json(*kubesim::get_path(pod, {"spec", "tolerations"})) ==
+  CHECK(string_map(kubesim::json_path(pod, {"spec", "nodeSelector"})) == std::map<std::string, std::string>{{"node-role.kubernetes.io/worker", ""}});
+  CHECK(kubesim::to_json(*kubesim::json_path(pod, {"spec", "tolerations"})) ==
         R"([{"effect":"PreferNoSchedule","key":"spotshift.io/on-demand","operator":"Exists"}])");
-  CHECK(kubesim::get_path(pod, {"spec", "affinity", "nodeAffinity"}));
-  CHECK_FALSE(kubesim::get_path(pod, {"spec", "affinity", "podAntiAffinity"}));
+  CHECK(kubesim::json_path(pod, {"spec", "affinity", "nodeAffinity"}));
+  CHECK_FALSE(kubesim::json_path(pod, {"spec", "affinity", "podAntiAffinity"}));
   // tpl expands templates inside values.
-  CHECK(kubesim::to_json(*kubesim::get_path(pod, {"spec", "topologySpreadConstraints"})).find(R"("app.kubernetes.io/instance":"prod")") !=
+  CHECK(kubesim::to_json(*kubesim::json_path(pod, {"spec", "topologySpreadConstraints"})).find(R"("app.kubernetes.io/instance":"prod")") !=
         std::string::npos);
-  CHECK(kubesim::get_str(r.one("ServiceMonitor"), {"metadata", "labels", "release"}) == "prom");
+  CHECK(kubesim::json_string(r.one("ServiceMonitor"), {"metadata", "labels", "release"}) == "prom");
   const auto& policy = r.one("ReschedulePolicy", "pool-a");
-  CHECK(kubesim::get_str(policy, {"spec", "nodeDrainDelay"}) == "5m");
-  CHECK(kubesim::get_bool(policy, {"spec", "suspend"}));
-  CHECK_FALSE(kubesim::get_bool(policy, {"spec", "dryRun"}, true));
+  CHECK(kubesim::json_string(policy, {"spec", "nodeDrainDelay"}) == "5m");
+  CHECK(kubesim::json_bool(policy, {"spec", "suspend"}));
+  CHECK_FALSE(kubesim::json_bool(policy, {"spec", "dryRun"}, true));
 
   // All of it applies, the policy passes the CRD's validation, and the operator's pods land where
   // the values put them.
@@ -267,7 +267,7 @@ TEST_CASE("one replica without leader election, and no RBAC or ServiceAccount wh
   INFO(bare.error);
   REQUIRE(bare.status == 0);
   CHECK(bare.kinds() == std::vector<std::string>{"Deployment"});
-  CHECK(kubesim::get_str(bare.one("Deployment"), {"spec", "template", "spec", "serviceAccountName"}) == "ops-sa");
+  CHECK(kubesim::json_string(bare.one("Deployment"), {"spec", "template", "spec", "serviceAccountName"}) == "ops-sa");
 }
 
 TEST_CASE("values that cannot work fail the render with a message that says why", "[chart]") {

@@ -1,4 +1,5 @@
 #include "kube/request.hpp"
+#include "model/json.hpp"
 #include "support/catch.hpp"
 
 using namespace spotshift::kube;
@@ -81,4 +82,17 @@ TEST_CASE("writes carry content types, write options and preconditions", "[reque
   CHECK(e.path == "/api/v1/namespaces/default/pods/web-abc-1/eviction");
   CHECK(e.body == R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-abc-1","namespace":"default"},"deleteOptions":{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":20}})");
   CHECK_FALSE(e.idempotent);
+}
+
+TEST_CASE("strings in request bodies are escaped as JSON, control characters included", "[request]") {
+  DeleteOptions d;
+  d.resource_version_precondition = "9\n\t\"\\\x01";
+  auto del = delete_request(Resource::pods(), "ns", "p", d);
+  spotshift::model::JsonDocument doc;
+  REQUIRE(spotshift::model::parse_json(del.body, doc));
+  CHECK(spotshift::model::json_string(doc, {"preconditions", "resourceVersion"}) == d.resource_version_precondition);
+  auto e = eviction_request("default", "web\x1f", d);
+  spotshift::model::JsonDocument eviction;
+  REQUIRE(spotshift::model::parse_json(e.body, eviction));
+  CHECK(spotshift::model::json_string(eviction, {"metadata", "name"}) == "web\x1f");
 }

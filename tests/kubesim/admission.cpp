@@ -18,7 +18,7 @@ namespace {
 
 bool has_toleration(const Value& tolerations, std::string_view key, std::string_view effect) {
   for (const auto& t : tolerations.GetArray())
-    if (get_str(t, {"key"}) == key && (get_str(t, {"effect"}).empty() || get_str(t, {"effect"}) == effect)) return true;
+    if (json_string(t, {"key"}) == key && (json_string(t, {"effect"}).empty() || json_string(t, {"effect"}) == effect)) return true;
   return false;
 }
 
@@ -44,7 +44,7 @@ void default_requests(Value& spec, Alloc& a) {
     for (auto& c : cs->GetArray()) {
       Value* res = get_mut(c, "resources");
       if (!res || !res->IsObject()) continue;
-      const Value* limits = field(*res, "limits");
+      const Value* limits = json_member(*res, "limits");
       if (!limits || !limits->IsObject()) continue;
       Value& requests = ensure_object(*res, "requests", a);
       for (auto it = limits->MemberBegin(); it != limits->MemberEnd(); ++it)
@@ -55,12 +55,12 @@ void default_requests(Value& spec, Alloc& a) {
 
 std::string qos_class(const Value& spec) {
   bool any = false, guaranteed = true;
-  const Value* cs = field(spec, "containers");
+  const Value* cs = json_member(spec, "containers");
   if (!cs || !cs->IsArray()) return "BestEffort";
   for (const auto& c : cs->GetArray()) {
     for (const char* r : {"cpu", "memory"}) {
-      std::string_view req = get_str(c, {"resources", "requests", r});
-      std::string_view lim = get_str(c, {"resources", "limits", r});
+      std::string_view req = json_string(c, {"resources", "requests", r});
+      std::string_view lim = json_string(c, {"resources", "limits", r});
       if (!req.empty() || !lim.empty()) any = true;
       if (lim.empty() || (req != lim && !req.empty())) guaranteed = false;
     }
@@ -82,11 +82,11 @@ void strip_mutable_pod_fields(Value& spec) {
 Result<void> check_quantities(const ResourceType& rt, std::string_view name, const Value& spec) {
   std::vector<StatusCause> causes;
   for (const char* list : {"containers", "initContainers"}) {
-    const Value* cs = field(spec, list);
+    const Value* cs = json_member(spec, list);
     if (!cs || !cs->IsArray()) continue;
     for (rapidjson::SizeType i = 0; i < cs->Size(); ++i) {
       for (const char* kind : {"requests", "limits"}) {
-        const Value* rl = get_path((*cs)[i], {"resources", kind});
+        const Value* rl = json_path((*cs)[i], {"resources", kind});
         if (!rl || !rl->IsObject()) continue;
         for (auto it = rl->MemberBegin(); it != rl->MemberEnd(); ++it) {
           std::string text = it->value.IsString() ? it->value.GetString() : to_json(it->value);
@@ -103,7 +103,7 @@ Result<void> check_quantities(const ResourceType& rt, std::string_view name, con
 
 // Sets v if absent.
 void default_field(Value& obj, std::string_view key, Value v, Alloc& a) {
-  if (!field(obj, key)) set(obj, key, std::move(v), a);
+  if (!json_member(obj, key)) set(obj, key, std::move(v), a);
 }
 
 Value rolling_update(std::initializer_list<std::pair<std::string_view, Value>> fields, Alloc& a) {
@@ -120,12 +120,12 @@ void default_workload(const ResourceType& rt, Value& spec, Alloc& a) {
   if (kind != "DaemonSet") default_field(spec, "replicas", Value(1), a);
   if (kind != "ReplicaSet") default_field(spec, "revisionHistoryLimit", Value(10), a);
   if (kind == "Deployment") {
-    default_field(spec, "strategy", rolling_update({{"maxUnavailable", ref("25%")}, {"maxSurge", ref("25%")}}, a), a);
+    default_field(spec, "strategy", rolling_update({{"maxUnavailable", json_key("25%")}, {"maxSurge", json_key("25%")}}, a), a);
     default_field(spec, "progressDeadlineSeconds", Value(600), a);
   } else if (kind == "DaemonSet") {
     default_field(spec, "updateStrategy", rolling_update({{"maxUnavailable", Value(1)}, {"maxSurge", Value(0)}}, a), a);
   } else if (kind == "StatefulSet") {
-    default_field(spec, "podManagementPolicy", ref("OrderedReady"), a);
+    default_field(spec, "podManagementPolicy", json_key("OrderedReady"), a);
     default_field(spec, "updateStrategy", rolling_update({{"partition", Value(0)}}, a), a);
   }
 }
@@ -136,20 +136,20 @@ void default_workload(const ResourceType& rt, Value& spec, Alloc& a) {
 std::string go_pdb_spec(const Value& spec) {
   auto json = [](const Value* v) { return v && !v->IsNull() ? to_json(*v) : std::string("null"); };
   std::string selector = "null";
-  if (const Value* sel = field(spec, "selector"); sel && sel->IsObject()) {
+  if (const Value* sel = json_member(spec, "selector"); sel && sel->IsObject()) {
     std::vector<std::string> parts;
-    if (const Value* ml = field(*sel, "matchLabels"); ml && ml->IsObject() && ml->MemberCount() > 0) {
+    if (const Value* ml = json_member(*sel, "matchLabels"); ml && ml->IsObject() && ml->MemberCount() > 0) {
       std::map<std::string, std::string> sorted;
       for (const auto& m : ml->GetObject()) sorted[m.name.GetString()] = to_json(m.value);
       std::vector<std::string> kv;
       for (const auto& [k, v] : sorted) kv.push_back(to_json(Value(rapidjson::StringRef(k.c_str()))) + ":" + v);
       parts.push_back(fmt::format(R"("matchLabels":{{{}}})", fmt::join(kv, ",")));
     }
-    if (const Value* me = field(*sel, "matchExpressions"); me && me->IsArray() && me->Size() > 0) {
+    if (const Value* me = json_member(*sel, "matchExpressions"); me && me->IsArray() && me->Size() > 0) {
       std::vector<std::string> exprs;
       for (const auto& e : me->GetArray()) {
-        std::string x = fmt::format(R"({{"key":{},"operator":{})", json(field(e, "key")), json(field(e, "operator")));
-        if (const Value* vals = field(e, "values"); vals && vals->IsArray() && vals->Size() > 0) x += R"(,"values":)" + to_json(*vals);
+        std::string x = fmt::format(R"({{"key":{},"operator":{})", json(json_member(e, "key")), json(json_member(e, "operator")));
+        if (const Value* vals = json_member(e, "values"); vals && vals->IsArray() && vals->Size() > 0) x += R"(,"values":)" + to_json(*vals);
         exprs.push_back(x + "}");
       }
       parts.push_back(fmt::format(R"("matchExpressions":[{}])", fmt::join(exprs, ",")));
@@ -157,8 +157,8 @@ std::string go_pdb_spec(const Value& spec) {
     selector = fmt::format("{{{}}}", fmt::join(parts, ","));
   }
   return fmt::format(R"({{"MinAvailable":{},"Selector":{},"MaxUnavailable":{},"UnhealthyPodEvictionPolicy":{}}})",
-                     json(field(spec, "minAvailable")), selector, json(field(spec, "maxUnavailable")),
-                     json(field(spec, "unhealthyPodEvictionPolicy")));
+                     json(json_member(spec, "minAvailable")), selector, json(json_member(spec, "maxUnavailable")),
+                     json(json_member(spec, "unhealthyPodEvictionPolicy")));
 }
 
 }  // namespace
@@ -168,13 +168,13 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
   if (&rt == registry_.pods()) {
     Value* spec = get_mut(obj, "spec");
     if (!spec || !spec->IsObject()) return invalid(rt, name, {{"FieldValueRequired", "spec", "Required value"}});
-    const Value* containers = field(*spec, "containers");
+    const Value* containers = json_member(*spec, "containers");
     if (!containers || !containers->IsArray() || containers->Size() == 0)
       return invalid(rt, name, {{"FieldValueRequired", "spec.containers", "Required value"}});
     if (auto r = check_quantities(rt, name, *spec); !r) return r;
     if (old) {
       Value a_spec, b_spec;
-      if (const Value* os = field(*old, "spec")) a_spec.CopyFrom(*os, a);
+      if (const Value* os = json_member(*old, "spec")) a_spec.CopyFrom(*os, a);
       b_spec.CopyFrom(*spec, a);
       strip_mutable_pod_fields(a_spec);
       strip_mutable_pod_fields(b_spec);
@@ -187,28 +187,28 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
                          "to 1 if it was previously negative)"}});
       return {};
     }
-    if (get_str(*spec, {"schedulerName"}).empty()) set_str(*spec, "schedulerName", "default-scheduler", a);
-    if (!field(*spec, "terminationGracePeriodSeconds")) set_int(*spec, "terminationGracePeriodSeconds", 30, a);
-    if (get_str(*spec, {"restartPolicy"}).empty()) set_str(*spec, "restartPolicy", "Always", a);
-    if (get_str(*spec, {"dnsPolicy"}).empty()) set_str(*spec, "dnsPolicy", "ClusterFirst", a);
-    if (!field(*spec, "priority")) {
-      std::string_view pc = get_str(*spec, {"priorityClassName"});
+    if (json_string(*spec, {"schedulerName"}).empty()) set_str(*spec, "schedulerName", "default-scheduler", a);
+    if (!json_member(*spec, "terminationGracePeriodSeconds")) set_int(*spec, "terminationGracePeriodSeconds", 30, a);
+    if (json_string(*spec, {"restartPolicy"}).empty()) set_str(*spec, "restartPolicy", "Always", a);
+    if (json_string(*spec, {"dnsPolicy"}).empty()) set_str(*spec, "dnsPolicy", "ClusterFirst", a);
+    if (!json_member(*spec, "priority")) {
+      std::string_view pc = json_string(*spec, {"priorityClassName"});
       int64_t priority = pc == "system-node-critical" ? 2000001000 : pc == "system-cluster-critical" ? 2000000000 : 0;
       set_int(*spec, "priority", priority, a);
     }
     default_requests(*spec, a);
     default_tolerations(*spec, a);
     Value& status = ensure_object(obj, "status", a);
-    if (!load || get_str(status, {"phase"}).empty()) set_str(status, "phase", "Pending", a);
+    if (!load || json_string(status, {"phase"}).empty()) set_str(status, "phase", "Pending", a);
     set_str(status, "qosClass", qos_class(*spec), a);
     return {};
   }
   if (&rt == registry_.nodes() && !old) {
     // The simulated kubelet registers its node Ready, with allocatable defaulting to capacity.
     Value& st = ensure_object(obj, "status", a);
-    if (!field(st, "allocatable"))
-      if (const Value* cap = field(st, "capacity")) set(st, "allocatable", copy_of(*cap, a), a);
-    const Value* conds = field(st, "conditions");
+    if (!json_member(st, "allocatable"))
+      if (const Value* cap = json_member(st, "capacity")) set(st, "allocatable", copy_of(*cap, a), a);
+    const Value* conds = json_member(st, "conditions");
     if (!conds || !conds->IsArray() || conds->Empty()) {
       Value list(rapidjson::kArrayType);
       for (auto [type, status] : {std::pair{"MemoryPressure", "False"}, {"DiskPressure", "False"}, {"PIDPressure", "False"},
@@ -223,7 +223,7 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
       }
       set(st, "conditions", std::move(list), a);
     }
-    if (!field(st, "addresses")) {
+    if (!json_member(st, "addresses")) {
       uint32_t n = next_node_ip_++;
       Value list(rapidjson::kArrayType);
       for (auto [type, address] : {std::pair<std::string_view, std::string>{"InternalIP", fmt::format("10.0.{}.{}", (n >> 8) & 255, n & 255)},
@@ -241,23 +241,23 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
                               {"osImage", "kubesim simulated node"}, {"kernelVersion", "none (simulated)"},
                               {"containerRuntimeVersion", "kubesim://1"}, {"operatingSystem", "linux"},
                               {"architecture", "amd64"}})
-      if (get_str(info, {key}).empty()) set_str(info, key, value, a);
+      if (json_string(info, {key}).empty()) set_str(info, key, value, a);
     // Identifiers a kubelet always reports (strict clients, such as the official Python client,
     // require them): stable per node name.
     for (auto [key, prefix] : {std::pair{"machineID", "machine-"}, {"systemUUID", "uuid-"}, {"bootID", "boot-"}})
-      if (get_str(info, {key}).empty()) set_str(info, key, std::string(prefix) + name, a);
+      if (json_string(info, {key}).empty()) set_str(info, key, std::string(prefix) + name, a);
     return {};
   }
   if (&rt == registry_.pdbs()) {
-    if (get_path(obj, {"spec", "minAvailable"}) && get_path(obj, {"spec", "maxUnavailable"}))
+    if (json_path(obj, {"spec", "minAvailable"}) && json_path(obj, {"spec", "maxUnavailable"}))
       return invalid(rt, name, {{"FieldValueInvalid", "spec",
                                  fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set",
-                                             go_pdb_spec(*get_path(obj, {"spec"})))}});
+                                             go_pdb_spec(*json_path(obj, {"spec"})))}});
     return {};
   }
   if (&rt == registry_.namespaces()) {
     if (!old && !load) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
-    else if (get_str(obj, {"status", "phase"}).empty()) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
+    else if (json_string(obj, {"status", "phase"}).empty()) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
     return {};
   }
   if (&rt == registry_.deployments() || &rt == registry_.replicasets() || &rt == registry_.statefulsets() ||
@@ -266,9 +266,9 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
     return {};
   }
   if (&rt == registry_.crds()) {
-    std::string_view group = get_str(obj, {"spec", "group"});
-    std::string_view plural = get_str(obj, {"spec", "names", "plural"});
-    std::string_view kind = get_str(obj, {"spec", "names", "kind"});
+    std::string_view group = json_string(obj, {"spec", "group"});
+    std::string_view plural = json_string(obj, {"spec", "names", "plural"});
+    std::string_view kind = json_string(obj, {"spec", "names", "kind"});
     std::vector<StatusCause> causes;
     if (group.empty()) causes.push_back({"FieldValueRequired", "spec.group", "Required value"});
     if (plural.empty()) causes.push_back({"FieldValueRequired", "spec.names.plural", "Required value"});
@@ -276,20 +276,20 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
     if (causes.empty() && name != fmt::format("{}.{}", plural, group))
       causes.push_back({"FieldValueInvalid", "metadata.name",
                         fmt::format("Invalid value: \"{}\": must be spec.names.plural+\".\"+spec.group", name)});
-    const Value* versions = get_path(obj, {"spec", "versions"});
+    const Value* versions = json_path(obj, {"spec", "versions"});
     if (!versions || !versions->IsArray() || versions->Size() == 0)
       causes.push_back({"FieldValueRequired", "spec.versions", "Required value: must have exactly one version marked as storage version"});
     if (!causes.empty()) return invalid(rt, name, std::move(causes));
     // Accepted and established at once.
     Value& status = ensure_object(obj, "status", a);
     Value names(rapidjson::kObjectType);
-    if (const Value* n = get_path(obj, {"spec", "names"})) names.CopyFrom(*n, a);
-    if (get_str(names, {"singular"}).empty()) {
+    if (const Value* n = json_path(obj, {"spec", "names"})) names.CopyFrom(*n, a);
+    if (json_string(names, {"singular"}).empty()) {
       std::string singular(kind);
       for (auto& c : singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       set_str(names, "singular", singular, a);
     }
-    if (get_str(names, {"listKind"}).empty()) set_str(names, "listKind", fmt::format("{}List", kind), a);
+    if (json_string(names, {"listKind"}).empty()) set_str(names, "listKind", fmt::format("{}List", kind), a);
     set(status, "acceptedNames", std::move(names), a);
     Value conds(rapidjson::kArrayType);
     for (auto [type, reason, message] : {std::tuple{"NamesAccepted", "NoConflicts", "no conflicts found"},
@@ -305,12 +305,12 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
     set(status, "conditions", std::move(conds), a);
     Value stored(rapidjson::kArrayType);
     for (const auto& v : versions->GetArray())
-      if (get_bool(v, {"storage"})) stored.PushBack(str(get_str(v, {"name"}), a), a);
+      if (json_bool(v, {"storage"})) stored.PushBack(str(json_string(v, {"name"}), a), a);
     set(status, "storedVersions", std::move(stored), a);
     return {};
   }
   if (rt.group.empty() && rt.plural == "secrets") {
-    if (get_str(obj, {"type"}).empty()) set_str(obj, "type", "Opaque", a);
+    if (json_string(obj, {"type"}).empty()) set_str(obj, "type", "Opaque", a);
     // stringData is write-only: the API server merges it into data (base64) and never stores it.
     if (Value* sd = get_mut(obj, "stringData"); sd && sd->IsObject()) {
       Value& data = ensure_object(obj, "data", a);
@@ -324,46 +324,46 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
 }
 
 Result<void> Cluster::register_crd(const Value& crd) {
-  std::string group(get_str(crd, {"spec", "group"}));
-  const Value* names = get_path(crd, {"spec", "names"});
-  const Value* versions = get_path(crd, {"spec", "versions"});
+  std::string group(json_string(crd, {"spec", "group"}));
+  const Value* names = json_path(crd, {"spec", "names"});
+  const Value* versions = json_path(crd, {"spec", "versions"});
   if (!names || !versions || !versions->IsArray()) return Error::invalid("spec.names and spec.versions are required");
   for (const auto& v : versions->GetArray()) {
     ResourceType t;
     t.group = group;
-    t.version = std::string(get_str(v, {"name"}));
-    t.plural = std::string(get_str(*names, {"plural"}));
-    t.kind = std::string(get_str(*names, {"kind"}));
-    t.singular = std::string(get_str(*names, {"singular"}));
+    t.version = std::string(json_string(v, {"name"}));
+    t.plural = std::string(json_string(*names, {"plural"}));
+    t.kind = std::string(json_string(*names, {"kind"}));
+    t.singular = std::string(json_string(*names, {"singular"}));
     if (t.singular.empty()) {
       t.singular = t.kind;
       for (auto& c : t.singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
-    t.namespaced = get_str(crd, {"spec", "scope"}, "Namespaced") == "Namespaced";
-    if (const Value* sn = field(*names, "shortNames"); sn && sn->IsArray())
+    t.namespaced = json_string(crd, {"spec", "scope"}, "Namespaced") == "Namespaced";
+    if (const Value* sn = json_member(*names, "shortNames"); sn && sn->IsArray())
       for (const auto& s : sn->GetArray()) t.short_names.emplace_back(s.GetString());
-    if (const Value* cat = field(*names, "categories"); cat && cat->IsArray())
+    if (const Value* cat = json_member(*names, "categories"); cat && cat->IsArray())
       for (const auto& s : cat->GetArray()) t.categories.emplace_back(s.GetString());
     t.crd = true;
-    t.served = get_bool(v, {"served"}, true);
+    t.served = json_bool(v, {"served"}, true);
     t.has_generation = true;
-    if (get_path(v, {"subresources", "status"})) {
+    if (json_path(v, {"subresources", "status"})) {
       t.subresources.push_back("status");
       t.status_subresource = true;
     }
-    if (const Value* cols = field(v, "additionalPrinterColumns"); cols && cols->IsArray()) {
+    if (const Value* cols = json_member(v, "additionalPrinterColumns"); cols && cols->IsArray()) {
       for (const auto& c : cols->GetArray()) {
         PrinterColumn pc;
-        pc.name = std::string(get_str(c, {"name"}));
-        pc.type = std::string(get_str(c, {"type"}, "string"));
-        pc.format = std::string(get_str(c, {"format"}));
-        pc.description = std::string(get_str(c, {"description"}));
-        pc.json_path = std::string(get_str(c, {"jsonPath"}));
-        pc.priority = static_cast<int>(get_int(c, {"priority"}).value_or(0));
+        pc.name = std::string(json_string(c, {"name"}));
+        pc.type = std::string(json_string(c, {"type"}, "string"));
+        pc.format = std::string(json_string(c, {"format"}));
+        pc.description = std::string(json_string(c, {"description"}));
+        pc.json_path = std::string(json_string(c, {"jsonPath"}));
+        pc.priority = static_cast<int>(json_int(c, {"priority"}).value_or(0));
         t.columns.push_back(std::move(pc));
       }
     }
-    if (const Value* s = get_path(v, {"schema", "openAPIV3Schema"})) {
+    if (const Value* s = json_path(v, {"schema", "openAPIV3Schema"})) {
       auto schema = Schema::parse(*s);
       if (!schema) return schema.error();
       t.schema = *schema;

@@ -60,7 +60,7 @@ Result<Doc> parse_body(const HttpRequest& r) {
   std::string_view ct = r.content_type;
   if (ct.find("yaml") != std::string_view::npos) return parse_yaml(r.body);
   Doc d;
-  if (auto p = parse_into(r.body, d); !p) return Error::api(400, "BadRequest", fmt::format("the request body is not valid JSON: {}", p.error().message));
+  if (auto p = parse_json(r.body, d); !p) return Error::api(400, "BadRequest", fmt::format("the request body is not valid JSON: {}", p.error().message));
   return d;
 }
 
@@ -184,7 +184,7 @@ HttpResponse Api::object_response(int status, const Target& t, const StoredObjec
   r.status = status;
   if (wants_table(req)) {
     r.content_type = kTableType;
-    r.body = render_table(*t.rt, {&obj.doc}, cluster_.now(), get_str(obj.doc, {"metadata", "resourceVersion"}), "");
+    r.body = render_table(*t.rt, {&obj.doc}, cluster_.now(), json_string(obj.doc, {"metadata", "resourceVersion"}), "");
   } else {
     r.body = render(*t.rt, obj);
   }
@@ -420,11 +420,11 @@ HttpResponse Api::list(const HttpRequest& req, const Target& t) {
   if (!cont.empty()) {
     auto raw = base64_decode(cont);
     Doc d;
-    if (!raw || !parse_into(*raw, d) || !get_int(d, {"rv"}))
+    if (!raw || !parse_json(*raw, d) || !json_int(d, {"rv"}))
       return error(Cluster::bad_request("continue key is not valid: illegal base64 data"), t);
-    at = static_cast<uint64_t>(*get_int(d, {"rv"}));
-    after = std::string(get_str(d, {"start"}));
-    auto issued = get_int(d, {"issued"}).value_or(0);
+    at = static_cast<uint64_t>(*json_int(d, {"rv"}));
+    after = std::string(json_string(d, {"start"}));
+    auto issued = json_int(d, {"issued"}).value_or(0);
     auto age = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() - issued;
     if (cluster_.faults().take_continue_expiry() || age > options_.continue_ttl.count() || !store.can_resume(at))
       return error(Error::api(410, "Expired",
@@ -490,7 +490,7 @@ HttpResponse Api::list(const HttpRequest& req, const Target& t) {
     if (i) body += ',';
     if (partial) {
       body += R"({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":)";
-      const Value* m = field((*items)[i]->doc, "metadata");
+      const Value* m = json_member((*items)[i]->doc, "metadata");
       body += m ? to_json(*m) : "{}";
       body += '}';
     } else {
@@ -628,7 +628,7 @@ HttpResponse Api::patch(const HttpRequest& req, const Target& t) {
                  t);
   Result<Doc> body = *type == PatchType::kApply ? parse_yaml(req.body) : [&]() -> Result<Doc> {
     Doc d;
-    if (auto p = parse_into(req.body, d); !p) return Cluster::bad_request(p.error().message);
+    if (auto p = parse_json(req.body, d); !p) return Cluster::bad_request(p.error().message);
     return d;
   }();
   if (!body) return error(Cluster::bad_request(body.error().message), t);
@@ -669,7 +669,7 @@ HttpResponse Api::remove(const HttpRequest& req, const Target& t) {
     set_str(details, "name", t.name, a);
     if (!t.rt->group.empty()) set_str(details, "group", t.rt->group, a);
     set_str(details, "kind", t.rt->plural, a);
-    set_str(details, "uid", get_str((*removed)->doc, {"metadata", "uid"}), a);
+    set_str(details, "uid", json_string((*removed)->doc, {"metadata", "uid"}), a);
     d.AddMember("details", details, a);
     HttpResponse r;
     r.body = to_json(d);
@@ -704,7 +704,7 @@ HttpResponse Api::scale(const HttpRequest& req, const Target& t, std::string_vie
                               "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"),
                    t);
     Doc patch;
-    if (auto p = parse_into(req.body, patch); !p) return error(Cluster::bad_request(p.error().message), t);
+    if (auto p = parse_json(req.body, patch); !p) return error(Cluster::bad_request(p.error().message), t);
     auto current = cluster_.scale_of(*t.rt, t.ns, t.name);
     if (!current) return error(current.error(), t);
     Doc& s = *current;
@@ -725,16 +725,16 @@ HttpResponse Api::scale(const HttpRequest& req, const Target& t, std::string_vie
 
 HttpResponse Api::evict(const HttpRequest& req, const Target& t) {
   Doc body;
-  if (auto p = parse_into(req.body, body); !p || !body.IsObject())
+  if (auto p = parse_json(req.body, body); !p || !body.IsObject())
     return error(Cluster::bad_request("the request body is not a valid Eviction"), t);
-  std::string_view body_name = get_str(body, {"metadata", "name"});
+  std::string_view body_name = json_string(body, {"metadata", "name"});
   if (!body_name.empty() && body_name != t.name)
     return error(Cluster::bad_request("name in URL does not match name in Eviction object"), t);
-  std::string_view api_version = get_str(body, {"apiVersion"});
+  std::string_view api_version = json_string(body, {"apiVersion"});
   if (!api_version.empty() && api_version != "policy/v1" && api_version != "policy/v1beta1")
     return error(Cluster::bad_request(fmt::format("unsupported Eviction apiVersion \"{}\"", api_version)), t);
   DeleteOptions opts;
-  if (const Value* d = field(body, "deleteOptions")) {
+  if (const Value* d = json_member(body, "deleteOptions")) {
     auto decoded = decode_delete_options("application/json", to_json(*d), {});
     if (!decoded) return error(Cluster::bad_request(decoded.error().message), t);
     opts = *decoded;
@@ -749,9 +749,9 @@ HttpResponse Api::evict(const HttpRequest& req, const Target& t) {
 
 HttpResponse Api::bind(const HttpRequest& req, const Target& t) {
   Doc body;
-  if (auto p = parse_into(req.body, body); !p || !body.IsObject())
+  if (auto p = parse_json(req.body, body); !p || !body.IsObject())
     return error(Cluster::bad_request("the request body is not a valid Binding"), t);
-  std::string_view node = get_str(body, {"target", "name"});
+  std::string_view node = json_string(body, {"target", "name"});
   if (node.empty()) return error(Cluster::bad_request("Binding target.name is required"), t);
   auto r = cluster_.bind(t.ns, t.name, node);
   if (!r) return error(r.error(), t);
@@ -780,7 +780,7 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
     auto decoded = decode_review_protobuf(req.body, t.rt->kind);
     if (!decoded) return error(decoded.error(), t);
     body = std::move(*decoded);
-  } else if (auto p = parse_into(req.body, body); !p || !body.IsObject()) {
+  } else if (auto p = parse_json(req.body, body); !p || !body.IsObject()) {
     return error(Cluster::bad_request(fmt::format("the request body is not a valid {}", t.rt->kind)), t);
   }
   Alloc& a = body.GetAllocator();
@@ -821,7 +821,7 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
     } else {
       rule({"create"}, {"authorization.k8s.io"}, {"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, {});
       rule({"create"}, {"authentication.k8s.io"}, {"selfsubjectreviews"}, {});
-      for (const Value* granted : rbac_rules(cluster_.store(), cluster_.registry(), self, get_str(body, {"spec", "namespace"}))) {
+      for (const Value* granted : rbac_rules(cluster_.store(), cluster_.registry(), self, json_string(body, {"spec", "namespace"}))) {
         Value copy = copy_of(*granted, a);
         if (copy.IsObject() && copy.HasMember("nonResourceURLs")) continue;  // not read by kubesim's RBAC
         resource_rules.PushBack(copy, a);
@@ -841,8 +841,8 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
   } else {
     UserInfo subject = self;
     if (t.rt->kind == "SubjectAccessReview") {
-      subject = UserInfo{std::string(get_str(body, {"spec", "user"})), {}};
-      if (const Value* g = get_path(body, {"spec", "groups"}); g && g->IsArray())
+      subject = UserInfo{std::string(json_string(body, {"spec", "user"})), {}};
+      if (const Value* g = json_path(body, {"spec", "groups"}); g && g->IsArray())
         for (const auto& v : g->GetArray())
           if (v.IsString()) subject.groups.emplace_back(v.GetString(), v.GetStringLength());
       if (subject.name.empty() && subject.groups.empty())
@@ -850,8 +850,8 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
                                                    "spec.user: Invalid value: \"\": at least one of user or group must be specified"}}),
                      t);
     }
-    const Value* resource = get_path(body, {"spec", "resourceAttributes"});
-    const Value* non_resource = get_path(body, {"spec", "nonResourceAttributes"});
+    const Value* resource = json_path(body, {"spec", "resourceAttributes"});
+    const Value* non_resource = json_path(body, {"spec", "nonResourceAttributes"});
     if ((resource && resource->IsObject()) == (non_resource && non_resource->IsObject()))
       return error(Cluster::invalid(*t.rt, "", {{"FieldValueInvalid", "spec.resourceAttributes",
                                                  "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
@@ -861,12 +861,12 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
     std::string reason;
     if (!subject.superuser()) {
       if (resource && resource->IsObject()) {
-        RequestAttributes attrs{std::string(get_str(*resource, {"verb"})),        std::string(get_str(*resource, {"group"})),
-                                std::string(get_str(*resource, {"resource"})),    std::string(get_str(*resource, {"subresource"})),
-                                std::string(get_str(*resource, {"namespace"})),   std::string(get_str(*resource, {"name"}))};
+        RequestAttributes attrs{std::string(json_string(*resource, {"verb"})),        std::string(json_string(*resource, {"group"})),
+                                std::string(json_string(*resource, {"resource"})),    std::string(json_string(*resource, {"subresource"})),
+                                std::string(json_string(*resource, {"namespace"})),   std::string(json_string(*resource, {"name"}))};
         allowed = rbac_allows(cluster_.store(), cluster_.registry(), subject, attrs);
       } else {
-        allowed = get_str(*non_resource, {"verb"}) == "get" && discovery_path(get_str(*non_resource, {"path"}));
+        allowed = json_string(*non_resource, {"verb"}) == "get" && discovery_path(json_string(*non_resource, {"path"}));
       }
       reason = allowed ? "allowed by the cluster's RBAC objects" : "";
     } else {

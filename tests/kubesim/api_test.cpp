@@ -12,7 +12,7 @@ constexpr const char* kPod = R"({"apiVersion":"v1","kind":"Pod","metadata":{"nam
 
 std::string body_field(const HttpResponse& r, std::initializer_list<std::string_view> path) {
   Doc d = parse(r.body);
-  const Value* v = get_path(d, path);
+  const Value* v = json_path(d, path);
   if (!v) return "<absent>";
   return v->IsString() ? std::string(v->GetString()) : to_json(*v);
 }
@@ -209,10 +209,10 @@ TEST_CASE("lists paginate as a consistent snapshot and honour resourceVersion ru
   auto first = t.get("/api/v1/nodes?limit=2");
   REQUIRE(first.status == 200);
   Doc d = parse(first.body);
-  CHECK(get_str(d, {"kind"}) == "NodeList");
-  CHECK(field(d, "items")->Size() == 2);
-  std::string rv(get_str(d, {"metadata", "resourceVersion"}));
-  std::string cont(get_str(d, {"metadata", "continue"}));
+  CHECK(json_string(d, {"kind"}) == "NodeList");
+  CHECK(json_member(d, "items")->Size() == 2);
+  std::string rv(json_string(d, {"metadata", "resourceVersion"}));
+  std::string cont(json_string(d, {"metadata", "continue"}));
   REQUIRE_FALSE(cont.empty());
   t.post("/api/v1/nodes", R"({"metadata":{"name":"n9"}})");  // after the snapshot: must not show
   t.request("DELETE", "/api/v1/nodes/n4");                   // deleted after the snapshot: must show
@@ -221,9 +221,9 @@ TEST_CASE("lists paginate as a consistent snapshot and honour resourceVersion ru
     auto r = t.get("/api/v1/nodes?limit=2&continue=" + url_encode(cont));
     REQUIRE(r.status == 200);
     Doc p = parse(r.body);
-    CHECK(get_str(p, {"metadata", "resourceVersion"}) == rv);
-    for (const auto& item : field(p, "items")->GetArray()) names.emplace_back(name_of(item));
-    cont = std::string(get_str(p, {"metadata", "continue"}));
+    CHECK(json_string(p, {"metadata", "resourceVersion"}) == rv);
+    for (const auto& item : json_member(p, "items")->GetArray()) names.emplace_back(name_of(item));
+    cont = std::string(json_string(p, {"metadata", "continue"}));
   }
   CHECK(names == std::vector<std::string>{"n2", "n3", "n4"});
 
@@ -240,7 +240,7 @@ TEST_CASE("lists paginate as a consistent snapshot and honour resourceVersion ru
   CHECK(parse(exact.body)["items"].Size() == 5);
 
   t.cluster().faults().expire_next_continue();
-  auto expired = t.get("/api/v1/nodes?limit=2&continue=" + url_encode(std::string(get_str(d, {"metadata", "continue"}))));
+  auto expired = t.get("/api/v1/nodes?limit=2&continue=" + url_encode(std::string(json_string(d, {"metadata", "continue"}))));
   CHECK(expired.status == 410);
   CHECK(body_field(expired, {"reason"}) == "Expired");
   t.cluster().store().compact(t.cluster().store().resource_version());
@@ -304,15 +304,15 @@ spec: {unschedulable: true}
                          "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
   CHECK(table.content_type == "application/json;as=Table;v=v1;g=meta.k8s.io");
   Doc d = parse(table.body);
-  CHECK(get_str(d, {"kind"}) == "Table");
+  CHECK(json_string(d, {"kind"}) == "Table");
   REQUIRE(d["rows"].Size() == 1);
   // Every column's cell, the -o wide ones (priority 1) included: kubectl hides those itself.
   CHECK(to_json(d["rows"][0]["cells"]) ==
         R"x(["a","Ready,SchedulingDisabled","worker","0s","v1.32.0","10.0.0.1","<none>","kubesim simulated node",)x"
         R"x("none (simulated)","kubesim://1"])x");
-  CHECK(get_str(d["rows"][0], {"object", "kind"}) == "PartialObjectMetadata");
+  CHECK(json_string(d["rows"][0], {"object", "kind"}) == "PartialObjectMetadata");
   auto partial = t.request("GET", "/api/v1/nodes", "", "", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
-  CHECK(get_str(parse(partial.body), {"kind"}) == "PartialObjectMetadataList");
+  CHECK(json_string(parse(partial.body), {"kind"}) == "PartialObjectMetadataList");
 }
 
 TEST_CASE("deletes take options as JSON, query or kubectl's protobuf envelope", "[api]") {
@@ -351,7 +351,7 @@ TEST_CASE("events are one storage with two API views", "[api]") {
   auto listed = t.get("/api/v1/events?fieldSelector=involvedObject.kind%3DNode%2Creason%3DDrainStarted");
   CHECK(parse(listed.body)["items"].Size() == 1);
   auto view = t.get("/apis/events.k8s.io/v1/events");
-  CHECK(get_str(parse(view.body)["items"][0], {"regarding", "kind"}) == "Node");
+  CHECK(json_string(parse(view.body)["items"][0], {"regarding", "kind"}) == "Node");
 }
 
 TEST_CASE("discovery lists the eviction subresource and CRDs join discovery and OpenAPI", "[api]") {

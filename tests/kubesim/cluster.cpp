@@ -66,7 +66,7 @@ bool equal_except(const Value& a, const Value& b, const char* ignore, const char
 bool same_ignoring_rv(const Value& a, const Value& b) { return equal_except(a, b, nullptr, "metadata"); }
 
 bool has_finalizers(const Value& obj) {
-  const Value* f = get_path(obj, {"metadata", "finalizers"});
+  const Value* f = json_path(obj, {"metadata", "finalizers"});
   return f && f->IsArray() && f->Size() > 0;
 }
 
@@ -132,8 +132,8 @@ Result<ObjectPtr> Cluster::create(const ResourceType& rt, std::string_view ns, D
 }
 
 Result<ObjectPtr> Cluster::load(Doc obj) {
-  std::string_view api_version = get_str(obj, {"apiVersion"});
-  std::string_view kind = get_str(obj, {"kind"});
+  std::string_view api_version = json_string(obj, {"apiVersion"});
+  std::string_view kind = json_string(obj, {"kind"});
   const ResourceType* rt = registry_.find_kind(api_version, kind);
   if (!rt) return Error::invalid(fmt::format("no resource for apiVersion \"{}\" kind \"{}\"", api_version, kind));
   std::string ns(namespace_of(obj));
@@ -168,31 +168,31 @@ Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_v
                                            bool load) {
   if (!obj.IsObject()) return bad_request("the body of the request must be a JSON object");
   Alloc& a = obj.GetAllocator();
-  std::string_view api_version = get_str(obj, {"apiVersion"});
+  std::string_view api_version = json_string(obj, {"apiVersion"});
   if (!api_version.empty() && api_version != rt.group_version())
     return bad_request(fmt::format("the API version in the data ({}) does not match the expected API version ({})",
                                    api_version, rt.group_version()));
-  std::string_view kind = get_str(obj, {"kind"});
+  std::string_view kind = json_string(obj, {"kind"});
   if (!kind.empty() && kind != rt.kind)
     return bad_request(fmt::format("the kind in the data ({}) does not match the expected kind ({})", kind, rt.kind));
   set_str(obj, "apiVersion", rt.group_version(), a);
   set_str(obj, "kind", rt.kind, a);
   Value& m = ensure_object(obj, "metadata", a);
 
-  std::string name(get_str(m, {"name"}));
-  std::string_view generate = get_str(m, {"generateName"});
+  std::string name(json_string(m, {"name"}));
+  std::string_view generate = json_string(m, {"generateName"});
   if (name.empty() && generate.empty())
     return invalid(rt, "", {{"FieldValueRequired", "metadata.name", "Required value: name or generateName is required"}});
 
   if (rt.namespaced) {
-    std::string_view body_ns = get_str(m, {"namespace"});
+    std::string_view body_ns = json_string(m, {"namespace"});
     if (!body_ns.empty() && !ns.empty() && body_ns != ns)
       return bad_request("the namespace of the provided object does not match the namespace sent on the request");
     if (ns.empty()) ns = body_ns;
     if (ns.empty()) return bad_request("the namespace of the object must be set");
     auto ns_obj = store_.get(*registry_.namespaces(), ns);
     if (!ns_obj) return not_found(*registry_.namespaces(), ns);
-    if (get_str(ns_obj->doc, {"status", "phase"}) == "Terminating")
+    if (json_string(ns_obj->doc, {"status", "phase"}) == "Terminating")
       return Error::api(403, "Forbidden",
                         fmt::format("{} \"{}\" is forbidden: unable to create new content in namespace {} because it is "
                                     "being terminated", rt.qualified_plural(), name.empty() ? std::string(generate) : name, ns));
@@ -218,8 +218,8 @@ Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_v
   if (store_.get(rt, Store::key_of(rt, ns, name)))
     return Error::api(409, "AlreadyExists", fmt::format("{} \"{}\" already exists", rt.qualified_plural(), name));
 
-  set_str(m, "uid", load && !get_str(m, {"uid"}).empty() ? std::string(get_str(m, {"uid"})) : new_uid(), a);
-  if (!load || get_str(m, {"creationTimestamp"}).empty()) set_str(m, "creationTimestamp", format_time(now()), a);
+  set_str(m, "uid", load && !json_string(m, {"uid"}).empty() ? std::string(json_string(m, {"uid"})) : new_uid(), a);
+  if (!load || json_string(m, {"creationTimestamp"}).empty()) set_str(m, "creationTimestamp", format_time(now()), a);
   drop_field(m, "resourceVersion");
   if (!load) {
     drop_field(m, "deletionTimestamp");
@@ -248,7 +248,7 @@ Result<ObjectPtr> Cluster::update(const ResourceType& rt, std::string_view ns, s
   auto old = store_.get(rt, Store::key_of(rt, ns, name));
   if (!old) return not_found(rt, name);
   if (!obj.IsObject()) return bad_request("the body of the request must be a JSON object");
-  std::string_view body_name = get_str(obj, {"metadata", "name"});
+  std::string_view body_name = json_string(obj, {"metadata", "name"});
   if (!body_name.empty() && body_name != name)
     return bad_request(fmt::format("the name of the object ({}) does not match the name on the URL ({})", body_name, name));
   return update_internal(rt, old, std::move(obj), status, opts);
@@ -258,14 +258,14 @@ Result<ObjectPtr> Cluster::update_internal(const ResourceType& rt, const ObjectP
                                            const WriteOptions& opts) {
   std::string name(name_of(old->doc));
   Alloc& a = next.GetAllocator();
-  std::string_view rv = get_str(next, {"metadata", "resourceVersion"});
-  if (!rv.empty() && rv != get_str(old->doc, {"metadata", "resourceVersion"})) return conflict(rt, name);
+  std::string_view rv = json_string(next, {"metadata", "resourceVersion"});
+  if (!rv.empty() && rv != json_string(old->doc, {"metadata", "resourceVersion"})) return conflict(rt, name);
   if (faults_.take_conflict(rt.plural, old->key)) return conflict(rt, name);
 
   if (status) {
     // /status: only .status changes.
     Value new_status;
-    if (const Value* s = field(next, "status")) new_status.CopyFrom(*s, a);
+    if (const Value* s = json_member(next, "status")) new_status.CopyFrom(*s, a);
     next.CopyFrom(old->doc, a);
     if (new_status.IsNull()) drop_field(next, "status");
     else set(next, "status", std::move(new_status), a);
@@ -276,17 +276,17 @@ Result<ObjectPtr> Cluster::update_internal(const ResourceType& rt, const ObjectP
     // Fields the server owns.
     for (const char* k : {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
                           "deletionGracePeriodSeconds", "generation"}) {
-      if (const Value* ov = get_path(old->doc, {"metadata", k})) set(m, k, copy_of(*ov, a), a);
+      if (const Value* ov = json_path(old->doc, {"metadata", k})) set(m, k, copy_of(*ov, a), a);
       else drop_field(m, k);
     }
     if (rt.status_subresource) {
-      if (const Value* s = field(old->doc, "status")) set(next, "status", copy_of(*s, a), a);
+      if (const Value* s = json_member(old->doc, "status")) set(next, "status", copy_of(*s, a), a);
       else drop_field(next, "status");
     }
     if (auto r = validate_custom(rt, next, name, opts); !r) return r.error();
     if (auto r = admit(rt, next, a, &old->doc, false); !r) return r.error();
     if ((rt.has_generation || rt.crd) && spec_changed(old->doc, next))
-      set_int(m, "generation", get_int(old->doc, {"metadata", "generation"}).value_or(0) + 1, a);
+      set_int(m, "generation", json_int(old->doc, {"metadata", "generation"}).value_or(0) + 1, a);
   }
   if (status && rt.crd && rt.schema) {
     if (auto r = validate_custom(rt, next, name, opts); !r) return r.error();
@@ -299,7 +299,7 @@ Result<ObjectPtr> Cluster::update_internal(const ResourceType& rt, const ObjectP
     stored->key = old->key;
     return ObjectPtr(stored);
   }
-  bool deleting = get_path(next, {"metadata", "deletionTimestamp"}) != nullptr;
+  bool deleting = json_path(next, {"metadata", "deletionTimestamp"}) != nullptr;
   auto stored = store_.put(rt, std::move(next));
   after_write(rt, stored);
   // The last finalizer gone from an object being deleted: it goes now (pods wait for the kubelet).
@@ -336,7 +336,7 @@ Result<ObjectPtr> Cluster::patch(const ResourceType& rt, std::string_view ns, st
       break;
     case PatchType::kJson: {
       // A JSON patch sees the object as stored, resourceVersion included.
-      if (const Value* orv = get_path(old->doc, {"metadata", "resourceVersion"}))
+      if (const Value* orv = json_path(old->doc, {"metadata", "resourceVersion"}))
         set(ensure_object(next, "metadata", a), "resourceVersion", copy_of(*orv, a), a);
       if (auto r = json_patch(next, patch, a); !r)
         return Error::api(422, "Invalid", r.error().message);
@@ -351,11 +351,11 @@ Result<ObjectPtr> Cluster::remove(const ResourceType& rt, std::string_view ns, s
                                   const DeleteOptions& opts) {
   auto obj = store_.get(rt, Store::key_of(rt, ns, name));
   if (!obj) return not_found(rt, name);
-  std::string_view uid = get_str(obj->doc, {"metadata", "uid"});
+  std::string_view uid = json_string(obj->doc, {"metadata", "uid"});
   if (!opts.precondition_uid.empty() && opts.precondition_uid != uid)
     return conflict(rt, name,
                     fmt::format("Precondition failed: UID in precondition: {}, UID in object meta: {}", opts.precondition_uid, uid));
-  std::string_view rv = get_str(obj->doc, {"metadata", "resourceVersion"});
+  std::string_view rv = json_string(obj->doc, {"metadata", "resourceVersion"});
   if (!opts.precondition_resource_version.empty() && opts.precondition_resource_version != rv)
     return conflict(rt, name,
                     fmt::format("Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object "
@@ -364,14 +364,14 @@ Result<ObjectPtr> Cluster::remove(const ResourceType& rt, std::string_view ns, s
   bool orphan = opts.propagation_policy == "Orphan";
 
   if (&rt.stored() == registry_.pods()) {
-    std::string_view phase = get_str(obj->doc, {"status", "phase"});
-    bool bound = !get_str(obj->doc, {"spec", "nodeName"}).empty();
+    std::string_view phase = json_string(obj->doc, {"status", "phase"});
+    bool bound = !json_string(obj->doc, {"spec", "nodeName"}).empty();
     bool terminal = phase == "Succeeded" || phase == "Failed";
-    int64_t grace = opts.grace_period_seconds.value_or(get_int(obj->doc, {"spec", "terminationGracePeriodSeconds"}).value_or(30));
+    int64_t grace = opts.grace_period_seconds.value_or(json_int(obj->doc, {"spec", "terminationGracePeriodSeconds"}).value_or(30));
     if (grace < 0) grace = 0;
     if ((bound && !terminal && grace > 0) || has_finalizers(obj->doc)) {
       Time deadline = now() + std::chrono::seconds(grace);
-      if (auto existing = parse_time(get_str(obj->doc, {"metadata", "deletionTimestamp"}))) {
+      if (auto existing = parse_time(json_string(obj->doc, {"metadata", "deletionTimestamp"}))) {
         if (*existing <= deadline) return obj;  // a repeat delete may only shorten the grace period
       }
       return mutate(rt, obj->key, [&](Value& o, Alloc& a) {
@@ -383,7 +383,7 @@ Result<ObjectPtr> Cluster::remove(const ResourceType& rt, std::string_view ns, s
     return delete_now(rt, obj, orphan);
   }
   if (has_finalizers(obj->doc)) {
-    if (get_path(obj->doc, {"metadata", "deletionTimestamp"})) return obj;
+    if (json_path(obj->doc, {"metadata", "deletionTimestamp"})) return obj;
     return mutate(rt, obj->key, [&](Value& o, Alloc& a) {
       Value& m = ensure_object(o, "metadata", a);
       set_str(m, "deletionTimestamp", format_time(now()), a);
@@ -431,14 +431,14 @@ Result<ObjectPtr> Cluster::set_node_condition(std::string_view node, std::string
     Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
     Value* found = nullptr;
     for (auto& c : conds.GetArray())
-      if (get_str(c, {"type"}) == type) found = &c;
+      if (json_string(c, {"type"}) == type) found = &c;
     if (!found) {
       Value c(rapidjson::kObjectType);
       set_str(c, "type", type, a);
       conds.PushBack(c, a);
       found = &conds[conds.Size() - 1];
     }
-    if (get_str(*found, {"status"}) != status) set_str(*found, "lastTransitionTime", format_time(now()), a);
+    if (json_string(*found, {"status"}) != status) set_str(*found, "lastTransitionTime", format_time(now()), a);
     set_str(*found, "status", status, a);
     set_str(*found, "reason", reason, a);
     set_str(*found, "message", message, a);
@@ -486,7 +486,7 @@ void Cluster::publish_root_ca(std::string_view ns) {
 }
 
 void Cluster::after_write(const ResourceType& rt, const ObjectPtr& obj) {
-  if (&rt == registry_.namespaces() && !get_path(obj->doc, {"metadata", "deletionTimestamp"})) publish_root_ca(name_of(obj->doc));
+  if (&rt == registry_.namespaces() && !json_path(obj->doc, {"metadata", "deletionTimestamp"})) publish_root_ca(name_of(obj->doc));
   if (&rt == registry_.crds()) {
     if (auto r = register_crd(obj->doc); !r) {
       // An invalid schema leaves the CRD stored but not established, as a real apiserver would.
@@ -507,8 +507,8 @@ void Cluster::after_write(const ResourceType& rt, const ObjectPtr& obj) {
 
 void Cluster::after_delete(const ResourceType& rt, const ObjectPtr& obj, bool orphan) {
   if (&rt == registry_.crds()) {
-    std::string_view group = get_str(obj->doc, {"spec", "group"});
-    std::string_view plural = get_str(obj->doc, {"spec", "names", "plural"});
+    std::string_view group = json_string(obj->doc, {"spec", "group"});
+    std::string_view plural = json_string(obj->doc, {"spec", "names", "plural"});
     for (const ResourceType* t : registry_.all()) {
       if (t->crd && t->group == group && t->plural == plural) {
         std::vector<std::string> keys;
@@ -522,22 +522,22 @@ void Cluster::after_delete(const ResourceType& rt, const ObjectPtr& obj, bool or
   // Garbage collection: dependents of a deleted owner go too (background propagation), or lose
   // their owner reference (orphan). Pods and events own nothing, so they skip the scan.
   if (&rt == registry_.pods() || &rt == registry_.events()) return;
-  std::string uid(get_str(obj->doc, {"metadata", "uid"}));
+  std::string uid(json_string(obj->doc, {"metadata", "uid"}));
   if (uid.empty()) return;
   for (const ResourceType* t : registry_.all()) {
     if (t->storage) continue;
     std::vector<std::string> dependents;
     for (const auto& [k, o] : store_.objects(*t)) {
-      const Value* refs = get_path(o->doc, {"metadata", "ownerReferences"});
+      const Value* refs = json_path(o->doc, {"metadata", "ownerReferences"});
       if (!refs || !refs->IsArray()) continue;
       for (const auto& r : refs->GetArray())
-        if (get_str(r, {"uid"}) == uid) dependents.push_back(k);
+        if (json_string(r, {"uid"}) == uid) dependents.push_back(k);
     }
     for (const auto& k : dependents) {
       if (orphan) {
         mutate(*t, k, [&](Value& o, Alloc&) {
           Value* refs = get_mut(*get_mut(o, "metadata"), "ownerReferences");
-          for (auto it = refs->Begin(); it != refs->End();) it = get_str(*it, {"uid"}) == uid ? refs->Erase(it) : it + 1;
+          for (auto it = refs->Begin(); it != refs->End();) it = json_string(*it, {"uid"}) == uid ? refs->Erase(it) : it + 1;
         });
       } else {
         auto dep = store_.get(*t, k);

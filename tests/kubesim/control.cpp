@@ -29,7 +29,7 @@ HttpResponse Api::control(const HttpRequest& req) {
   p.remove_prefix(6);  // "/_sim/"
   Doc body(rapidjson::kObjectType);
   if (!req.body.empty()) {
-    if (auto r = parse_into(req.body, body); !r || !body.IsObject()) return bad("control requests take a JSON object");
+    if (auto r = parse_json(req.body, body); !r || !body.IsObject()) return bad("control requests take a JSON object");
   }
   Faults& faults = cluster_.faults();
   if (p == "state" && req.method == "GET") {
@@ -60,7 +60,7 @@ HttpResponse Api::control(const HttpRequest& req) {
     return ok_json();
   }
   if (p == "watch/expire") {
-    faults.expire_next_watch(std::string(get_str(body, {"resource"}, "*")));
+    faults.expire_next_watch(std::string(json_string(body, {"resource"}, "*")));
     return ok_json();
   }
   if (p == "watch/drop") {
@@ -72,31 +72,31 @@ HttpResponse Api::control(const HttpRequest& req) {
     return ok_json();
   }
   if (p == "conflict") {
-    faults.conflict_next_update(std::string(get_str(body, {"resource"})), std::string(get_str(body, {"key"})));
+    faults.conflict_next_update(std::string(json_string(body, {"resource"})), std::string(json_string(body, {"key"})));
     return ok_json();
   }
   if (p == "evictions/refuse") {
-    faults.refuse_evictions(std::string(get_str(body, {"pod"})), static_cast<int>(get_int(body, {"times"}).value_or(1)));
+    faults.refuse_evictions(std::string(json_string(body, {"pod"})), static_cast<int>(json_int(body, {"times"}).value_or(1)));
     return ok_json();
   }
   if (p == "compact") {
-    uint64_t rv = static_cast<uint64_t>(get_int(body, {"resourceVersion"}).value_or(static_cast<int64_t>(cluster_.store().resource_version())));
+    uint64_t rv = static_cast<uint64_t>(json_int(body, {"resourceVersion"}).value_or(static_cast<int64_t>(cluster_.store().resource_version())));
     cluster_.store().compact(rv);
     return ok_json();
   }
   if (p == "clock") {
-    if (auto adv = get_str(body, {"advance"}); !adv.empty()) {
+    if (auto adv = json_string(body, {"advance"}); !adv.empty()) {
       auto d = parse_go_duration(adv);
       if (!d) return bad(d.error().message);
       cluster_.clock().advance(*d);
     }
-    if (const Value* s = field(body, "scale"); s && s->IsNumber()) cluster_.clock().set_scale(s->GetDouble());
+    if (const Value* s = json_member(body, "scale"); s && s->IsNumber()) cluster_.clock().set_scale(s->GetDouble());
     return ok_json(fmt::format(R"({{"time":"{}","timeScale":{}}})", format_micro_time(cluster_.now()), cluster_.clock().scale()));
   }
   if (p == "controllers") {
     ClusterOptions& o = cluster_.options();
     auto toggle = [&](const char* key, bool& slot) {
-      if (const Value* v = field(body, key); v && v->IsBool()) slot = v->GetBool();
+      if (const Value* v = json_member(body, key); v && v->IsBool()) slot = v->GetBool();
     };
     toggle("scheduler", o.scheduler);
     toggle("workloads", o.workloads);
@@ -108,11 +108,11 @@ HttpResponse Api::control(const HttpRequest& req) {
   }
   if (p.starts_with("nodes/") && p.ends_with("/conditions")) {
     std::string node(p.substr(6, p.size() - 6 - 11));
-    std::string type(get_str(body, {"type"}));
-    std::string status(get_str(body, {"status"}));
+    std::string type(json_string(body, {"type"}));
+    std::string status(json_string(body, {"status"}));
     if (type.empty() || status.empty()) return bad("a condition needs type and status");
-    auto r = cluster_.set_node_condition(node, type, status, get_str(body, {"reason"}, "KubesimControl"),
-                                         get_str(body, {"message"}, "set through /_sim"));
+    auto r = cluster_.set_node_condition(node, type, status, json_string(body, {"reason"}, "KubesimControl"),
+                                         json_string(body, {"message"}, "set through /_sim"));
     if (!r) return bad(r.error().message);
     return ok_json();
   }

@@ -3,10 +3,10 @@
 namespace spotshift::kubesim {
 
 const Value* controller_of(const Value& obj) {
-  const Value* refs = get_path(obj, {"metadata", "ownerReferences"});
+  const Value* refs = json_path(obj, {"metadata", "ownerReferences"});
   if (!refs || !refs->IsArray()) return nullptr;
   for (const auto& r : refs->GetArray())
-    if (get_bool(r, {"controller"})) return &r;
+    if (json_bool(r, {"controller"})) return &r;
   return nullptr;
 }
 

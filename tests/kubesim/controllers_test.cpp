@@ -25,13 +25,13 @@ std::string pod_yaml(const std::string& name, const std::string& cpu, const std:
 
 std::string node_of(TestCluster& t, const std::string& pod) {
   auto p = t.pod("default/" + pod);
-  return p ? std::string(get_str(p->doc, {"spec", "nodeName"})) : "<gone>";
+  return p ? std::string(json_string(p->doc, {"spec", "nodeName"})) : "<gone>";
 }
 
 std::string scheduled_condition(TestCluster& t, const std::string& pod) {
   auto p = t.pod("default/" + pod);
-  for (const auto& c : (*get_path(p->doc, {"status", "conditions"})).GetArray())
-    if (get_str(c, {"type"}) == "PodScheduled") return std::string(get_str(c, {"reason"})) + ": " + std::string(get_str(c, {"message"}));
+  for (const auto& c : (*json_path(p->doc, {"status", "conditions"})).GetArray())
+    if (json_string(c, {"type"}) == "PodScheduled") return std::string(json_string(c, {"reason"})) + ": " + std::string(json_string(c, {"message"}));
   return "";
 }
 
@@ -78,7 +78,7 @@ TEST_CASE("the scheduler explains why nothing fits, in kube-scheduler's words", 
         "helpful for scheduling.");
   auto events = t.get("/api/v1/namespaces/default/events?fieldSelector=reason%3DFailedScheduling");
   REQUIRE(parse(events.body)["items"].Size() == 1);
-  CHECK(get_str(parse(events.body)["items"][0], {"type"}) == "Warning");
+  CHECK(json_string(parse(events.body)["items"][0], {"type"}) == "Warning");
   // More capacity arrives: the pending pod is retried without any other change.
   t.apply(node_yaml("e", "4"));
   CHECK(node_of(t, "big") == "e");
@@ -113,15 +113,15 @@ TEST_CASE("the scheduler honours tolerations, node selectors, affinity, pod coun
 
 TEST_CASE("the kubelet starts bound pods after a delay and ends graceful deletions", "[kubelet]") {
   TestCluster t({}, node_yaml("n", "4") + pod_yaml("p", "100m", "  nodeName: n\n  terminationGracePeriodSeconds: 30\n"));
-  CHECK(get_str(t.pod("default/p")->doc, {"status", "phase"}) == "Pending");
+  CHECK(json_string(t.pod("default/p")->doc, {"status", "phase"}) == "Pending");
   t.advance(1500ms);
   auto p = t.pod("default/p");
-  CHECK(get_str(p->doc, {"status", "phase"}) == "Running");
-  CHECK(get_bool((*get_path(p->doc, {"status", "containerStatuses"}))[0], {"ready"}));
-  CHECK(get_str((*get_path(p->doc, {"status", "containerStatuses"}))[0], {"imageID"}).starts_with("kubesim://"));
+  CHECK(json_string(p->doc, {"status", "phase"}) == "Running");
+  CHECK(json_bool((*json_path(p->doc, {"status", "containerStatuses"}))[0], {"ready"}));
+  CHECK(json_string((*json_path(p->doc, {"status", "containerStatuses"}))[0], {"imageID"}).starts_with("kubesim://"));
   auto del = t.request("DELETE", "/api/v1/namespaces/default/pods/p");
   CHECK(del.status == 200);
-  CHECK(get_path(parse(del.body), {"metadata", "deletionTimestamp"}));
+  CHECK(json_path(parse(del.body), {"metadata", "deletionTimestamp"}));
   CHECK(t.pod("default/p"));  // terminating for min(30s, cap=2s)
   t.advance(1s);
   CHECK(t.pod("default/p"));
@@ -167,17 +167,17 @@ spec:
   auto before = pods();
   REQUIRE(before.size() == 2);
   CHECK(name_of(before[0]->doc).starts_with("web-"));
-  CHECK(get_str(*get_path(before[0]->doc, {"metadata", "ownerReferences"})->Begin(), {"kind"}) == "ReplicaSet");
+  CHECK(json_string(*json_path(before[0]->doc, {"metadata", "ownerReferences"})->Begin(), {"kind"}) == "ReplicaSet");
   t.cluster().bind("default", name_of(before[0]->doc), "n");
   t.advance(2s);
   REQUIRE(t.post("/api/v1/namespaces/default/pods/" + std::string(name_of(before[0]->doc)) + "/eviction", "{}").status == 201);
   auto after = pods();
   CHECK(after.size() == 3);  // the evicted one terminates while its replacement exists
   int unscheduled = 0;
-  for (const auto& p : after) unscheduled += get_str(p->doc, {"spec", "nodeName"}).empty() ? 1 : 0;
+  for (const auto& p : after) unscheduled += json_string(p->doc, {"spec", "nodeName"}).empty() ? 1 : 0;
   CHECK(unscheduled == 2);
   auto rs = t.object(t.cluster().registry().replicasets(), "default/web");
-  CHECK(get_int(rs->doc, {"status", "replicas"}) == 2);
+  CHECK(json_int(rs->doc, {"status", "replicas"}) == 2);
 }
 
 TEST_CASE("Deployments own a ReplicaSet; DaemonSets run one pod per eligible node; StatefulSets name pods by ordinal", "[workloads]") {
@@ -221,7 +221,7 @@ spec:
     if (k.starts_with("default/api-")) ++api;
     if (k.starts_with("default/agent-")) {
       ++agent;
-      CHECK(get_str(p->doc, {"spec", "nodeName"}) == "a");  // b's taint is not tolerated
+      CHECK(json_string(p->doc, {"spec", "nodeName"}) == "a");  // b's taint is not tolerated
     }
   }
   CHECK(api == 2);
@@ -229,7 +229,7 @@ spec:
   CHECK(t.pod("default/db-0"));
   CHECK(t.pod("default/db-1"));
   auto dep = t.object(t.cluster().registry().deployments(), "default/api");
-  CHECK(get_int(dep->doc, {"status", "readyReplicas"}) == 2);
+  CHECK(json_int(dep->doc, {"status", "readyReplicas"}) == 2);
   // Deleting the Deployment collects its ReplicaSet and pods.
   t.request("DELETE", "/apis/apps/v1/namespaces/default/deployments/api");
   t.advance(3s);
@@ -252,16 +252,16 @@ spec:
   t.advance(2s);
   const auto& reg = t.cluster().registry();
   auto dep = t.object(reg.deployments(), "default/api");
-  CHECK(get_str(dep->doc, {"spec", "strategy", "type"}) == "RollingUpdate");
-  CHECK(get_str(dep->doc, {"spec", "strategy", "rollingUpdate", "maxSurge"}) == "25%");
-  CHECK(get_int(dep->doc, {"spec", "revisionHistoryLimit"}) == 10);
-  CHECK(get_int(dep->doc, {"spec", "progressDeadlineSeconds"}) == 600);
-  CHECK(get_str(dep->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}) == "1");
+  CHECK(json_string(dep->doc, {"spec", "strategy", "type"}) == "RollingUpdate");
+  CHECK(json_string(dep->doc, {"spec", "strategy", "rollingUpdate", "maxSurge"}) == "25%");
+  CHECK(json_int(dep->doc, {"spec", "revisionHistoryLimit"}) == 10);
+  CHECK(json_int(dep->doc, {"spec", "progressDeadlineSeconds"}) == 600);
+  CHECK(json_string(dep->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}) == "1");
   auto revisions = [&] {
     std::map<std::string, std::pair<std::string, int64_t>> out;  // revision -> (name, replicas)
     for (const auto& [k, rs] : t.cluster().store().objects(*reg.replicasets()))
-      out[std::string(get_str(rs->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}))] = {
-          std::string(name_of(rs->doc)), get_int(rs->doc, {"spec", "replicas"}).value_or(-1)};
+      out[std::string(json_string(rs->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}))] = {
+          std::string(name_of(rs->doc)), json_int(rs->doc, {"spec", "replicas"}).value_or(-1)};
     return out;
   };
   const std::string first = revisions()["1"].first;
@@ -285,12 +285,12 @@ spec:
   auto three = revisions();
   CHECK(three.size() == 2);
   CHECK(three["3"] == std::pair{first, int64_t{2}});
-  CHECK(get_str(t.object(reg.deployments(), "default/api")->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}) == "3");
+  CHECK(json_string(t.object(reg.deployments(), "default/api")->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}) == "3");
   // up 1, up 2, down 1, up 1 again (counted into the first event, as events are), down 2
   std::map<std::string, int64_t> scaled;  // message -> count
   for (const auto& [k, e] : t.cluster().store().objects(*reg.events()))
-    if (get_str(e->doc, {"reason"}) == "ScalingReplicaSet")
-      scaled[std::string(get_str(e->doc, {"message"}))] += get_int(e->doc, {"count"}).value_or(1);
+    if (json_string(e->doc, {"reason"}) == "ScalingReplicaSet")
+      scaled[std::string(json_string(e->doc, {"message"}))] += json_int(e->doc, {"count"}).value_or(1);
   CHECK(scaled.size() == 4);
   CHECK(scaled[fmt::format("Scaled up replica set {} from 0 to 2", first)] == 2);
   CHECK(scaled[fmt::format("Scaled down replica set {} from 2 to 0", first)] == 1);
@@ -312,7 +312,7 @@ spec:
   auto agents = [&] {
     std::vector<std::string> out;
     for (const auto& [k, p] : t.cluster().store().objects(*t.cluster().registry().pods()))
-      if (k.starts_with("default/agent-") && !get_path(p->doc, {"metadata", "deletionTimestamp"})) out.push_back(k);
+      if (k.starts_with("default/agent-") && !json_path(p->doc, {"metadata", "deletionTimestamp"})) out.push_back(k);
     return out;
   };
   auto before = agents();
@@ -330,12 +330,12 @@ spec:
 TEST_CASE("node lifecycle mirrors cordons and conditions into taints", "[lifecycle]") {
   TestCluster t({}, node_yaml("n", "4"));
   t.request("PATCH", "/api/v1/nodes/n", R"({"spec":{"unschedulable":true}})", "application/strategic-merge-patch+json");
-  CHECK(to_json(*get_path(t.node("n")->doc, {"spec", "taints"})) ==
+  CHECK(to_json(*json_path(t.node("n")->doc, {"spec", "taints"})) ==
         R"([{"key":"node.kubernetes.io/unschedulable","effect":"NoSchedule"}])");
   t.post("/_sim/nodes/n/conditions", R"({"type":"Ready","status":"False"})");
-  auto taints = to_json(*get_path(t.node("n")->doc, {"spec", "taints"}));
+  auto taints = to_json(*json_path(t.node("n")->doc, {"spec", "taints"}));
   CHECK(taints.find("node.kubernetes.io/not-ready\",\"effect\":\"NoExecute\"") != std::string::npos);
   t.request("PATCH", "/api/v1/nodes/n", R"({"spec":{"unschedulable":null}})", "application/strategic-merge-patch+json");
   t.post("/_sim/nodes/n/conditions", R"({"type":"Ready","status":"True"})");
-  CHECK_FALSE(get_path(t.node("n")->doc, {"spec", "taints"}));
+  CHECK_FALSE(json_path(t.node("n")->doc, {"spec", "taints"}));
 }

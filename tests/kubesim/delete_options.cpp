@@ -253,13 +253,13 @@ Result<DeleteOptions> decode_delete_options(std::string_view content_type, std::
       out = *pb;
     } else {
       Doc doc;
-      if (auto r = parse_into(body, doc); !r) return r.error();
-      if (auto g = get_int(doc, {"gracePeriodSeconds"})) out.grace_period_seconds = *g;
-      out.precondition_uid = std::string(get_str(doc, {"preconditions", "uid"}));
-      out.precondition_resource_version = std::string(get_str(doc, {"preconditions", "resourceVersion"}));
-      out.propagation_policy = std::string(get_str(doc, {"propagationPolicy"}));
-      if (get_bool(doc, {"orphanDependents"})) out.propagation_policy = "Orphan";
-      if (const Value* d = field(doc, "dryRun"); d && d->IsArray() && d->Size() > 0) out.dry_run = true;
+      if (auto r = parse_json(body, doc); !r) return r.error();
+      if (auto g = json_int(doc, {"gracePeriodSeconds"})) out.grace_period_seconds = *g;
+      out.precondition_uid = std::string(json_string(doc, {"preconditions", "uid"}));
+      out.precondition_resource_version = std::string(json_string(doc, {"preconditions", "resourceVersion"}));
+      out.propagation_policy = std::string(json_string(doc, {"propagationPolicy"}));
+      if (json_bool(doc, {"orphanDependents"})) out.propagation_policy = "Orphan";
+      if (const Value* d = json_member(doc, "dryRun"); d && d->IsArray() && d->Size() > 0) out.dry_run = true;
     }
   }
   if (auto it = query.find("gracePeriodSeconds"); it != query.end()) {

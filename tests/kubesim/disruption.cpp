@@ -14,38 +14,37 @@ namespace {
 
 model::Labels labels_of(const Value& obj) {
   model::Labels out;
-  if (const Value* l = get_path(obj, {"metadata", "labels"}); l && l->IsObject())
+  if (const Value* l = json_path(obj, {"metadata", "labels"}); l && l->IsObject())
     for (auto it = l->MemberBegin(); it != l->MemberEnd(); ++it)
       if (it->value.IsString()) out.set(it->name.GetString(), it->value.GetString());
   return out;
 }
 
 const Value* controller_ref(const Value& obj) {
-  const Value* refs = get_path(obj, {"metadata", "ownerReferences"});
+  const Value* refs = json_path(obj, {"metadata", "ownerReferences"});
   if (!refs || !refs->IsArray()) return nullptr;
   for (const auto& r : refs->GetArray())
-    if (get_bool(r, {"controller"})) return &r;
+    if (json_bool(r, {"controller"})) return &r;
   return nullptr;
 }
 
 }  // namespace
 
 bool pod_ready(const Value& pod) {
-  const Value* conds = get_path(pod, {"status", "conditions"});
+  const Value* conds = json_path(pod, {"status", "conditions"});
   if (!conds || !conds->IsArray()) return false;
   for (const auto& c : conds->GetArray())
-    if (get_str(c, {"type"}) == "Ready") return get_str(c, {"status"}) == "True";
+    if (json_string(c, {"type"}) == "Ready") return json_string(c, {"status"}) == "True";
   return false;
 }
 
 std::vector<ObjectPtr> pods_selected_by(const Cluster& cluster, const Value& pdb) {
   std::vector<ObjectPtr> out;
-  model::JsonDecoder d("poddisruptionbudget");
-  const Value* spec = field(pdb, "spec");
+  const Value* spec = json_member(pdb, "spec");
   if (!spec) return out;
-  auto sel = d.label_selector(*spec, "selector");
+  auto sel = label_selector_of(*spec, "selector");
   // policy/v1: an absent (null) selector matches no pod, an empty one ({}) every pod.
-  if (!d.ok() || !sel) return out;
+  if (!sel) return out;
   std::string prefix = std::string(namespace_of(pdb)) + "/";
   const auto& pods = cluster.store().objects(*cluster.registry().pods());
   for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it)
@@ -61,25 +60,25 @@ PdbStatus compute_pdb_status(const Cluster& cluster, const Value& pdb) {
 
   // disruptedPods: entries expire after the timeout, or once the pod is gone or terminating.
   std::set<std::string> disrupted;
-  if (const Value* dp = get_path(pdb, {"status", "disruptedPods"}); dp && dp->IsObject()) {
+  if (const Value* dp = json_path(pdb, {"status", "disruptedPods"}); dp && dp->IsObject()) {
     for (auto it = dp->MemberBegin(); it != dp->MemberEnd(); ++it) {
       std::string name = it->name.GetString();
       auto when = parse_time(it->value.IsString() ? it->value.GetString() : "");
       auto pod = cluster.store().get(*cluster.registry().pods(), ns + "/" + name);
-      if (!when || !pod || get_path(pod->doc, {"metadata", "deletionTimestamp"})) continue;
+      if (!when || !pod || json_path(pod->doc, {"metadata", "deletionTimestamp"})) continue;
       if (now - *when > cluster.options().disrupted_pod_timeout) continue;
       disrupted.insert(name);
       st.disrupted_pods.emplace_back(name, it->value.GetString());
     }
   }
   for (const auto& p : pods) {
-    if (get_path(p->doc, {"metadata", "deletionTimestamp"})) continue;
+    if (json_path(p->doc, {"metadata", "deletionTimestamp"})) continue;
     if (disrupted.count(std::string(name_of(p->doc)))) continue;
     if (pod_ready(p->doc)) ++st.current_healthy;
   }
 
-  const Value* min_available = get_path(pdb, {"spec", "minAvailable"});
-  const Value* max_unavailable = get_path(pdb, {"spec", "maxUnavailable"});
+  const Value* min_available = json_path(pdb, {"spec", "minAvailable"});
+  const Value* max_unavailable = json_path(pdb, {"spec", "maxUnavailable"});
   auto percent = [](const Value* v) -> std::optional<int> {
     if (!v || !v->IsString()) return std::nullopt;
     std::string s = v->GetString();
@@ -96,23 +95,23 @@ PdbStatus compute_pdb_status(const Cluster& cluster, const Value& pdb) {
     for (const auto& p : pods) {
       const Value* ref = controller_ref(p->doc);
       if (!ref) continue;  // unmanaged pods are not counted
-      std::string_view kind = get_str(*ref, {"kind"});
-      std::string owner(get_str(*ref, {"name"}));
+      std::string_view kind = json_string(*ref, {"kind"});
+      std::string owner(json_string(*ref, {"name"}));
       const Value* scaled = nullptr;
       ObjectPtr holder;
       if (kind == "ReplicaSet") {
         holder = cluster.store().get(*cluster.registry().replicasets(), ns + "/" + owner);
         if (holder) {
           const Value* dref = controller_ref(holder->doc);
-          if (dref && get_str(*dref, {"kind"}) == "Deployment") {
-            auto dep = cluster.store().get(*cluster.registry().deployments(), ns + "/" + std::string(get_str(*dref, {"name"})));
+          if (dref && json_string(*dref, {"kind"}) == "Deployment") {
+            auto dep = cluster.store().get(*cluster.registry().deployments(), ns + "/" + std::string(json_string(*dref, {"name"})));
             if (dep) holder = dep;
           }
         }
       } else if (kind == "StatefulSet") {
         holder = cluster.store().get(*cluster.registry().statefulsets(), ns + "/" + owner);
       }
-      if (holder) scaled = get_path(holder->doc, {"spec", "replicas"});
+      if (holder) scaled = json_path(holder->doc, {"spec", "replicas"});
       if (!holder) {
         st.reason = "SyncFailed";
         st.message = fmt::format("found no controllers for pod \"{}\"", name_of(p->doc));
@@ -121,7 +120,7 @@ PdbStatus compute_pdb_status(const Cluster& cluster, const Value& pdb) {
         st.disruptions_allowed = 0;
         return st;
       }
-      scale[std::string(get_str(holder->doc, {"metadata", "uid"}))] = scaled && scaled->IsInt() ? scaled->GetInt() : 1;
+      scale[std::string(json_string(holder->doc, {"metadata", "uid"}))] = scaled && scaled->IsInt() ? scaled->GetInt() : 1;
     }
     for (const auto& [uid, n] : scale) st.expected_pods += n;
     if (max_unavailable) {

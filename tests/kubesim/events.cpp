@@ -41,22 +41,22 @@ void core_event_to_new(const Value& core, Value& out, Alloc& a) { convert(core, 
 void new_event_to_core(const Value& in, Value& core, Alloc& a) {
   convert(in, core, a, false);
   // The core API's aggregated view expects a source component too.
-  if (core.IsObject() && !get_path(core, {"source", "component"}) && !get_str(core, {"reportingComponent"}).empty()) {
+  if (core.IsObject() && !json_path(core, {"source", "component"}) && !json_string(core, {"reportingComponent"}).empty()) {
     Value& src = ensure_object(core, "source", a);
-    set_str(src, "component", get_str(core, {"reportingComponent"}), a);
+    set_str(src, "component", json_string(core, {"reportingComponent"}), a);
   }
 }
 
 void Cluster::emit_event(const ResourceType& rt, const Value& obj, std::string_view type, std::string_view reason,
                          std::string_view message, std::string_view component) {
   std::string ns(rt.namespaced ? namespace_of(obj) : std::string_view("default"));
-  std::string uid(get_str(obj, {"metadata", "uid"}));
+  std::string uid(json_string(obj, {"metadata", "uid"}));
   std::string dedup = fmt::format("{}|{}|{}|{}|{}", uid, type, reason, message, component);
   std::string stamp = format_time(now());
   if (auto it = event_keys_.find(dedup); it != event_keys_.end()) {
     if (store_.get(*registry_.events(), it->second)) {
       mutate(*registry_.events(), it->second, [&](Value& e, Alloc& a) {
-        set_int(e, "count", get_int(e, {"count"}).value_or(1) + 1, a);
+        set_int(e, "count", json_int(e, {"count"}).value_or(1) + 1, a);
         set_str(e, "lastTimestamp", stamp, a);
       });
       return;
@@ -78,7 +78,7 @@ void Cluster::emit_event(const ResourceType& rt, const Value& obj, std::string_v
   set_str(io, "name", name_of(obj), a);
   set_str(io, "uid", uid, a);
   set_str(io, "apiVersion", rt.group_version(), a);
-  set_str(io, "resourceVersion", get_str(obj, {"metadata", "resourceVersion"}), a);
+  set_str(io, "resourceVersion", json_string(obj, {"metadata", "resourceVersion"}), a);
   set_str(ev, "reason", reason, a);
   set_str(ev, "message", message, a);
   set_str(ev, "type", type, a);

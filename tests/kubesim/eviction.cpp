@@ -28,7 +28,7 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
 
   auto delete_pod = [&](bool rv_precondition) -> Result<void> {
     DeleteOptions d = opts;
-    if (rv_precondition) d.precondition_resource_version = std::string(get_str(pod->doc, {"metadata", "resourceVersion"}));
+    if (rv_precondition) d.precondition_resource_version = std::string(json_string(pod->doc, {"metadata", "resourceVersion"}));
     auto r = remove(pods, ns, name, d);
     if (!r) {
       if (r.error().is_conflict()) return too_many_requests("the pod changed while it was being evicted", std::nullopt);
@@ -38,9 +38,9 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
     return {};
   };
 
-  std::string_view phase = get_str(pod->doc, {"status", "phase"});
+  std::string_view phase = json_string(pod->doc, {"status", "phase"});
   if (phase == "Pending" || phase == "Succeeded" || phase == "Failed" ||
-      get_path(pod->doc, {"metadata", "deletionTimestamp"}))
+      json_path(pod->doc, {"metadata", "deletionTimestamp"}))
     return delete_pod(false);
 
   std::vector<ObjectPtr> budgets;
@@ -57,28 +57,28 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
 
   const Value& pdb = budgets[0]->doc;
   std::string pdb_name(name_of(pdb));
-  int64_t current = get_int(pdb, {"status", "currentHealthy"}).value_or(0);
-  int64_t desired = get_int(pdb, {"status", "desiredHealthy"}).value_or(0);
+  int64_t current = json_int(pdb, {"status", "currentHealthy"}).value_or(0);
+  int64_t desired = json_int(pdb, {"status", "desiredHealthy"}).value_or(0);
   if (!pod_ready(pod->doc)) {
-    bool always = get_str(pdb, {"spec", "unhealthyPodEvictionPolicy"}) == "AlwaysAllow";
+    bool always = json_string(pdb, {"spec", "unhealthyPodEvictionPolicy"}) == "AlwaysAllow";
     if (always || (current >= desired && desired > 0)) return delete_pod(true);
   }
-  if (get_int(pdb, {"status", "observedGeneration"}).value_or(0) < get_int(pdb, {"metadata", "generation"}).value_or(0))
+  if (json_int(pdb, {"status", "observedGeneration"}).value_or(0) < json_int(pdb, {"metadata", "generation"}).value_or(0))
     return too_many_requests(fmt::format("The disruption budget {} is still being processed by the server.", pdb_name), 10);
-  int64_t allowed = get_int(pdb, {"status", "disruptionsAllowed"}).value_or(0);
-  const Value* disrupted = get_path(pdb, {"status", "disruptedPods"});
+  int64_t allowed = json_int(pdb, {"status", "disruptionsAllowed"}).value_or(0);
+  const Value* disrupted = json_path(pdb, {"status", "disruptedPods"});
   if (allowed < 0 || (disrupted && disrupted->IsObject() && disrupted->MemberCount() > 2000))
     return Error::api(403, "Forbidden", kViolates);
   if (allowed == 0) {
     // The cause says why, in the order the eviction subresource checks: a failed sync, too few
     // healthy pods, the DisruptionAllowed condition's own message, or nothing more specific.
     std::string_view cond_status, cond_reason, cond_message;
-    if (const Value* conds = get_path(pdb, {"status", "conditions"}); conds && conds->IsArray())
+    if (const Value* conds = json_path(pdb, {"status", "conditions"}); conds && conds->IsArray())
       for (const auto& c : conds->GetArray())
-        if (get_str(c, {"type"}) == "DisruptionAllowed") {
-          cond_status = get_str(c, {"status"});
-          cond_reason = get_str(c, {"reason"});
-          cond_message = get_str(c, {"message"});
+        if (json_string(c, {"type"}) == "DisruptionAllowed") {
+          cond_status = json_string(c, {"status"});
+          cond_reason = json_string(c, {"reason"});
+          cond_message = json_string(c, {"message"});
         }
     const bool cond_false = cond_status == "False" && !cond_message.empty();
     std::string why;
@@ -107,7 +107,7 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
   if (!charged) return charged.error();
   mutate(pods, pod->key, [&](Value& o, Alloc& a) {
     Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
-    for (auto it = conds.Begin(); it != conds.End();) it = get_str(*it, {"type"}) == "DisruptionTarget" ? conds.Erase(it) : it + 1;
+    for (auto it = conds.Begin(); it != conds.End();) it = json_string(*it, {"type"}) == "DisruptionTarget" ? conds.Erase(it) : it + 1;
     Value c(rapidjson::kObjectType);
     set_str(c, "type", "DisruptionTarget", a);
     set_str(c, "status", "True", a);
@@ -123,13 +123,13 @@ Result<void> Cluster::bind(std::string_view ns, std::string_view name, std::stri
   const ResourceType& pods = *registry_.pods();
   auto pod = store_.get(pods, Store::key_of(pods, ns, name));
   if (!pod) return not_found(pods, name);
-  if (!get_str(pod->doc, {"spec", "nodeName"}).empty())
-    return conflict(pods, name, fmt::format("pod {} is already assigned to node \"{}\"", name, get_str(pod->doc, {"spec", "nodeName"})));
+  if (!json_string(pod->doc, {"spec", "nodeName"}).empty())
+    return conflict(pods, name, fmt::format("pod {} is already assigned to node \"{}\"", name, json_string(pod->doc, {"spec", "nodeName"})));
   if (!store_.get(*registry_.nodes(), node)) return not_found(*registry_.nodes(), node);
   auto r = mutate(pods, pod->key, [&](Value& o, Alloc& a) {
     set_str(ensure_object(o, "spec", a), "nodeName", node, a);
     Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
-    for (auto it = conds.Begin(); it != conds.End();) it = get_str(*it, {"type"}) == "PodScheduled" ? conds.Erase(it) : it + 1;
+    for (auto it = conds.Begin(); it != conds.End();) it = json_string(*it, {"type"}) == "PodScheduled" ? conds.Erase(it) : it + 1;
     Value c(rapidjson::kObjectType);
     set_str(c, "type", "PodScheduled", a);
     set_str(c, "status", "True", a);

@@ -47,7 +47,7 @@ HttpResponse evict(TestCluster& t, const std::string& pod, const std::string& bo
 
 int64_t pdb_status(TestCluster& t, const char* field_name) {
   auto pdb = t.object(t.cluster().registry().pdbs(), "default/web-pdb");
-  return get_int(pdb->doc, {"status", field_name}).value_or(-1);
+  return json_int(pdb->doc, {"status", field_name}).value_or(-1);
 }
 
 }  // namespace
@@ -62,11 +62,11 @@ TEST_CASE("an eviction within the budget charges it and deletes the pod graceful
   CHECK(r.body == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201})");
   auto pod = t.pod("default/web-a");
   REQUIRE(pod);  // terminating, not gone yet
-  CHECK(get_int(pod->doc, {"metadata", "deletionGracePeriodSeconds"}) == 20);
-  CHECK(to_json(*field(pod->doc, "status")).find("EvictionByEvictionAPI") != std::string::npos);
+  CHECK(json_int(pod->doc, {"metadata", "deletionGracePeriodSeconds"}) == 20);
+  CHECK(to_json(*json_member(pod->doc, "status")).find("EvictionByEvictionAPI") != std::string::npos);
   CHECK(pdb_status(t, "disruptionsAllowed") == 0);
   auto pdb = t.object(t.cluster().registry().pdbs(), "default/web-pdb");
-  CHECK(field(*field(pdb->doc, "status"), "disruptedPods") == nullptr);  // the pod is terminating: dropped
+  CHECK(json_member(*json_member(pdb->doc, "status"), "disruptedPods") == nullptr);  // the pod is terminating: dropped
 
   auto refused = evict(t, "web-b");
   CHECK(refused.status == 429);
@@ -88,7 +88,7 @@ TEST_CASE("an eviction accepted on a stale budget status is recorded as a budget
   t.cluster().mutate(*t.cluster().registry().pods(), "default/web-a", [](Value& o, Alloc& a) {
     Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
     for (auto& c : conds.GetArray())
-      if (get_str(c, {"type"}) == "Ready") set_str(c, "status", "False", a);
+      if (json_string(c, {"type"}) == "Ready") set_str(c, "status", "False", a);
   });
   REQUIRE(pdb_status(t, "disruptionsAllowed") == 1);
   CHECK(evict(t, "web-b").status == 201);  // as a real API server, on the status
@@ -148,7 +148,7 @@ TEST_CASE("unready pods may be evicted when the budget is healthy or the policy 
   // web-a stops being Ready: the budget still has 2 healthy of 2 desired.
   t.cluster().mutate(*t.cluster().registry().pods(), "default/web-a", [](Value& o, Alloc& a) {
     for (auto& c : (*get_mut(*get_mut(o, "status"), "conditions")).GetArray())
-      if (get_str(c, {"type"}) == "Ready") set_str(c, "status", "False", a);
+      if (json_string(c, {"type"}) == "Ready") set_str(c, "status", "False", a);
   });
   t.settle();
   REQUIRE(pdb_status(t, "currentHealthy") == 2);
@@ -202,6 +202,6 @@ spec: {maxUnavailable: "10%", selector: {matchLabels: {app: x}}}
 )");
   t.advance(2s);
   auto pdb = t.object(t.cluster().registry().pdbs(), "default/b");
-  CHECK(get_int(pdb->doc, {"status", "disruptionsAllowed"}) == 0);
-  CHECK(to_json(*get_path(pdb->doc, {"status", "conditions"})).find("SyncFailed") != std::string::npos);
+  CHECK(json_int(pdb->doc, {"status", "disruptionsAllowed"}) == 0);
+  CHECK(to_json(*json_path(pdb->doc, {"status", "conditions"})).find("SyncFailed") != std::string::npos);
 }

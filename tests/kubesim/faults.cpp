@@ -6,21 +6,21 @@ namespace spotshift::kubesim {
 
 Result<FaultRule> FaultRule::from_json(std::string_view json) {
   Doc d;
-  if (auto r = parse_into(json, d); !r) return r.error();
+  if (auto r = parse_json(json, d); !r) return r.error();
   if (!d.IsObject()) return Error::invalid("a fault rule must be a JSON object");
   FaultRule f;
-  f.verb = std::string(get_str(d, {"verb"}, "*"));
-  f.resource = std::string(get_str(d, {"resource"}, "*"));
-  f.name = std::string(get_str(d, {"name"}));
-  f.user_agent = std::string(get_str(d, {"userAgent"}));
-  f.status = static_cast<int>(get_int(d, {"status"}).value_or(0));
-  f.retry_after_seconds = static_cast<int>(get_int(d, {"retryAfterSeconds"}).value_or(-1));
-  f.delay_ms = static_cast<int>(get_int(d, {"delayMs"}).value_or(0));
-  f.reset = get_bool(d, {"reset"});
-  f.watch_drop_after_events = static_cast<int>(get_int(d, {"watchDropAfterEvents"}).value_or(-1));
-  f.watch_drop_after_ms = static_cast<int>(get_int(d, {"watchDropAfterMs"}).value_or(-1));
-  f.count = static_cast<int>(get_int(d, {"count"}).value_or(-1));
-  if (const Value* p = field(d, "probability"); p && p->IsNumber()) f.probability = p->GetDouble();
+  f.verb = std::string(json_string(d, {"verb"}, "*"));
+  f.resource = std::string(json_string(d, {"resource"}, "*"));
+  f.name = std::string(json_string(d, {"name"}));
+  f.user_agent = std::string(json_string(d, {"userAgent"}));
+  f.status = static_cast<int>(json_int(d, {"status"}).value_or(0));
+  f.retry_after_seconds = static_cast<int>(json_int(d, {"retryAfterSeconds"}).value_or(-1));
+  f.delay_ms = static_cast<int>(json_int(d, {"delayMs"}).value_or(0));
+  f.reset = json_bool(d, {"reset"});
+  f.watch_drop_after_events = static_cast<int>(json_int(d, {"watchDropAfterEvents"}).value_or(-1));
+  f.watch_drop_after_ms = static_cast<int>(json_int(d, {"watchDropAfterMs"}).value_or(-1));
+  f.count = static_cast<int>(json_int(d, {"count"}).value_or(-1));
+  if (const Value* p = json_member(d, "probability"); p && p->IsNumber()) f.probability = p->GetDouble();
   return f;
 }
 

@@ -356,9 +356,9 @@ TEST_CASE("a watch is a chunked JSON stream that ends at timeoutSeconds", "[http
   int added = 0, bookmarks = 0;
   for (auto line : lines) {
     Doc d;
-    REQUIRE(parse_into(line, d));
-    if (get_str(d, {"type"}) == "ADDED") ++added;
-    if (get_str(d, {"type"}) == "BOOKMARK") ++bookmarks;
+    REQUIRE(parse_json(line, d));
+    if (json_string(d, {"type"}) == "ADDED") ++added;
+    if (json_string(d, {"type"}) == "BOOKMARK") ++bookmarks;
   }
   CHECK(added == 6);
   CHECK(bookmarks >= 2);  // periodic ones and one just before the close

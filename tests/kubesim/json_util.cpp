@@ -10,14 +10,6 @@
 
 namespace spotshift::kubesim {
 
-Result<void> parse_into(std::string_view text, Doc& doc) {
-  doc.Parse(text.data(), text.size());
-  if (doc.HasParseError())
-    return Error::decode(fmt::format("invalid JSON at offset {}: {}", doc.GetErrorOffset(),
-                                     rapidjson::GetParseError_En(doc.GetParseError())));
-  return {};
-}
-
 namespace {
 
 void write_canonical(const Value& v, rapidjson::Writer<rapidjson::StringBuffer>& w) {
@@ -66,49 +58,15 @@ std::string to_json(const Value& v) {
   return out;
 }
 
-const Value* field(const Value& v, std::string_view key) {
-  if (!v.IsObject()) return nullptr;
-  auto it = v.FindMember(ref(key));
-  if (it == v.MemberEnd() || it->value.IsNull()) return nullptr;
-  return &it->value;
-}
-
 Value* get_mut(Value& v, std::string_view key) {
   if (!v.IsObject()) return nullptr;
-  auto it = v.FindMember(ref(key));
+  auto it = v.FindMember(json_key(key));
   if (it == v.MemberEnd()) return nullptr;
   return &it->value;
 }
 
-const Value* get_path(const Value& v, std::initializer_list<std::string_view> path) {
-  const Value* cur = &v;
-  for (auto key : path) {
-    cur = field(*cur, key);
-    if (!cur) return nullptr;
-  }
-  return cur;
-}
-
-std::string_view get_str(const Value& v, std::initializer_list<std::string_view> path, std::string_view fallback) {
-  const Value* x = get_path(v, path);
-  if (!x || !x->IsString()) return fallback;
-  return std::string_view(x->GetString(), x->GetStringLength());
-}
-
-std::optional<int64_t> get_int(const Value& v, std::initializer_list<std::string_view> path) {
-  const Value* x = get_path(v, path);
-  if (!x || !x->IsInt64()) return std::nullopt;
-  return x->GetInt64();
-}
-
-bool get_bool(const Value& v, std::initializer_list<std::string_view> path, bool fallback) {
-  const Value* x = get_path(v, path);
-  if (!x || !x->IsBool()) return fallback;
-  return x->GetBool();
-}
-
 Value& set(Value& obj, std::string_view key, Value&& v, Alloc& a) {
-  auto it = obj.FindMember(ref(key));
+  auto it = obj.FindMember(json_key(key));
   if (it != obj.MemberEnd()) {
     it->value = std::move(v);
     return it->value;
@@ -122,19 +80,19 @@ void set_int(Value& obj, std::string_view key, int64_t n, Alloc& a) { set(obj, k
 void set_bool(Value& obj, std::string_view key, bool b, Alloc& a) { set(obj, key, Value(b), a); }
 
 Value& ensure_object(Value& obj, std::string_view key, Alloc& a) {
-  auto it = obj.FindMember(ref(key));
+  auto it = obj.FindMember(json_key(key));
   if (it != obj.MemberEnd() && it->value.IsObject()) return it->value;
   return set(obj, key, Value(rapidjson::kObjectType), a);
 }
 
 Value& ensure_array(Value& obj, std::string_view key, Alloc& a) {
-  auto it = obj.FindMember(ref(key));
+  auto it = obj.FindMember(json_key(key));
   if (it != obj.MemberEnd() && it->value.IsArray()) return it->value;
   return set(obj, key, Value(rapidjson::kArrayType), a);
 }
 
 void drop_field(Value& obj, std::string_view key) {
-  if (obj.IsObject()) obj.EraseMember(ref(key));  // EraseMember keeps the order; RemoveMember swaps
+  if (obj.IsObject()) obj.EraseMember(json_key(key));  // EraseMember keeps the order; RemoveMember swaps
 }
 
 Value copy_of(const Value& v, Alloc& a) {
@@ -143,7 +101,18 @@ Value copy_of(const Value& v, Alloc& a) {
   return out;
 }
 
-std::string_view name_of(const Value& obj) { return get_str(obj, {"metadata", "name"}); }
-std::string_view namespace_of(const Value& obj) { return get_str(obj, {"metadata", "namespace"}); }
+std::string_view name_of(const Value& obj) { return json_string(obj, {"metadata", "name"}); }
+std::string_view namespace_of(const Value& obj) { return json_string(obj, {"metadata", "namespace"}); }
+
+std::optional<model::LabelSelector> label_selector_of(const Value& obj, std::string_view key) {
+  const Value* v = json_member(obj, key);
+  if (!v) return std::nullopt;
+  std::string text = to_json(*v);
+  model::JsonReader r(text);
+  model::JsonDecoder d("selector");
+  auto selector = d.label_selector(r);
+  if (!d.ok()) return std::nullopt;
+  return selector;
+}
 
 }  // namespace spotshift::kubesim

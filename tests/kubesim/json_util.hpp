@@ -2,6 +2,7 @@
 // RapidJSON helpers for the simulator, which works on whole objects rather than compact structs.
 
 #include "core/error.hpp"
+#include "model/json.hpp"
 
 #include <rapidjson/document.h>
 
@@ -26,26 +27,27 @@ struct PooledDoc {
   Doc doc{pool.get()};
 };
 
-Result<void> parse_into(std::string_view text, Doc& doc);
+// The operator's document helpers (lib/model/json.hpp): parse_json, json_key for member lookups,
+// and the lookups that return nullptr (or the fallback) when a member is absent, null or of
+// another type.
+using model::json_bool;
+using model::json_int;
+using model::json_key;
+using model::json_member;
+using model::json_path;
+using model::json_string;
+using model::parse_json;
+
 std::string to_json(const Value& v);
 // The same JSON with every object's members sorted by name and null members left out (as a Go
 // struct decodes them): equal for documents that differ only in member order or explicit nulls.
 std::string canonical_json(const Value& v);
 
-// A member name for lookups. It must be a Value: a bare StringRef converts to const char* and
-// RapidJSON would then measure the key with strlen, ignoring the view's length.
-inline Value ref(std::string_view s) { return Value(rapidjson::StringRef(s.empty() ? "" : s.data(), s.size())); }
 // An empty view may have a null data(), which RapidJSON rejects: use "" instead.
 inline Value str(std::string_view s, Alloc& a) {
   return Value(s.empty() ? "" : s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
 }
 
-// Lookups return nullptr (or the fallback) when a member is absent, null or of another type.
-const Value* field(const Value& v, std::string_view key);
-const Value* get_path(const Value& v, std::initializer_list<std::string_view> path);
-std::string_view get_str(const Value& v, std::initializer_list<std::string_view> path, std::string_view fallback = {});
-std::optional<int64_t> get_int(const Value& v, std::initializer_list<std::string_view> path);
-bool get_bool(const Value& v, std::initializer_list<std::string_view> path, bool fallback = false);
 Value* get_mut(Value& v, std::string_view key);
 
 // Writers; obj must be an object.
@@ -59,8 +61,12 @@ void drop_field(Value& obj, std::string_view key);
 Value copy_of(const Value& v, Alloc& a);
 
 // metadata helpers
-inline const Value* meta(const Value& obj) { return field(obj, "metadata"); }
+inline const Value* meta(const Value& obj) { return json_member(obj, "metadata"); }
 std::string_view name_of(const Value& obj);
 std::string_view namespace_of(const Value& obj);
+
+// A metav1.LabelSelector member of obj, read by the operator's decoder; nothing when it is
+// absent, null or invalid.
+std::optional<model::LabelSelector> label_selector_of(const Value& obj, std::string_view key);
 
 }  // namespace spotshift::kubesim

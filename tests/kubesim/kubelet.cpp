@@ -14,7 +14,7 @@ namespace {
 constexpr std::string_view kNeverTerminate = "kubesim.spotshift.io/never-terminate";
 
 bool has_finalizers(const Value& obj) {
-  const Value* f = get_path(obj, {"metadata", "finalizers"});
+  const Value* f = json_path(obj, {"metadata", "finalizers"});
   return f && f->IsArray() && f->Size() > 0;
 }
 
@@ -23,19 +23,19 @@ bool has_finalizers(const Value& obj) {
 void SimKubelet::observe(const Change& c) {
   if (c.rt != cluster_.registry().pods() || c.type == EventType::kDeleted) return;
   const Value& pod = c.obj->doc;
-  std::string uid(get_str(pod, {"metadata", "uid"}));
-  if (get_str(pod, {"spec", "nodeName"}).empty()) return;
+  std::string uid(json_string(pod, {"metadata", "uid"}));
+  if (json_string(pod, {"spec", "nodeName"}).empty()) return;
   Time now = cluster_.now();
-  if (auto deletion = parse_time(get_str(pod, {"metadata", "deletionTimestamp"}))) {
-    if (get_str(pod, {"metadata", "annotations", kNeverTerminate}) == "true" &&
-        get_int(pod, {"metadata", "deletionGracePeriodSeconds"}).value_or(1) > 0)
+  if (auto deletion = parse_time(json_string(pod, {"metadata", "deletionTimestamp"}))) {
+    if (json_string(pod, {"metadata", "annotations", kNeverTerminate}) == "true" &&
+        json_int(pod, {"metadata", "deletionGracePeriodSeconds"}).value_or(1) > 0)
       return;
     if (finishing_.insert(uid).second) {
       Time due = std::min(*deletion, now + cluster_.options().termination_cap) + cluster_.options().kill_latency;
       timers_.push({due, c.obj->key, uid, true});
       std::string container;
-      if (const Value* cs = get_path(pod, {"spec", "containers"}); cs && cs->IsArray() && cs->Size() > 0)
-        container = get_str((*cs)[0], {"name"});
+      if (const Value* cs = json_path(pod, {"spec", "containers"}); cs && cs->IsArray() && cs->Size() > 0)
+        container = json_string((*cs)[0], {"name"});
       cluster_.emit_event(*cluster_.registry().pods(), pod, "Normal", "Killing",
                           fmt::format("Stopping container {}", container), "kubelet");
     } else if (!has_finalizers(pod)) {
@@ -44,7 +44,7 @@ void SimKubelet::observe(const Change& c) {
     }
     return;
   }
-  if (get_str(pod, {"status", "phase"}) == "Pending" && starting_.insert(uid).second)
+  if (json_string(pod, {"status", "phase"}) == "Pending" && starting_.insert(uid).second)
     timers_.push({now + cluster_.options().kubelet_start_delay, c.obj->key, uid, false});
 }
 
@@ -56,7 +56,7 @@ bool SimKubelet::run() {
     Timer t = timers_.top();
     timers_.pop();
     auto pod = cluster_.store().get(pods, t.key);
-    if (!pod || get_str(pod->doc, {"metadata", "uid"}) != t.uid) {
+    if (!pod || json_string(pod->doc, {"metadata", "uid"}) != t.uid) {
       starting_.erase(t.uid);
       finishing_.erase(t.uid);
       continue;
@@ -69,9 +69,9 @@ bool SimKubelet::run() {
       continue;
     }
     starting_.erase(t.uid);
-    if (get_path(pod->doc, {"metadata", "deletionTimestamp"}) || get_str(pod->doc, {"status", "phase"}) != "Pending")
+    if (json_path(pod->doc, {"metadata", "deletionTimestamp"}) || json_string(pod->doc, {"status", "phase"}) != "Pending")
       continue;
-    if (!cluster_.store().get(*cluster_.registry().nodes(), get_str(pod->doc, {"spec", "nodeName"}))) continue;
+    if (!cluster_.store().get(*cluster_.registry().nodes(), json_string(pod->doc, {"spec", "nodeName"}))) continue;
     uint64_t ip = next_ip_++;
     std::string stamp = format_time(now);
     auto r = cluster_.mutate(pods, t.key, [&](Value& o, Alloc& a) {
@@ -81,7 +81,7 @@ bool SimKubelet::run() {
       set_str(st, "startTime", stamp, a);
       Value& conds = ensure_array(st, "conditions", a);
       for (const char* type : {"Initialized", "Ready", "ContainersReady", "PodScheduled"}) {
-        for (auto it = conds.Begin(); it != conds.End();) it = get_str(*it, {"type"}) == type ? conds.Erase(it) : it + 1;
+        for (auto it = conds.Begin(); it != conds.End();) it = json_string(*it, {"type"}) == type ? conds.Erase(it) : it + 1;
         Value c(rapidjson::kObjectType);
         set_str(c, "type", type, a);
         set_str(c, "status", "True", a);
@@ -89,17 +89,17 @@ bool SimKubelet::run() {
         conds.PushBack(c, a);
       }
       Value statuses(rapidjson::kArrayType);
-      if (const Value* cs = get_path(o, {"spec", "containers"}); cs && cs->IsArray()) {
+      if (const Value* cs = json_path(o, {"spec", "containers"}); cs && cs->IsArray()) {
         for (const auto& c : cs->GetArray()) {
           Value s(rapidjson::kObjectType);
-          set_str(s, "name", get_str(c, {"name"}), a);
+          set_str(s, "name", json_string(c, {"name"}), a);
           set_bool(s, "ready", true, a);
           set_bool(s, "started", true, a);
           set_int(s, "restartCount", 0, a);
-          set_str(s, "image", get_str(c, {"image"}), a);
+          set_str(s, "image", json_string(c, {"image"}), a);
           // A container runtime reports the image's digest and the container's id.
-          set_str(s, "imageID", fmt::format("kubesim://{}@sha256:0", get_str(c, {"image"})), a);
-          set_str(s, "containerID", fmt::format("kubesim://{}/{}", get_str(o, {"metadata", "uid"}), get_str(c, {"name"})), a);
+          set_str(s, "imageID", fmt::format("kubesim://{}@sha256:0", json_string(c, {"image"})), a);
+          set_str(s, "containerID", fmt::format("kubesim://{}/{}", json_string(o, {"metadata", "uid"}), json_string(c, {"name"})), a);
           Value running(rapidjson::kObjectType);
           set_str(running, "startedAt", stamp, a);
           set(ensure_object(s, "state", a), "running", std::move(running), a);
@@ -156,7 +156,7 @@ bool SimDisruption::run() {
     }
     auto r = cluster_.mutate(*reg.pdbs(), key, [&](Value& o, Alloc& a) {
       Value& s = ensure_object(o, "status", a);
-      int64_t generation = get_int(o, {"metadata", "generation"}).value_or(1);
+      int64_t generation = json_int(o, {"metadata", "generation"}).value_or(1);
       set_int(s, "observedGeneration", generation, a);
       set_int(s, "disruptionsAllowed", st.disruptions_allowed, a);
       set_int(s, "currentHealthy", st.current_healthy, a);
@@ -171,8 +171,8 @@ bool SimDisruption::run() {
       Value& conds = ensure_array(s, "conditions", a);
       std::string transition = format_time(now);
       for (const auto& c : conds.GetArray())
-        if (get_str(c, {"type"}) == "DisruptionAllowed" && get_str(c, {"status"}) == status)
-          transition = std::string(get_str(c, {"lastTransitionTime"}, transition));
+        if (json_string(c, {"type"}) == "DisruptionAllowed" && json_string(c, {"status"}) == status)
+          transition = std::string(json_string(c, {"lastTransitionTime"}, transition));
       conds.Clear();
       Value c(rapidjson::kObjectType);
       set_str(c, "type", "DisruptionAllowed", a);
@@ -203,12 +203,12 @@ bool SimNodeLifecycle::run() {
     const Value& n = node->doc;
     // The taints this controller owns, and which of them the node's state calls for.
     std::vector<std::pair<std::string, std::string>> wanted;
-    if (get_bool(n, {"spec", "unschedulable"})) wanted.push_back({"node.kubernetes.io/unschedulable", "NoSchedule"});
+    if (json_bool(n, {"spec", "unschedulable"})) wanted.push_back({"node.kubernetes.io/unschedulable", "NoSchedule"});
     std::string ready = "Unknown";
     auto condition = [&](std::string_view type) -> std::string {
-      if (const Value* conds = get_path(n, {"status", "conditions"}); conds && conds->IsArray())
+      if (const Value* conds = json_path(n, {"status", "conditions"}); conds && conds->IsArray())
         for (const auto& c : conds->GetArray())
-          if (get_str(c, {"type"}) == type) return std::string(get_str(c, {"status"}));
+          if (json_string(c, {"type"}) == type) return std::string(json_string(c, {"status"}));
       return "";
     };
     ready = condition("Ready");
@@ -229,17 +229,17 @@ bool SimNodeLifecycle::run() {
         "node.kubernetes.io/network-unavailable"};
     // Nothing to do when the node already carries exactly the wanted owned taints.
     std::set<std::pair<std::string, std::string>> have;
-    if (const Value* ts = get_path(n, {"spec", "taints"}); ts && ts->IsArray())
+    if (const Value* ts = json_path(n, {"spec", "taints"}); ts && ts->IsArray())
       for (const auto& tt : ts->GetArray())
-        if (kOwned.count(std::string(get_str(tt, {"key"}))))
-          have.insert({std::string(get_str(tt, {"key"})), std::string(get_str(tt, {"effect"}))});
+        if (kOwned.count(std::string(json_string(tt, {"key"}))))
+          have.insert({std::string(json_string(tt, {"key"})), std::string(json_string(tt, {"effect"}))});
     if (have == std::set<std::pair<std::string, std::string>>(wanted.begin(), wanted.end())) continue;
     auto r = cluster_.mutate(nodes, key, [&](Value& o, Alloc& a) {
       Value& spec = ensure_object(o, "spec", a);
       Value& taints = ensure_array(spec, "taints", a);
       std::set<std::pair<std::string, std::string>> present;
       for (auto it = taints.Begin(); it != taints.End();) {
-        std::pair<std::string, std::string> k{std::string(get_str(*it, {"key"})), std::string(get_str(*it, {"effect"}))};
+        std::pair<std::string, std::string> k{std::string(json_string(*it, {"key"})), std::string(json_string(*it, {"effect"}))};
         bool keep = !kOwned.count(k.first) || std::find(wanted.begin(), wanted.end(), k) != wanted.end();
         if (keep) {
           present.insert(k);

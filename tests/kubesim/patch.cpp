@@ -91,17 +91,17 @@ Result<void> smp_list(Value& target, const Value& patch, std::string_view list_n
     // No merge key: replace wholesale, after dropping any directive elements.
     Value out(rapidjson::kArrayType);
     for (const auto& v : patch.GetArray())
-      if (!(v.IsObject() && field(v, "$patch"))) out.PushBack(copy_of(v, a), a);
+      if (!(v.IsObject() && json_member(v, "$patch"))) out.PushBack(copy_of(v, a), a);
     target = std::move(out);
     return {};
   }
   std::string_view key = key_it->second;
   // A {"$patch": "replace"} element replaces the whole list with the other elements.
   for (const auto& v : patch.GetArray()) {
-    if (v.IsObject() && get_str(v, {"$patch"}) == "replace") {
+    if (v.IsObject() && json_string(v, {"$patch"}) == "replace") {
       Value out(rapidjson::kArrayType);
       for (const auto& w : patch.GetArray())
-        if (!(w.IsObject() && field(w, "$patch"))) out.PushBack(copy_of(w, a), a);
+        if (!(w.IsObject() && json_member(w, "$patch"))) out.PushBack(copy_of(w, a), a);
       target = std::move(out);
       return {};
     }
@@ -109,19 +109,19 @@ Result<void> smp_list(Value& target, const Value& patch, std::string_view list_n
   if (!target.IsArray()) target.SetArray();
   for (const auto& v : patch.GetArray()) {
     if (!v.IsObject()) return Error::invalid(fmt::format("list {} needs objects with the merge key \"{}\"", list_name, key));
-    const Value* kv = field(v, key);
+    const Value* kv = json_member(v, key);
     if (!kv) return Error::invalid(fmt::format("map in list {} is missing the merge key \"{}\"", list_name, key));
     Value* match = nullptr;
     rapidjson::SizeType match_index = 0;
     for (rapidjson::SizeType i = 0; i < target.Size(); ++i) {
-      const Value* tk = field(target[i], key);
+      const Value* tk = json_member(target[i], key);
       if (tk && json_equal(*tk, *kv)) {
         match = &target[i];
         match_index = i;
         break;
       }
     }
-    std::string_view directive = get_str(v, {"$patch"});
+    std::string_view directive = json_string(v, {"$patch"});
     if (directive == "delete") {
       if (match) target.Erase(target.Begin() + match_index);
       continue;
@@ -142,7 +142,7 @@ Result<void> smp(Value& target, const Value& patch, Alloc& a) {
     target.CopyFrom(patch, a);
     return {};
   }
-  std::string_view directive = get_str(patch, {"$patch"});
+  std::string_view directive = json_string(patch, {"$patch"});
   if (directive == "replace") {
     target.CopyFrom(patch, a);
     drop_field(target, "$patch");
@@ -262,7 +262,7 @@ Result<Value> op_remove(Value& root, const Pointer& p, std::string_view path, Al
     Value* v = get_mut(*parent, last);
     if (!v) return missing(path);
     out.CopyFrom(*v, a);
-    parent->EraseMember(ref(last));
+    parent->EraseMember(json_key(last));
   } else if (parent->IsArray()) {
     auto idx = array_index(last, parent->Size(), false);
     if (!idx) return missing(path);
@@ -284,8 +284,8 @@ Result<void> strategic_merge_patch(Value& target, const Value& patch, Alloc& a) 
 Result<void> json_patch(Value& target, const Value& ops, Alloc& a) {
   if (!ops.IsArray()) return Error::invalid("a JSON patch must be an array of operations");
   for (const auto& op : ops.GetArray()) {
-    std::string_view kind = get_str(op, {"op"});
-    std::string_view path = get_str(op, {"path"});
+    std::string_view kind = json_string(op, {"op"});
+    std::string_view path = json_string(op, {"path"});
     auto ptr = parse_pointer(path);
     if (!ptr) return ptr.error();
     if (kind == "add" || kind == "replace" || kind == "test") {
@@ -308,7 +308,7 @@ Result<void> json_patch(Value& target, const Value& ops, Alloc& a) {
     } else if (kind == "remove") {
       if (auto r = op_remove(target, *ptr, path, a); !r) return r.error();
     } else if (kind == "move" || kind == "copy") {
-      std::string_view from = get_str(op, {"from"});
+      std::string_view from = json_string(op, {"from"});
       auto fptr = parse_pointer(from);
       if (!fptr) return fptr.error();
       Value v;

@@ -33,23 +33,23 @@ bool resource_matches(const Value* resources, const RequestAttributes& a) {
 }
 
 bool rule_allows(const Value& rule, const RequestAttributes& a) {
-  if (!contains(field(rule, "verbs"), a.verb)) return false;
-  if (!contains(field(rule, "apiGroups"), a.api_group)) return false;
-  if (!resource_matches(field(rule, "resources"), a)) return false;
-  const Value* names = field(rule, "resourceNames");
+  if (!contains(json_member(rule, "verbs"), a.verb)) return false;
+  if (!contains(json_member(rule, "apiGroups"), a.api_group)) return false;
+  if (!resource_matches(json_member(rule, "resources"), a)) return false;
+  const Value* names = json_member(rule, "resourceNames");
   if (names && names->IsArray() && !names->Empty()) return !a.name.empty() && contains(names, a.name, false);
   return true;
 }
 
 bool subject_matches(const Value& binding, const UserInfo& user) {
-  const Value* subjects = field(binding, "subjects");
+  const Value* subjects = json_member(binding, "subjects");
   if (!subjects || !subjects->IsArray()) return false;
   for (const auto& s : subjects->GetArray()) {
-    std::string_view kind = get_str(s, {"kind"}), name = get_str(s, {"name"});
+    std::string_view kind = json_string(s, {"kind"}), name = json_string(s, {"name"});
     if (kind == "User" && name == user.name) return true;
     if (kind == "Group" && std::find(user.groups.begin(), user.groups.end(), name) != user.groups.end()) return true;
     if (kind == "ServiceAccount" &&
-        user.name == fmt::format("system:serviceaccount:{}:{}", get_str(s, {"namespace"}), name))
+        user.name == fmt::format("system:serviceaccount:{}:{}", json_string(s, {"namespace"}), name))
       return true;
   }
   return false;
@@ -64,7 +64,7 @@ template <class F>
 bool each_rule(const Store& store, const ResourceType* rt, const std::string& key, F&& f) {
   if (!rt) return false;
   auto role = store.get(*rt, key);
-  const Value* rules = role ? field(role->doc, "rules") : nullptr;
+  const Value* rules = role ? json_member(role->doc, "rules") : nullptr;
   if (!rules || !rules->IsArray()) return false;
   for (const auto& rule : rules->GetArray())
     if (f(rule)) return true;
@@ -79,14 +79,14 @@ bool each_bound_rule(const Store& store, const Registry& registry, const UserInf
   if (const ResourceType* crb = rbac_type(registry, "clusterrolebindings"))
     for (const auto& [key, b] : store.objects(*crb)) {
       if (!subject_matches(b->doc, user)) continue;
-      if (get_str(b->doc, {"roleRef", "kind"}) != "ClusterRole") continue;
-      if (each_rule(store, cluster_roles, std::string(get_str(b->doc, {"roleRef", "name"})), f)) return true;
+      if (json_string(b->doc, {"roleRef", "kind"}) != "ClusterRole") continue;
+      if (each_rule(store, cluster_roles, std::string(json_string(b->doc, {"roleRef", "name"})), f)) return true;
     }
   if (ns.empty()) return false;
   if (const ResourceType* rb = rbac_type(registry, "rolebindings"))
     for (const auto& [key, b] : store.objects(*rb)) {
       if (namespace_of(b->doc) != ns || !subject_matches(b->doc, user)) continue;
-      std::string_view kind = get_str(b->doc, {"roleRef", "kind"}), name = get_str(b->doc, {"roleRef", "name"});
+      std::string_view kind = json_string(b->doc, {"roleRef", "kind"}), name = json_string(b->doc, {"roleRef", "name"});
       if (kind == "ClusterRole" && each_rule(store, cluster_roles, std::string(name), f)) return true;
       if (kind == "Role" && each_rule(store, roles, fmt::format("{}/{}", ns, name), f)) return true;
     }

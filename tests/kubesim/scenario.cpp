@@ -23,7 +23,7 @@ int load_rank(std::string_view kind) {
 }
 
 void flatten(Doc&& doc, std::vector<Doc>& out) {
-  if (get_str(doc, {"kind"}).ends_with("List") && field(doc, "items")) {
+  if (json_string(doc, {"kind"}).ends_with("List") && json_member(doc, "items")) {
     Value* items = get_mut(doc, "items");
     if (!items->IsArray()) return;
     out.reserve(out.size() + items->Size());
@@ -45,7 +45,7 @@ Result<size_t> load_scenario_text(Cluster& cluster, std::string_view text) {
   if (body.starts_with("{")) {
     // JSON (a kubectl dump can be 100 MB): RapidJSON is two orders of magnitude faster than YAML.
     Doc d;
-    if (auto r = parse_into(body, d); !r) return r.error();
+    if (auto r = parse_json(body, d); !r) return r.error();
     flatten(std::move(d), objects);
   } else {
     auto docs = parse_yaml_documents(text);
@@ -53,12 +53,12 @@ Result<size_t> load_scenario_text(Cluster& cluster, std::string_view text) {
     for (auto& d : *docs) flatten(std::move(d), objects);
   }
   std::stable_sort(objects.begin(), objects.end(), [](const Doc& a, const Doc& b) {
-    return load_rank(get_str(a, {"kind"})) < load_rank(get_str(b, {"kind"}));
+    return load_rank(json_string(a, {"kind"})) < load_rank(json_string(b, {"kind"}));
   });
   size_t loaded = 0;
   for (auto& obj : objects) {
     if (!obj.IsObject()) return Error::invalid("every scenario document must be an object");
-    std::string what = fmt::format("{} {}/{}", get_str(obj, {"kind"}), namespace_of(obj), name_of(obj));
+    std::string what = fmt::format("{} {}/{}", json_string(obj, {"kind"}), namespace_of(obj), name_of(obj));
     auto r = cluster.load(std::move(obj));
     if (!r) return r.error().wrap(fmt::format("loading {}", what));
     ++loaded;

@@ -15,13 +15,13 @@ namespace spotshift::kubesim {
 namespace {
 
 bool counts_on_node(const Value& pod) {
-  std::string_view phase = get_str(pod, {"status", "phase"});
-  return !get_str(pod, {"spec", "nodeName"}).empty() && phase != "Succeeded" && phase != "Failed";
+  std::string_view phase = json_string(pod, {"status", "phase"});
+  return !json_string(pod, {"spec", "nodeName"}).empty() && phase != "Succeeded" && phase != "Failed";
 }
 
 bool wants_scheduling(const Value& pod) {
-  return get_str(pod, {"spec", "nodeName"}).empty() && !get_path(pod, {"metadata", "deletionTimestamp"}) &&
-         get_str(pod, {"spec", "schedulerName"}, "default-scheduler") == "default-scheduler";
+  return json_string(pod, {"spec", "nodeName"}).empty() && !json_path(pod, {"metadata", "deletionTimestamp"}) &&
+         json_string(pod, {"spec", "schedulerName"}, "default-scheduler") == "default-scheduler";
 }
 
 std::string port_key(const model::HostPort& p) { return fmt::format("{}/{}", static_cast<int>(p.protocol), p.port); }
@@ -44,7 +44,7 @@ void SimScheduler::charge(const std::string& key, const Value* pod) {
     if (!old_node.empty()) capacity_changed_ = true;
     return;
   }
-  auto decoded = model::decode_pod(*pod);
+  auto decoded = model::decode_pod(to_json(*pod));
   if (!decoded) return;
   PodCharge c;
   c.node = decoded->node_name.str();
@@ -64,7 +64,7 @@ void SimScheduler::observe(const Change& c) {
     std::string name(name_of(c.obj->doc));
     if (c.type == EventType::kDeleted) {
       nodes_.erase(name);
-    } else if (auto n = model::decode_node(c.obj->doc)) {
+    } else if (auto n = model::decode_node(to_json(c.obj->doc))) {
       nodes_[name] = std::move(*n);
     }
     return;
@@ -75,8 +75,8 @@ void SimScheduler::observe(const Change& c) {
   // A pod's charge comes from its spec and status alone: a metadata-only write (labels,
   // annotations, finalizers) keeps it without decoding the pod again.
   auto same_part = [&](const char* part) {
-    const Value* a = field(c.prev->doc, part);
-    const Value* b = field(c.obj->doc, part);
+    const Value* a = json_member(c.prev->doc, part);
+    const Value* b = json_member(c.obj->doc, part);
     return a && b ? json_equal(*a, *b) : a == b;
   };
   if (!(pod && c.prev && same_part("spec") && same_part("status"))) charge(key, pod);
@@ -100,8 +100,8 @@ bool SimScheduler::run() {
   for (const auto& key : pending_) {
     auto pod = cluster_.store().get(*cluster_.registry().pods(), key);
     if (!pod) continue;
-    order.push_back({{-get_int(pod->doc, {"spec", "priority"}).value_or(0),
-                      std::string(get_str(pod->doc, {"metadata", "creationTimestamp"})), key},
+    order.push_back({{-json_int(pod->doc, {"spec", "priority"}).value_or(0),
+                      std::string(json_string(pod->doc, {"metadata", "creationTimestamp"})), key},
                      key});
   }
   std::sort(order.begin(), order.end());
@@ -114,7 +114,7 @@ bool SimScheduler::run() {
 bool SimScheduler::schedule(const std::string& key) {
   auto stored = cluster_.store().get(*cluster_.registry().pods(), key);
   if (!stored || !wants_scheduling(stored->doc)) return false;
-  auto pod = model::decode_pod(stored->doc);
+  auto pod = model::decode_pod(to_json(stored->doc));
   if (!pod) return false;
 
   std::map<std::string, int> reasons;
@@ -187,13 +187,13 @@ bool SimScheduler::schedule(const std::string& key) {
     if (nodes_.empty()) message = "no nodes available to schedule pods";
     unschedulable_.insert(key);
     bool already = false;
-    if (const Value* conds = get_path(stored->doc, {"status", "conditions"}); conds && conds->IsArray())
+    if (const Value* conds = json_path(stored->doc, {"status", "conditions"}); conds && conds->IsArray())
       for (const auto& c : conds->GetArray())
-        if (get_str(c, {"type"}) == "PodScheduled" && get_str(c, {"message"}) == message) already = true;
+        if (json_string(c, {"type"}) == "PodScheduled" && json_string(c, {"message"}) == message) already = true;
     if (already) return false;
     auto r = cluster_.mutate(*cluster_.registry().pods(), key, [&](Value& o, Alloc& a) {
       Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
-      for (auto it = conds.Begin(); it != conds.End();) it = get_str(*it, {"type"}) == "PodScheduled" ? conds.Erase(it) : it + 1;
+      for (auto it = conds.Begin(); it != conds.End();) it = json_string(*it, {"type"}) == "PodScheduled" ? conds.Erase(it) : it + 1;
       Value c(rapidjson::kObjectType);
       set_str(c, "type", "PodScheduled", a);
       set_str(c, "status", "False", a);

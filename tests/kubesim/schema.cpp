@@ -34,23 +34,23 @@ void add(std::vector<StatusCause>& causes, std::string reason, const std::string
 Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
   if (!s.IsObject()) return Error::invalid("schema must be an object");
   auto out = std::make_shared<Schema>();
-  out->type_ = std::string(get_str(s, {"type"}));
-  out->nullable_ = get_bool(s, {"nullable"});
-  out->int_or_string_ = get_bool(s, {"x-kubernetes-int-or-string"});
-  out->preserve_unknown_ = get_bool(s, {"x-kubernetes-preserve-unknown-fields"});
-  if (const Value* props = field(s, "properties"); props && props->IsObject()) {
+  out->type_ = std::string(json_string(s, {"type"}));
+  out->nullable_ = json_bool(s, {"nullable"});
+  out->int_or_string_ = json_bool(s, {"x-kubernetes-int-or-string"});
+  out->preserve_unknown_ = json_bool(s, {"x-kubernetes-preserve-unknown-fields"});
+  if (const Value* props = json_member(s, "properties"); props && props->IsObject()) {
     for (auto it = props->MemberBegin(); it != props->MemberEnd(); ++it) {
       auto sub = parse(it->value);
       if (!sub) return sub.error().wrap(fmt::format("properties.{}", it->name.GetString()));
       out->properties_.emplace_back(it->name.GetString(), *sub);
     }
   }
-  if (const Value* items = field(s, "items")) {
+  if (const Value* items = json_member(s, "items")) {
     auto sub = parse(*items);
     if (!sub) return sub.error().wrap("items");
     out->items_ = *sub;
   }
-  if (const Value* ap = field(s, "additionalProperties")) {
+  if (const Value* ap = json_member(s, "additionalProperties")) {
     if (ap->IsBool()) {
       out->additional_any_ = ap->GetBool();
     } else {
@@ -59,24 +59,24 @@ Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
       out->additional_ = *sub;
     }
   }
-  if (const Value* req = field(s, "required"); req && req->IsArray())
+  if (const Value* req = json_member(s, "required"); req && req->IsArray())
     for (const auto& r : req->GetArray())
       if (r.IsString()) out->required_.emplace_back(r.GetString());
-  if (const Value* e = field(s, "enum"); e && e->IsArray())
+  if (const Value* e = json_member(s, "enum"); e && e->IsArray())
     for (const auto& v : e->GetArray()) out->enum_json_.push_back(to_json(v));
   auto number = [&](const char* k) -> std::optional<double> {
-    const Value* v = field(s, k);
+    const Value* v = json_member(s, k);
     return v && v->IsNumber() ? std::optional<double>(v->GetDouble()) : std::nullopt;
   };
   out->minimum_ = number("minimum");
   out->maximum_ = number("maximum");
-  out->exclusive_minimum_ = get_bool(s, {"exclusiveMinimum"});
-  out->exclusive_maximum_ = get_bool(s, {"exclusiveMaximum"});
-  out->min_length_ = get_int(s, {"minLength"});
-  out->max_length_ = get_int(s, {"maxLength"});
-  out->min_items_ = get_int(s, {"minItems"});
-  out->max_items_ = get_int(s, {"maxItems"});
-  if (auto p = get_str(s, {"pattern"}); !p.empty()) {
+  out->exclusive_minimum_ = json_bool(s, {"exclusiveMinimum"});
+  out->exclusive_maximum_ = json_bool(s, {"exclusiveMaximum"});
+  out->min_length_ = json_int(s, {"minLength"});
+  out->max_length_ = json_int(s, {"maxLength"});
+  out->min_items_ = json_int(s, {"minItems"});
+  out->max_items_ = json_int(s, {"maxItems"});
+  if (auto p = json_string(s, {"pattern"}); !p.empty()) {
     try {
       out->pattern_.emplace(std::string(p), std::regex::ECMAScript);
       out->pattern_text_ = std::string(p);
@@ -84,17 +84,17 @@ Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
       return Error::invalid(fmt::format("pattern \"{}\" is not a valid regular expression: {}", p, e.what()));
     }
   }
-  if (const Value* d = field(s, "default")) out->default_json_ = to_json(*d);
-  if (const Value* rules = field(s, "x-kubernetes-validations"); rules && rules->IsArray()) {
+  if (const Value* d = json_member(s, "default")) out->default_json_ = to_json(*d);
+  if (const Value* rules = json_member(s, "x-kubernetes-validations"); rules && rules->IsArray()) {
     static const std::regex form(R"(^\s*duration\(self\)\s*(>=|>|<=|<)\s*duration\('([^']*)'\)\s*$)");
     for (const auto& r : rules->GetArray()) {
-      std::string rule(get_str(r, {"rule"}));
+      std::string rule(json_string(r, {"rule"}));
       std::smatch m;
       auto bound = std::regex_match(rule, m, form) ? parse_go_duration(m[2].str()) : Result<Duration>(Error::invalid(""));
       if (!bound)
         return Error::invalid(fmt::format("x-kubernetes-validations: kubesim evaluates only rules of the form "
                                           "duration(self) >= duration('1s') (also >, <=, <), not \"{}\"", rule));
-      std::string message(get_str(r, {"message"}));
+      std::string message(json_string(r, {"message"}));
       out->rules_.push_back({m[1].str(), *bound, message.empty() ? fmt::format("failed rule: {}", rule) : message});
     }
   }
@@ -135,7 +135,7 @@ void Schema::apply_root(Value& v, Alloc& a, std::vector<StatusCause>& causes, st
   }
   for (const auto& [name, sub] : properties_) {
     if (name == "apiVersion" || name == "kind" || name == "metadata") continue;
-    if (!v.HasMember(ref(name)) && sub->default_json_) {
+    if (!v.HasMember(json_key(name)) && sub->default_json_) {
       Doc d;
       d.Parse(sub->default_json_->c_str());
       Value copy;
@@ -145,7 +145,7 @@ void Schema::apply_root(Value& v, Alloc& a, std::vector<StatusCause>& causes, st
     }
   }
   for (const auto& r : required_)
-    if (r != "metadata" && !v.HasMember(ref(r))) add(causes, "FieldValueRequired", r, "Required value");
+    if (r != "metadata" && !v.HasMember(json_key(r))) add(causes, "FieldValueRequired", r, "Required value");
   std::vector<StatusCause> cel;
   for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
     std::string_view name(it->name.GetString(), it->name.GetStringLength());
@@ -196,7 +196,7 @@ void Schema::prune_and_default(Value& v, Alloc& a, const std::string& path, std:
       ++it;
     }
     for (const auto& [name, sub] : properties_) {
-      if (v.HasMember(ref(name)) || !sub->default_json_) continue;
+      if (v.HasMember(json_key(name)) || !sub->default_json_) continue;
       Doc d;
       d.Parse(sub->default_json_->c_str());
       Value copy;
@@ -283,7 +283,7 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
   }
   if (v.IsObject()) {
     for (const auto& r : required_)
-      if (!v.HasMember(ref(r))) add(causes, "FieldValueRequired", child(path, r), "Required value");
+      if (!v.HasMember(json_key(r))) add(causes, "FieldValueRequired", child(path, r), "Required value");
     for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
       std::string_view name(it->name.GetString(), it->name.GetStringLength());
       const Schema* sub = property(name);

@@ -36,21 +36,6 @@ namespace {
 
 const log::Logger logger("kubesim");
 
-std::string json_escape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 std::string unauthorized_body() {
   return R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})";
 }
@@ -59,9 +44,9 @@ std::string unauthorized_body() {
 
 std::string to_json(const AuditRecord& r) {
   return fmt::format(
-      R"({{"time":"{}","userAgent":"{}","user":"{}","verb":"{}","method":"{}","path":"{}","query":"{}","resource":"{}","code":{}}})",
-      json_escape(r.time), json_escape(r.user_agent), json_escape(r.user), json_escape(r.verb), json_escape(r.method),
-      json_escape(r.path), json_escape(r.query), json_escape(r.resource), r.code);
+      R"({{"time":{},"userAgent":{},"user":{},"verb":{},"method":{},"path":{},"query":{},"resource":{},"code":{}}})",
+      json_quote(r.time), json_quote(r.user_agent), json_quote(r.user), json_quote(r.verb), json_quote(r.method),
+      json_quote(r.path), json_quote(r.query), json_quote(r.resource), r.code);
 }
 
 struct Simulator::Impl {

@@ -42,7 +42,7 @@ ObjectPtr Store::stamp(const ResourceType& rt, PooledDoc in, uint64_t rv) const 
   Doc& doc = in.doc;
   Value& m = ensure_object(doc, "metadata", doc.GetAllocator());
   set_str(m, "resourceVersion", std::to_string(rv), doc.GetAllocator());
-  obj->key = key_of(rt, get_str(doc, {"metadata", "namespace"}), get_str(doc, {"metadata", "name"}));
+  obj->key = key_of(rt, json_string(doc, {"metadata", "namespace"}), json_string(doc, {"metadata", "name"}));
   obj->rv = rv;
   obj->json = to_json(doc);
   obj->pool = std::move(in.pool);

@@ -26,7 +26,7 @@ TEST_CASE("every write bumps one global resourceVersion and is recorded", "[stor
   CHECK(a->rv == 1);
   CHECK(n->rv == 2);
   CHECK(a2->rv == 3);
-  CHECK(get_str(a2->doc, {"metadata", "resourceVersion"}) == "3");
+  CHECK(json_string(a2->doc, {"metadata", "resourceVersion"}) == "3");
   auto gone = s.erase(*reg.pods(), "ns/a");
   REQUIRE(gone);
   CHECK(gone->rv == 4);  // DELETED carries the last state with a new resourceVersion
@@ -51,7 +51,7 @@ TEST_CASE("a list at an older resourceVersion is the snapshot of that moment", "
   auto snap = s.list_at(*reg.pods(), at, "", "", 0, all, &more);
   REQUIRE(snap);
   CHECK(keys(*snap) == std::vector<std::string>{"ns/a", "ns/b"});
-  CHECK_FALSE(get_path((*snap)[1]->doc, {"spec"}));
+  CHECK_FALSE(json_path((*snap)[1]->doc, {"spec"}));
   auto page = s.list_at(*reg.pods(), at, "", "", 1, all, &more);
   CHECK(keys(*page) == std::vector<std::string>{"ns/a"});
   CHECK(more);
@@ -114,6 +114,6 @@ TEST_CASE("a write that changes nothing but resourceVersion is not a write", "[s
   CHECK(changed([](Value& o, Alloc& a) { set_str(*get_mut(*get_mut(o, "spec"), "containers")->Begin(), "image", "x", a); }));
   CHECK(changed([](Value& o, Alloc&) { drop_field(o, "spec"); }));
   // A stored version keeps its document and text after later writes replace it.
-  CHECK(get_str(before->doc, {"metadata", "generateName"}) == "a-");
+  CHECK(json_string(before->doc, {"metadata", "generateName"}) == "a-");
   CHECK(before->json.find("\"generateName\":\"a-\"") != std::string::npos);
 }

@@ -16,7 +16,7 @@ namespace {
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
 std::string age(const Value& obj, Time now) {
-  auto ts = parse_time(get_str(obj, {"metadata", "creationTimestamp"}));
+  auto ts = parse_time(json_string(obj, {"metadata", "creationTimestamp"}));
   return ts ? format_age(now - *ts) : "<unknown>";
 }
 
@@ -27,16 +27,16 @@ std::string age_of(std::string_view timestamp, Time now) {
 
 std::string node_status(const Value& node) {
   std::string status = "Unknown";
-  if (const Value* conds = get_path(node, {"status", "conditions"}); conds && conds->IsArray())
+  if (const Value* conds = json_path(node, {"status", "conditions"}); conds && conds->IsArray())
     for (const auto& c : conds->GetArray())
-      if (get_str(c, {"type"}) == "Ready") status = get_str(c, {"status"}) == "True" ? "Ready" : "NotReady";
-  if (get_bool(node, {"spec", "unschedulable"})) status += ",SchedulingDisabled";
+      if (json_string(c, {"type"}) == "Ready") status = json_string(c, {"status"}) == "True" ? "Ready" : "NotReady";
+  if (json_bool(node, {"spec", "unschedulable"})) status += ",SchedulingDisabled";
   return status;
 }
 
 std::string node_roles(const Value& node) {
   std::string roles;
-  if (const Value* labels = get_path(node, {"metadata", "labels"}); labels && labels->IsObject())
+  if (const Value* labels = json_path(node, {"metadata", "labels"}); labels && labels->IsObject())
     for (auto it = labels->MemberBegin(); it != labels->MemberEnd(); ++it) {
       std::string_view k(it->name.GetString(), it->name.GetStringLength());
       if (k.starts_with("node-role.kubernetes.io/")) {
@@ -49,22 +49,22 @@ std::string node_roles(const Value& node) {
 
 std::string pod_ready(const Value& pod) {
   size_t total = 0, ready = 0;
-  if (const Value* cs = get_path(pod, {"spec", "containers"}); cs && cs->IsArray()) total = cs->Size();
-  if (const Value* st = get_path(pod, {"status", "containerStatuses"}); st && st->IsArray())
-    for (const auto& s : st->GetArray()) ready += get_bool(s, {"ready"}) ? 1 : 0;
+  if (const Value* cs = json_path(pod, {"spec", "containers"}); cs && cs->IsArray()) total = cs->Size();
+  if (const Value* st = json_path(pod, {"status", "containerStatuses"}); st && st->IsArray())
+    for (const auto& s : st->GetArray()) ready += json_bool(s, {"ready"}) ? 1 : 0;
   return fmt::format("{}/{}", ready, total);
 }
 
 std::string pod_status(const Value& pod) {
-  if (get_path(pod, {"metadata", "deletionTimestamp"})) return "Terminating";
-  std::string_view reason = get_str(pod, {"status", "reason"});
+  if (json_path(pod, {"metadata", "deletionTimestamp"})) return "Terminating";
+  std::string_view reason = json_string(pod, {"status", "reason"});
   if (!reason.empty()) return std::string(reason);
-  std::string_view phase = get_str(pod, {"status", "phase"}, "Pending");
+  std::string_view phase = json_string(pod, {"status", "phase"}, "Pending");
   return std::string(phase);
 }
 
 std::string int_or_string(const Value& obj, std::initializer_list<std::string_view> path) {
-  const Value* v = get_path(obj, path);
+  const Value* v = json_path(obj, path);
   if (!v) return "N/A";
   if (v->IsString()) return v->GetString();
   if (v->IsInt64()) return std::to_string(v->GetInt64());
@@ -72,33 +72,33 @@ std::string int_or_string(const Value& obj, std::initializer_list<std::string_vi
 }
 
 std::string num(const Value& obj, std::initializer_list<std::string_view> path) {
-  return std::to_string(get_int(obj, path).value_or(0));
+  return std::to_string(json_int(obj, path).value_or(0));
 }
 
 // The first address of a type in status.addresses, or <none>.
 std::string node_address(const Value& node, std::string_view type) {
-  if (const Value* list = get_path(node, {"status", "addresses"}); list && list->IsArray())
+  if (const Value* list = json_path(node, {"status", "addresses"}); list && list->IsArray())
     for (const auto& addr : list->GetArray())
-      if (get_str(addr, {"type"}) == type) return std::string(get_str(addr, {"address"}));
+      if (json_string(addr, {"type"}) == type) return std::string(json_string(addr, {"address"}));
   return "<none>";
 }
 
 // kubectl's READINESS GATES column: how many of the pod's readiness gates are True, or <none>.
 std::string readiness_gates(const Value& pod) {
-  const Value* gates = get_path(pod, {"spec", "readinessGates"});
+  const Value* gates = json_path(pod, {"spec", "readinessGates"});
   if (!gates || !gates->IsArray() || gates->Empty()) return "<none>";
-  const Value* conds = get_path(pod, {"status", "conditions"});
+  const Value* conds = json_path(pod, {"status", "conditions"});
   int ready = 0;
   for (const auto& g : gates->GetArray())
     if (conds && conds->IsArray())
       for (const auto& c : conds->GetArray())
-        if (get_str(c, {"type"}) == get_str(g, {"conditionType"}) && get_str(c, {"status"}) == "True") ++ready;
+        if (json_string(c, {"type"}) == json_string(g, {"conditionType"}) && json_string(c, {"status"}) == "True") ++ready;
   return fmt::format("{}/{}", ready, gates->Size());
 }
 
 // A DaemonSet's pod template nodeSelector as kubectl prints it: k=v pairs sorted by key, or <none>.
 std::string node_selector(const Value& ds) {
-  const Value* sel = get_path(ds, {"spec", "template", "spec", "nodeSelector"});
+  const Value* sel = json_path(ds, {"spec", "template", "spec", "nodeSelector"});
   if (!sel || !sel->IsObject() || sel->MemberCount() == 0) return "<none>";
   std::vector<std::pair<std::string_view, std::string_view>> pairs;
   for (auto it = sel->MemberBegin(); it != sel->MemberEnd(); ++it)
@@ -110,20 +110,20 @@ std::string node_selector(const Value& ds) {
 }
 
 std::string event_object(const Value& ev) {
-  std::string_view kind = get_str(ev, {"involvedObject", "kind"});
-  if (kind.empty()) kind = get_str(ev, {"regarding", "kind"});
-  std::string_view name = get_str(ev, {"involvedObject", "name"});
-  if (name.empty()) name = get_str(ev, {"regarding", "name"});
+  std::string_view kind = json_string(ev, {"involvedObject", "kind"});
+  if (kind.empty()) kind = json_string(ev, {"regarding", "kind"});
+  std::string_view name = json_string(ev, {"involvedObject", "name"});
+  if (name.empty()) name = json_string(ev, {"regarding", "name"});
   std::string lower(kind);
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return fmt::format("{}/{}", lower, name);
 }
 
 std::string event_last_seen(const Value& ev, Time now) {
-  std::string_view ts = get_str(ev, {"series", "lastObservedTime"});
-  if (ts.empty()) ts = get_str(ev, {"lastTimestamp"});
-  if (ts.empty()) ts = get_str(ev, {"deprecatedLastTimestamp"});
-  if (ts.empty()) ts = get_str(ev, {"eventTime"});
+  std::string_view ts = json_string(ev, {"series", "lastObservedTime"});
+  if (ts.empty()) ts = json_string(ev, {"lastTimestamp"});
+  if (ts.empty()) ts = json_string(ev, {"deprecatedLastTimestamp"});
+  if (ts.empty()) ts = json_string(ev, {"eventTime"});
   return ts.empty() ? "<unknown>" : age_of(ts, now);
 }
 
@@ -140,7 +140,7 @@ BuiltIn builtin(const ResourceType& rt) {
              {"Internal-IP", "string", "", 1}, {"External-IP", "string", "", 1}, {"OS-Image", "string", "", 1},
              {"Kernel-Version", "string", "", 1}, {"Container-Runtime", "string", "", 1}},
             [=](const Value& o, Time now) {
-              auto info = [&](std::string_view key) { return std::string(get_str(o, {"status", "nodeInfo", key}, "<unknown>")); };
+              auto info = [&](std::string_view key) { return std::string(json_string(o, {"status", "nodeInfo", key}, "<unknown>")); };
               return std::vector<std::string>{name(o), node_status(o), node_roles(o), age(o, now), info("kubeletVersion"),
                                               node_address(o, "InternalIP"), node_address(o, "ExternalIP"), info("osImage"),
                                               info("kernelVersion"), info("containerRuntimeVersion")};
@@ -150,9 +150,9 @@ BuiltIn builtin(const ResourceType& rt) {
              {"IP", "string", "", 1}, {"Node", "string", "", 1}, {"Nominated Node", "string", "", 1},
              {"Readiness Gates", "string", "", 1}},
             [=](const Value& o, Time now) {
-              std::string ip(get_str(o, {"status", "podIP"}, "<none>"));
-              std::string node(get_str(o, {"spec", "nodeName"}, "<none>"));
-              std::string nominated(get_str(o, {"status", "nominatedNodeName"}, "<none>"));
+              std::string ip(json_string(o, {"status", "podIP"}, "<none>"));
+              std::string node(json_string(o, {"spec", "nodeName"}, "<none>"));
+              std::string nominated(json_string(o, {"status", "nominatedNodeName"}, "<none>"));
               return std::vector<std::string>{name(o), pod_ready(o), pod_status(o), "0", age(o, now), ip, node, nominated,
                                               readiness_gates(o)};
             }};
@@ -167,21 +167,21 @@ BuiltIn builtin(const ResourceType& rt) {
   if (k == "Event")
     return {{{"Last Seen", "string"}, {"Type", "string"}, {"Reason", "string"}, {"Object", "string"}, {"Message", "string"}},
             [=](const Value& o, Time now) {
-              std::string_view msg = get_str(o, {"message"});
-              if (msg.empty()) msg = get_str(o, {"note"});
-              return std::vector<std::string>{event_last_seen(o, now), std::string(get_str(o, {"type"})),
-                                              std::string(get_str(o, {"reason"})), event_object(o), std::string(msg)};
+              std::string_view msg = json_string(o, {"message"});
+              if (msg.empty()) msg = json_string(o, {"note"});
+              return std::vector<std::string>{event_last_seen(o, now), std::string(json_string(o, {"type"})),
+                                              std::string(json_string(o, {"reason"})), event_object(o), std::string(msg)};
             }};
   if (k == "Namespace")
     return {{{"Name", "string", "name"}, {"Status", "string"}, {"Age", "string"}}, [=](const Value& o, Time now) {
-              return std::vector<std::string>{name(o), std::string(get_str(o, {"status", "phase"}, "Active")), age(o, now)};
+              return std::vector<std::string>{name(o), std::string(json_string(o, {"status", "phase"}, "Active")), age(o, now)};
             }};
   if (k == "Lease")
     return {{{"Name", "string", "name"}, {"Holder", "string"}, {"Age", "string"}}, [=](const Value& o, Time now) {
-              return std::vector<std::string>{name(o), std::string(get_str(o, {"spec", "holderIdentity"})), age(o, now)};
+              return std::vector<std::string>{name(o), std::string(json_string(o, {"spec", "holderIdentity"})), age(o, now)};
             }};
   auto ready_of_desired = [](const Value& o) {
-    return fmt::format("{}/{}", get_int(o, {"status", "readyReplicas"}).value_or(0), get_int(o, {"spec", "replicas"}).value_or(1));
+    return fmt::format("{}/{}", json_int(o, {"status", "readyReplicas"}).value_or(0), json_int(o, {"spec", "replicas"}).value_or(1));
   };
   if (k == "Deployment")
     return {{{"Name", "string", "name"}, {"Ready", "string"}, {"Up-to-date", "string"}, {"Available", "string"}, {"Age", "string"}},
@@ -211,7 +211,7 @@ BuiltIn builtin(const ResourceType& rt) {
   auto data_count = [](const Value& o) {
     size_t n = 0;
     for (const char* key : {"data", "binaryData"})
-      if (const Value* d = get_path(o, {key}); d && d->IsObject()) n += d->MemberCount();
+      if (const Value* d = json_path(o, {key}); d && d->IsObject()) n += d->MemberCount();
     return std::to_string(n);
   };
   if (k == "ConfigMap")
@@ -220,11 +220,11 @@ BuiltIn builtin(const ResourceType& rt) {
   if (k == "Secret")
     return {{{"Name", "string", "name"}, {"Type", "string"}, {"Data", "integer"}, {"Age", "string"}},
             [=](const Value& o, Time now) {
-              return std::vector<std::string>{name(o), std::string(get_str(o, {"type"})), data_count(o), age(o, now)};
+              return std::vector<std::string>{name(o), std::string(json_string(o, {"type"})), data_count(o), age(o, now)};
             }};
   if (k == "CustomResourceDefinition")
     return {{{"Name", "string", "name"}, {"Created At", "date"}}, [=](const Value& o, Time) {
-              return std::vector<std::string>{name(o), std::string(get_str(o, {"metadata", "creationTimestamp"}))};
+              return std::vector<std::string>{name(o), std::string(json_string(o, {"metadata", "creationTimestamp"}))};
             }};
   return {{{"Name", "string", "name"}, {"Age", "string"}},
           [=](const Value& o, Time now) { return std::vector<std::string>{name(o), age(o, now)}; }};
@@ -237,7 +237,7 @@ void write_partial_metadata(Writer& w, const Value& obj) {
   w.Key("apiVersion");
   w.String("meta.k8s.io/v1");
   w.Key("metadata");
-  if (const Value* m = field(obj, "metadata")) m->Accept(w);
+  if (const Value* m = json_member(obj, "metadata")) m->Accept(w);
   else w.StartObject(), w.EndObject();
   w.EndObject();
 }
@@ -277,7 +277,7 @@ std::vector<const Value*> json_path(const Value& root, std::string_view path) {
       while (j < path.size() && path[j] != '.' && path[j] != '[') ++j;
       std::string_view member = path.substr(i + 1, j - i - 1);
       for (const Value* v : cur)
-        if (const Value* c = field(*v, member)) next.push_back(c);
+        if (const Value* c = json_member(*v, member)) next.push_back(c);
       i = j;
     } else if (path[i] == '[') {
       size_t j = path.find(']', i);
@@ -298,7 +298,7 @@ std::vector<const Value*> json_path(const Value& root, std::string_view path) {
         for (const Value* v : cur)
           if (v->IsArray())
             for (const auto& e : v->GetArray())
-              if (get_str(e, {key}) == want) next.push_back(&e);
+              if (json_string(e, {key}) == want) next.push_back(&e);
       } else {
         size_t idx = 0;
         for (char c : inner) idx = idx * 10 + static_cast<size_t>(c - '0');

@@ -59,8 +59,8 @@ class TestCluster {
     auto docs = parse_yaml_documents(yaml);
     REQUIRE(docs);
     for (auto& d : *docs) {
-      std::string api_version(get_str(d, {"apiVersion"}));
-      std::string kind(get_str(d, {"kind"}));
+      std::string api_version(json_string(d, {"apiVersion"}));
+      std::string kind(json_string(d, {"kind"}));
       const ResourceType* rt = cluster_.registry().find_kind(api_version, kind);
       REQUIRE(rt);
       std::string ns(namespace_of(d));

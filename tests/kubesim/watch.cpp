@@ -9,7 +9,7 @@ namespace spotshift::kubesim {
 
 model::Labels labels_of(const Value& obj) {
   model::Labels out;
-  if (const Value* l = get_path(obj, {"metadata", "labels"}); l && l->IsObject())
+  if (const Value* l = json_path(obj, {"metadata", "labels"}); l && l->IsObject())
     for (auto it = l->MemberBegin(); it != l->MemberEnd(); ++it)
       if (it->value.IsString())
         out.set(std::string_view(it->name.GetString(), it->name.GetStringLength()),
@@ -24,7 +24,7 @@ std::optional<std::string> field_value(const Value& obj, std::string_view path) 
   while (start <= path.size()) {
     size_t dot = path.find('.', start);
     std::string_view part = path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    cur = field(*cur, part);
+    cur = json_member(*cur, part);
     if (!cur) return std::string();
     if (dot == std::string_view::npos) break;
     start = dot + 1;

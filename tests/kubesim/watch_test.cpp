@@ -17,8 +17,8 @@ std::vector<Event> events(const std::string& chunk) {
   for (auto line : split(chunk, '\n')) {
     if (line.empty()) continue;
     Doc d = parse(std::string(line));
-    out.push_back({std::string(get_str(d, {"type"})), std::string(get_str(d, {"object", "metadata", "name"})),
-                   std::string(get_str(d, {"object", "metadata", "resourceVersion"}))});
+    out.push_back({std::string(json_string(d, {"type"})), std::string(json_string(d, {"object", "metadata", "name"})),
+                   std::string(json_string(d, {"object", "metadata", "resourceVersion"}))});
   }
   return out;
 }

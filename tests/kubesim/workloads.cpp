@@ -17,12 +17,12 @@ namespace {
 constexpr std::string_view kRevision = "deployment.kubernetes.io/revision";
 
 bool active(const Value& pod) {
-  std::string_view phase = get_str(pod, {"status", "phase"});
-  return !get_path(pod, {"metadata", "deletionTimestamp"}) && phase != "Succeeded" && phase != "Failed";
+  std::string_view phase = json_string(pod, {"status", "phase"});
+  return !json_path(pod, {"metadata", "deletionTimestamp"}) && phase != "Succeeded" && phase != "Failed";
 }
 
 std::string owner_key(const Value& obj, const Value& ref) {
-  return fmt::format("{}/{}", namespace_of(obj), get_str(ref, {"name"}));
+  return fmt::format("{}/{}", namespace_of(obj), json_string(ref, {"name"}));
 }
 
 std::string template_hash(const Value& tmpl) {
@@ -42,7 +42,7 @@ Value owner_reference(const Value& owner, const ResourceType& rt, Alloc& a) {
   set_str(ref, "apiVersion", rt.group_version(), a);
   set_str(ref, "kind", rt.kind, a);
   set_str(ref, "name", name_of(owner), a);
-  set_str(ref, "uid", get_str(owner, {"metadata", "uid"}), a);
+  set_str(ref, "uid", json_string(owner, {"metadata", "uid"}), a);
   set_bool(ref, "controller", true, a);
   set_bool(ref, "blockOwnerDeletion", true, a);
   return ref;
@@ -57,7 +57,7 @@ void SimWorkloads::index_pod(const std::string& key, const Value* pod) {
   }
   if (!pod) return;
   if (const Value* ref = controller_of(*pod)) {
-    std::string uid(get_str(*ref, {"uid"}));
+    std::string uid(json_string(*ref, {"uid"}));
     pods_by_owner_[uid].insert(key);
     pod_owner_[key] = uid;
   }
@@ -72,14 +72,14 @@ void SimWorkloads::observe(const Change& c) {
       if (!v) continue;
       const Value* ref = controller_of(*v);
       if (!ref) continue;
-      std::string_view kind = get_str(*ref, {"kind"});
+      std::string_view kind = json_string(*ref, {"kind"});
       if (kind == "ReplicaSet") dirty_replicasets_.insert(owner_key(*v, *ref));
       else if (kind == "DaemonSet") dirty_daemonsets_.insert(owner_key(*v, *ref));
       else if (kind == "StatefulSet") dirty_statefulsets_.insert(owner_key(*v, *ref));
     }
   } else if (c.rt == reg.replicasets()) {
     if (c.type != EventType::kDeleted) dirty_replicasets_.insert(c.obj->key);
-    if (const Value* ref = controller_of(obj); ref && get_str(*ref, {"kind"}) == "Deployment")
+    if (const Value* ref = controller_of(obj); ref && json_string(*ref, {"kind"}) == "Deployment")
       dirty_deployments_.insert(owner_key(obj, *ref));
   } else if (c.rt == reg.deployments()) {
     if (c.type != EventType::kDeleted) dirty_deployments_.insert(c.obj->key);
@@ -122,9 +122,9 @@ Result<ObjectPtr> SimWorkloads::create_pod(const Value& owner, const ResourceTyp
   set_str(pod, "apiVersion", "v1", a);
   set_str(pod, "kind", "Pod", a);
   Value& m = ensure_object(pod, "metadata", a);
-  if (const Value* tm = field(tmpl, "metadata")) {
-    if (const Value* l = field(*tm, "labels")) set(m, "labels", copy_of(*l, a), a);
-    if (const Value* an = field(*tm, "annotations")) set(m, "annotations", copy_of(*an, a), a);
+  if (const Value* tm = json_member(tmpl, "metadata")) {
+    if (const Value* l = json_member(*tm, "labels")) set(m, "labels", copy_of(*l, a), a);
+    if (const Value* an = json_member(*tm, "annotations")) set(m, "annotations", copy_of(*an, a), a);
   }
   if (!name.empty()) set_str(m, "name", name, a);
   else set_str(m, "generateName", generate_name, a);
@@ -132,7 +132,7 @@ Result<ObjectPtr> SimWorkloads::create_pod(const Value& owner, const ResourceTyp
   Value refs(rapidjson::kArrayType);
   refs.PushBack(owner_reference(owner, owner_type, a), a);
   set(m, "ownerReferences", std::move(refs), a);
-  if (const Value* spec = field(tmpl, "spec")) set(pod, "spec", copy_of(*spec, a), a);
+  if (const Value* spec = json_member(tmpl, "spec")) set(pod, "spec", copy_of(*spec, a), a);
   Value& spec = ensure_object(pod, "spec", a);
   if (!node.empty()) set_str(spec, "nodeName", node, a);
   if (&owner_type == cluster_.registry().statefulsets()) set_str(spec, "hostname", name, a);
@@ -160,7 +160,7 @@ bool SimWorkloads::write_status(const ResourceType& rt, const std::string& key,
   auto before = cluster_.store().get(rt, key);
   auto after = cluster_.mutate(rt, key, [&](Value& o, Alloc& a) {
     Value& st = ensure_object(o, "status", a);
-    set_int(st, "observedGeneration", get_int(o, {"metadata", "generation"}).value_or(1), a);
+    set_int(st, "observedGeneration", json_int(o, {"metadata", "generation"}).value_or(1), a);
     fn(st, a);
   });
   return after && *after != before;
@@ -171,12 +171,12 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
   auto dep = cluster_.store().get(*reg.deployments(), key);
   if (!dep) return false;
   const Value& d = dep->doc;
-  const Value* tmpl = get_path(d, {"spec", "template"});
+  const Value* tmpl = json_path(d, {"spec", "template"});
   if (!tmpl) return false;
-  int64_t replicas = get_int(d, {"spec", "replicas"}).value_or(1);
+  int64_t replicas = json_int(d, {"spec", "replicas"}).value_or(1);
   std::string hash = template_hash(*tmpl);
   std::string rs_name = fmt::format("{}-{}", name_of(d), hash);
-  std::string uid(get_str(d, {"metadata", "uid"}));
+  std::string uid(json_string(d, {"metadata", "uid"}));
   bool changed = false;
   int64_t ready = 0, total = 0, updated = 0;
   bool found = false;
@@ -185,12 +185,12 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
   std::vector<ObjectPtr> owned;
   for (auto it = all.lower_bound(prefix); it != all.end() && it->first.starts_with(prefix); ++it) {
     const Value* ref = controller_of(it->second->doc);
-    if (ref && get_str(*ref, {"uid"}) == uid) owned.push_back(it->second);
+    if (ref && json_string(*ref, {"uid"}) == uid) owned.push_back(it->second);
   }
   // Revisions as the deployment controller numbers them: the newest template's ReplicaSet has the
   // highest deployment.kubernetes.io/revision, and the Deployment carries the same.
   auto revision_of = [](const Value& o) {
-    return parse_int(get_str(o, {"metadata", "annotations", kRevision})).value_or(0);
+    return parse_int(json_string(o, {"metadata", "annotations", kRevision})).value_or(0);
   };
   int64_t max_revision = 0, current_revision = 0;
   for (const auto& rs : owned) {
@@ -208,7 +208,7 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     bool current = name_of(rs->doc) == rs_name;
     found |= current;
     int64_t want = current ? replicas : 0;  // recreate strategy: old versions scale to zero
-    int64_t had = get_int(rs->doc, {"spec", "replicas"}).value_or(0);
+    int64_t had = json_int(rs->doc, {"spec", "replicas"}).value_or(0);
     if (had != want || (current && revision_of(rs->doc) != revision)) {
       auto r = cluster_.mutate(*reg.replicasets(), rs->key, [&](Value& o, Alloc& a) {
         set_int(ensure_object(o, "spec", a), "replicas", want, a);
@@ -217,9 +217,9 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
       changed |= static_cast<bool>(r);
       if (r && had != want) scaled((*r)->doc, had, want);
     }
-    ready += get_int(rs->doc, {"status", "readyReplicas"}).value_or(0);
-    total += get_int(rs->doc, {"status", "replicas"}).value_or(0);
-    if (current) updated = get_int(rs->doc, {"status", "replicas"}).value_or(0);
+    ready += json_int(rs->doc, {"status", "readyReplicas"}).value_or(0);
+    total += json_int(rs->doc, {"status", "replicas"}).value_or(0);
+    if (current) updated = json_int(rs->doc, {"status", "replicas"}).value_or(0);
   }
   if (!found) {
     Doc rs(rapidjson::kObjectType);
@@ -231,7 +231,7 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     set_str(m, "namespace", namespace_of(d), a);
     set_str(ensure_object(m, "annotations", a), kRevision, std::to_string(revision), a);
     Value labels(rapidjson::kObjectType);
-    if (const Value* l = get_path(*tmpl, {"metadata", "labels"})) labels.CopyFrom(*l, a);
+    if (const Value* l = json_path(*tmpl, {"metadata", "labels"})) labels.CopyFrom(*l, a);
     set_str(labels, "pod-template-hash", hash, a);
     set(m, "labels", std::move(labels), a);
     Value refs(rapidjson::kArrayType);
@@ -239,7 +239,7 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     set(m, "ownerReferences", std::move(refs), a);
     Value& spec = ensure_object(rs, "spec", a);
     set_int(spec, "replicas", replicas, a);
-    if (const Value* sel = get_path(d, {"spec", "selector"})) set(spec, "selector", copy_of(*sel, a), a);
+    if (const Value* sel = json_path(d, {"spec", "selector"})) set(spec, "selector", copy_of(*sel, a), a);
     Value t;
     t.CopyFrom(*tmpl, a);
     set_str(ensure_object(ensure_object(t, "metadata", a), "labels", a), "pod-template-hash", hash, a);
@@ -248,7 +248,7 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     changed |= static_cast<bool>(created);
     if (created && replicas > 0) scaled((*created)->doc, 0, replicas);
   }
-  if (get_str(d, {"metadata", "annotations", kRevision}) != std::to_string(revision)) {
+  if (json_string(d, {"metadata", "annotations", kRevision}) != std::to_string(revision)) {
     auto r = cluster_.mutate(*reg.deployments(), key, [&](Value& o, Alloc& a) {
       set_str(ensure_object(ensure_object(o, "metadata", a), "annotations", a), kRevision, std::to_string(revision), a);
     });
@@ -268,12 +268,12 @@ bool SimWorkloads::sync_replicaset(const std::string& key) {
   auto rs = cluster_.store().get(*reg.replicasets(), key);
   if (!rs) return false;
   const Value& r = rs->doc;
-  int64_t want = get_int(r, {"spec", "replicas"}).value_or(1);
+  int64_t want = json_int(r, {"spec", "replicas"}).value_or(1);
   std::vector<ObjectPtr> live;
-  for (const auto& p : owned_pods(std::string(get_str(r, {"metadata", "uid"}))))
+  for (const auto& p : owned_pods(std::string(json_string(r, {"metadata", "uid"}))))
     if (active(p->doc)) live.push_back(p);
   bool changed = false;
-  const Value* tmpl = get_path(r, {"spec", "template"});
+  const Value* tmpl = json_path(r, {"spec", "template"});
   for (int64_t i = static_cast<int64_t>(live.size()); i < want && tmpl; ++i) {
     auto created = create_pod(r, *reg.replicasets(), *tmpl, "", fmt::format("{}-", name_of(r)), "");
     changed |= static_cast<bool>(created);
@@ -281,9 +281,9 @@ bool SimWorkloads::sync_replicaset(const std::string& key) {
   if (static_cast<int64_t>(live.size()) > want) {
     // Scale down: unscheduled pods first, then the newest.
     std::sort(live.begin(), live.end(), [](const ObjectPtr& a, const ObjectPtr& b) {
-      bool au = get_str(a->doc, {"spec", "nodeName"}).empty(), bu = get_str(b->doc, {"spec", "nodeName"}).empty();
+      bool au = json_string(a->doc, {"spec", "nodeName"}).empty(), bu = json_string(b->doc, {"spec", "nodeName"}).empty();
       if (au != bu) return au;
-      return get_str(a->doc, {"metadata", "creationTimestamp"}) > get_str(b->doc, {"metadata", "creationTimestamp"});
+      return json_string(a->doc, {"metadata", "creationTimestamp"}) > json_string(b->doc, {"metadata", "creationTimestamp"});
     });
     for (int64_t i = 0; i < static_cast<int64_t>(live.size()) - want; ++i)
       changed |= static_cast<bool>(cluster_.remove(*reg.pods(), namespace_of(live[i]->doc), name_of(live[i]->doc), {}));
@@ -305,15 +305,15 @@ bool SimWorkloads::sync_daemonset(const std::string& key) {
   auto ds = cluster_.store().get(*reg.daemonsets(), key);
   if (!ds) return false;
   const Value& d = ds->doc;
-  const Value* tmpl = get_path(d, {"spec", "template"});
+  const Value* tmpl = json_path(d, {"spec", "template"});
   if (!tmpl) return false;
   // Decode the template as a pod to reuse nodeSelector, affinity and toleration parsing.
   Doc probe(rapidjson::kObjectType);
   Alloc& pa = probe.GetAllocator();
   Value& pm = ensure_object(probe, "metadata", pa);
   set_str(pm, "name", "probe", pa);
-  if (const Value* spec = field(*tmpl, "spec")) set(probe, "spec", copy_of(*spec, pa), pa);
-  auto pod = model::decode_pod(probe);
+  if (const Value* spec = json_member(*tmpl, "spec")) set(probe, "spec", copy_of(*spec, pa), pa);
+  auto pod = model::decode_pod(to_json(probe));
   if (!pod) return false;
   std::vector<model::Toleration> tolerations(pod->tolerations.begin(), pod->tolerations.end());
   for (const char* k : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/disk-pressure",
@@ -326,12 +326,12 @@ bool SimWorkloads::sync_daemonset(const std::string& key) {
   }
   pod->tolerations = model::Tolerations(tolerations);
   std::map<std::string, std::vector<ObjectPtr>> by_node;
-  for (const auto& p : owned_pods(std::string(get_str(d, {"metadata", "uid"}))))
-    if (active(p->doc)) by_node[std::string(get_str(p->doc, {"spec", "nodeName"}))].push_back(p);
+  for (const auto& p : owned_pods(std::string(json_string(d, {"metadata", "uid"}))))
+    if (active(p->doc)) by_node[std::string(json_string(p->doc, {"spec", "nodeName"}))].push_back(p);
   bool changed = false;
   int64_t desired = 0, current = 0, ready = 0;
   for (const auto& [name, obj] : cluster_.store().objects(*reg.nodes())) {
-    auto node = model::decode_node(obj->doc);
+    auto node = model::decode_node(to_json(obj->doc));
     if (!node) continue;
     // As the DaemonSet controller decides: a new pod needs every NoSchedule and NoExecute taint
     // tolerated; a running pod stays unless a NoExecute taint is not (a NoSchedule taint added
@@ -370,9 +370,9 @@ bool SimWorkloads::sync_statefulset(const std::string& key) {
   auto sts = cluster_.store().get(*reg.statefulsets(), key);
   if (!sts) return false;
   const Value& s = sts->doc;
-  const Value* tmpl = get_path(s, {"spec", "template"});
+  const Value* tmpl = json_path(s, {"spec", "template"});
   if (!tmpl) return false;
-  int64_t want = get_int(s, {"spec", "replicas"}).value_or(1);
+  int64_t want = json_int(s, {"spec", "replicas"}).value_or(1);
   std::string ns(namespace_of(s)), name(name_of(s));
   bool changed = false;
   int64_t ready = 0, count = 0;
@@ -387,7 +387,7 @@ bool SimWorkloads::sync_statefulset(const std::string& key) {
       ready += pod_ready(existing->doc) ? 1 : 0;
     }
   }
-  for (const auto& p : owned_pods(std::string(get_str(s, {"metadata", "uid"})))) {
+  for (const auto& p : owned_pods(std::string(json_string(s, {"metadata", "uid"})))) {
     std::string_view pn = name_of(p->doc);
     auto dash = pn.rfind('-');
     int64_t ordinal = dash == std::string_view::npos ? -1 : std::atoll(std::string(pn.substr(dash + 1)).c_str());

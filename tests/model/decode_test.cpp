@@ -20,23 +20,9 @@ namespace {
 
 std::string fixture(const std::string& name) { return read_file(std::string(TESTDATA_DIR "/") + name).value(); }
 
-template <class Decode>
-auto decode_text(const std::string& text, Decode decode) -> decltype(decode(std::declval<const JsonValue&>())) {
-  JsonDocument doc;
-  if (auto r = parse_json(text, doc); !r) return r.error();
-  return decode(doc);
-}
-
-// Pods decode from their text in one pass, as the client reads them; a parsed document takes
-// the same decoder through its text, and the two must agree.
-Result<Pod> pod_from(const std::string& text) {
-  auto direct = decode_pod(std::string_view(text));
-  auto via_document = decode_text(text, [](const JsonValue& v) { return decode_pod(v); });
-  CHECK(bool(direct) == bool(via_document));
-  if (direct && via_document) CHECK(*direct == *via_document);
-  return direct;
-}
-Result<Node> node_from(const std::string& text) { return decode_text(text, decode_node); }
+// Every kind decodes from its text in one pass, as the client reads it.
+Result<Pod> pod_from(const std::string& text) { return decode_pod(std::string_view(text)); }
+Result<Node> node_from(const std::string& text) { return decode_node(std::string_view(text)); }
 
 }  // namespace
 
@@ -64,10 +50,9 @@ TEST_CASE("a node decodes labels, taints, allocatable and conditions", "[decode]
 
 TEST_CASE("a Job ignores disruptions only when its first rule that can match an evicted pod says Ignore", "[decode]") {
   auto job = [](const std::string& rules) {
-    auto c = decode_text(fmt::format(R"({{"metadata":{{"name":"j","namespace":"ns","uid":"u1"}},
+    auto c = decode_workload_controller(std::string_view(fmt::format(R"({{"metadata":{{"name":"j","namespace":"ns","uid":"u1"}},
                                           "spec":{{"backoffLimit":0,"podFailurePolicy":{{"rules":[{}]}}}}}})",
-                                     rules),
-                         [](const JsonValue& v) { return decode_workload_controller(v, "Job"); });
+                                     rules)), "Job");
     REQUIRE(c);
     CHECK(c->kind == "Job");
     CHECK(c->meta.uid == "u1");
@@ -85,13 +70,11 @@ TEST_CASE("a Job ignores disruptions only when its first rule that can match an 
   // A rule on another condition does not decide.
   CHECK(job(R"({"action":"FailJob","onPodConditions":[{"type":"ConfigIssue"}]},)" + ignore));
   // No podFailurePolicy at all: a failure.
-  auto plain = decode_text(R"({"metadata":{"name":"j","namespace":"ns"},"spec":{}})",
-                           [](const JsonValue& v) { return decode_workload_controller(v, "Job"); });
+  auto plain = decode_workload_controller(std::string_view(R"({"metadata":{"name":"j","namespace":"ns"},"spec":{}})"), "Job");
   REQUIRE(plain);
   CHECK_FALSE(plain->ignores_disruptions);
   // Other kinds: only what they are.
-  auto rs = decode_text(R"({"metadata":{"name":"web-1","namespace":"ns","uid":"u2"},"spec":{"replicas":3}})",
-                        [](const JsonValue& v) { return decode_workload_controller(v, "ReplicaSet"); });
+  auto rs = decode_workload_controller(std::string_view(R"({"metadata":{"name":"web-1","namespace":"ns","uid":"u2"},"spec":{"replicas":3}})"), "ReplicaSet");
   REQUIRE(rs);
   CHECK(rs->meta.key() == "ns/web-1");
   CHECK_FALSE(rs->ignores_disruptions);
@@ -258,7 +241,7 @@ TEST_CASE("pod annotations and conditions set the drain-relevant flags", "[decod
 }
 
 TEST_CASE("a PodDisruptionBudget decodes its spec and status", "[decode]") {
-  auto b = decode_text(fixture("pdb.json"), decode_pdb);
+  auto b = decode_pdb(std::string_view(fixture("pdb.json")));
   REQUIRE(b);
   CHECK(b->meta.key() == "shop/web-pdb");
   REQUIRE(b->min_available);
@@ -285,13 +268,13 @@ TEST_CASE("a PodDisruptionBudget decodes its spec and status", "[decode]") {
 }
 
 TEST_CASE("a Lease decodes and encodes back to the same object", "[decode]") {
-  auto l = decode_text(fixture("lease.json"), decode_lease);
+  auto l = decode_lease(std::string_view(fixture("lease.json")));
   REQUIRE(l);
   CHECK(l->spec.holder_identity == "host-1_5f0c");
   CHECK(l->spec.lease_duration_seconds == 15);
   CHECK(l->spec.lease_transitions == 2);
   CHECK(format_micro_time(*l->spec.renew_time) == "2025-01-01T00:00:14.200000Z");
-  auto again = decode_text(encode_lease(*l), decode_lease);
+  auto again = decode_lease(std::string_view(encode_lease(*l)));
   REQUIRE(again);
   CHECK(again->spec == l->spec);
   CHECK(again->meta.resource_version == "812");
@@ -344,12 +327,12 @@ TEST_CASE("malformed objects give an error naming the field path", "[malformed]"
         "decoding node \"n\": spec.taints[0].effect: unknown taint effect \"Sometimes\": want NoSchedule, "
         "PreferNoSchedule or NoExecute");
 
-  auto bad_pdb = decode_text(R"({"metadata":{"name":"b","namespace":"n"},"spec":{"minAvailable":"abc%"}})", decode_pdb);
+  auto bad_pdb = decode_pdb(std::string_view(R"({"metadata":{"name":"b","namespace":"n"},"spec":{"minAvailable":"abc%"}})"));
   REQUIRE_FALSE(bad_pdb);
   CHECK_THAT(bad_pdb.error().message, Catch::Contains("spec.minAvailable: invalid value \"abc%\""));
-  auto big_pct = decode_text(R"({"metadata":{"name":"b","namespace":"n"},"spec":{"maxUnavailable":"150%"}})", decode_pdb);
+  auto big_pct = decode_pdb(std::string_view(R"({"metadata":{"name":"b","namespace":"n"},"spec":{"maxUnavailable":"150%"}})"));
   REQUIRE_FALSE(big_pct);
-  auto bad_lease = decode_text(R"({"metadata":{"name":"l"},"spec":{"leaseDurationSeconds":"15"}})", decode_lease);
+  auto bad_lease = decode_lease(std::string_view(R"({"metadata":{"name":"l"},"spec":{"leaseDurationSeconds":"15"}})"));
   REQUIRE_FALSE(bad_lease);
   CHECK_THAT(bad_lease.error().message, Catch::Contains("spec.leaseDurationSeconds: expected an integer, got a string"));
 }
@@ -360,10 +343,9 @@ TEST_CASE("member lookups honour the key's length, not a NUL terminator", "[deco
   JsonDocument doc;
   REQUIRE(parse_json(R"({"spec":{"size":5}})", doc));
   std::string_view path = "spec.size";
-  JsonDecoder d("test");
-  const JsonValue* spec = d.get(doc, path.substr(0, 4));
+  const JsonValue* spec = json_member(doc, path.substr(0, 4));
   REQUIRE(spec);
-  CHECK(d.integer(*spec, path.substr(5)) == 5);
+  CHECK(json_int(*spec, {path.substr(5)}) == 5);
 }
 
 TEST_CASE("pods order by namespace/name key without building it", "[decode]") {

@@ -134,7 +134,7 @@ struct Env {
   void patch_spec(const std::string& spec_json) {
     auto r = run_sync(ioc, client->patch(policy_resource(), "", "pool", kube::PatchType::kMerge, R"({"spec":)" + spec_json + "}"));
     REQUIRE(r);
-    const std::string rv = (*r)["metadata"]["resourceVersion"].GetString();
+    const std::string rv = model::object_resource_version(*r);
     REQUIRE(until([&] {
       auto now = policies->store().get("pool");
       return now && now->meta.resource_version == rv;

@@ -21,7 +21,7 @@ std::string holder(kubesim::Simulator& sim) {
   std::string h;
   sim.run([&](kubesim::Cluster& c) {
     if (auto l = c.store().get(*c.registry().leases(), "default/leader-demo"))
-      h = std::string(kubesim::get_str(l->doc, {"spec", "holderIdentity"}));
+      h = std::string(kubesim::json_string(l->doc, {"spec", "holderIdentity"}));
   });
   return h;
 }

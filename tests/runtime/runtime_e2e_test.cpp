@@ -305,11 +305,11 @@ TEST_CASE("recorded events reach events.k8s.io, read well in kubectl events, and
   EventRecorder recorder(client_for(ioc, sim), timers, eo);
   spawn(ioc.get_executor(), recorder.run(), "recorder");
   ObjectReference node{"v1", "Node", "", "n00", "", ""};
-  recorder.record(node, "Normal", "DrainStarted", "Drain", "Started draining n00: 2 pods will move to spot nodes.");
-  recorder.record(node, "Warning", "NodeNotDrainable", "Plan", "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
-  recorder.record(node, "Warning", "NodeNotDrainable", "Plan", "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
+  recorder.record(node, {"DrainStarted", "Drain", EventType::kNormal}, "Started draining n00: 2 pods will move to spot nodes.");
+  recorder.record(node, {"NodeNotDrainable", "Plan", EventType::kWarning}, "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
+  recorder.record(node, {"NodeNotDrainable", "Plan", EventType::kWarning}, "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
   REQUIRE(run_until(ioc, [&] { return recorder.stats().created == 2 && recorder.stats().series_updates == 1; }));
-  for (int i = 0; i < 10; ++i) recorder.record(node, "Normal", "Spam", "Plan", "again " + std::to_string(i));
+  for (int i = 0; i < 10; ++i) recorder.record(node, {"Spam", "Plan", EventType::kNormal}, "again " + std::to_string(i));
   REQUIRE(run_until(ioc, [&] { return recorder.stats().recorded == 13; }));
   CHECK(recorder.stats().dropped_spam == 6);  // DrainStarted took one of the 5 Normal tokens for n00
   auto events = spotshift::testing::run(fmt::format("kubectl --kubeconfig {} --cache-dir {} events -A", dir.file("kubeconfig"), dir.file("cache")));
@@ -383,7 +383,7 @@ TEST_CASE("the manager waits for caches, serves probes and metrics, and shuts do
   std::string holder = "?";
   sim.run([&](kubesim::Cluster& c) {
     auto lease = c.store().get(*c.registry().leases(), "default/mgr");
-    if (lease) holder = std::string(kubesim::get_str(lease->doc, {"spec", "holderIdentity"}));
+    if (lease) holder = std::string(kubesim::json_string(lease->doc, {"spec", "holderIdentity"}));
   });
   CHECK(holder.empty());
 }

@@ -43,9 +43,7 @@ class NodeBuilder {
                        name_, labels, annotations, unschedulable_ ? "true" : "false", taints, cpu_, memory_, pods_, scalars, conds);
   }
   NodePtr build() const {
-    model::JsonDocument d;
-    model::parse_json(json(), d).value();
-    return std::make_shared<const model::Node>(model::decode_node(d).value());
+    return std::make_shared<const model::Node>(model::decode_node(std::string_view(json())).value());
   }
   operator NodePtr() const { return build(); }
 
@@ -108,9 +106,7 @@ class PodBuilder {
                        phase_, nominated_.empty() ? "" : fmt::format("\"nominatedNodeName\":\"{}\",", nominated_), conditions);
   }
   PodPtr build() const {
-    model::JsonDocument d;
-    model::parse_json(json(), d).value();
-    return std::make_shared<const model::Pod>(model::decode_pod(d).value());
+    return std::make_shared<const model::Pod>(model::decode_pod(std::string_view(json())).value());
   }
   operator PodPtr() const { return build(); }
 

@@ -74,8 +74,8 @@ TEST_CASE("kubesim's scheduler accepts every placement the engine proposes", "[c
         sim.settle();
         auto stored = sim.pod(fmt::format("default/p{}", i));
         INFO("seed " << seed << " pod " << i << " proposed " << node << ": "
-                     << kubesim::to_json(*kubesim::get_path(stored->doc, {"status"})));
-        CHECK(kubesim::get_str(stored->doc, {"spec", "nodeName"}) == node);
+                     << kubesim::to_json(*kubesim::json_path(stored->doc, {"status"})));
+        CHECK(kubesim::json_string(stored->doc, {"spec", "nodeName"}) == node);
         model::Pod bound = *pod;
         bound.node_name = model::InternedString(node);
         placed_pods.push_back(std::make_shared<const model::Pod>(std::move(bound)));
@@ -85,7 +85,7 @@ TEST_CASE("kubesim's scheduler accepts every placement the engine proposes", "[c
         sim.settle();
         auto stored = sim.pod(fmt::format("default/p{}", i));
         INFO("seed " << seed << " pod " << i << " engine: " << placement.diagnosis.message());
-        CHECK(kubesim::get_str(stored->doc, {"spec", "nodeName"}).empty());
+        CHECK(kubesim::json_string(stored->doc, {"spec", "nodeName"}).empty());
         // Keep the worlds equal: the pod waits, unscheduled, in both.
         sim.request("DELETE", fmt::format("/api/v1/namespaces/default/pods/p{}", i));
         ++agreed_nowhere;

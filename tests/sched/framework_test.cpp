@@ -287,11 +287,7 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
 }
 
 TEST_CASE("profiles are validated with errors that name the field", "[framework][profile]") {
-  auto decode = [](const std::string& json) {
-    model::JsonDocument d;
-    model::parse_json(json, d).value();
-    return decode_profile(d);
-  };
+  auto decode = [](const std::string& json) { return decode_profile(json); };
   auto ok = decode(R"({"filters":["NodeResourcesFit","TaintToleration"],"scores":[{"name":"FreeCPU","weight":10,"args":{"order":"emptiest"}},{"name":"NodeAffinity","weight":2}]})");
   REQUIRE(ok);
   CHECK(ok->filters == std::vector<std::string>{"NodeResourcesFit", "TaintToleration"});
