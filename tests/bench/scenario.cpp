@@ -187,13 +187,15 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
     return Error::invalid(fmt::format("no openb trace in {} (set SPOTSHIFT_OPENB)", o.data_dir));
   std::mt19937_64 rng(o.seed);
   std::vector<SimNode> nodes;
-  for (const auto& r : node_rows) {
-    if (r.size() < 4) return Error::invalid("openb node list: a row has fewer than 4 columns");
-    SimNode n;
-    n.name = r[0];
-    n.shape = NodeShape{std::stoll(r[1]), std::stoll(r[2]), std::stoll(r[3]) * 1000, r.size() > 4 ? r[4] : ""};
-    nodes.push_back(std::move(n));
-  }
+  for (int copy = 0; copy < std::max(1, o.copies); ++copy)
+    for (const auto& r : node_rows) {
+      if (r.size() < 4) return Error::invalid("openb node list: a row has fewer than 4 columns");
+      SimNode n;
+      n.name = copy == 0 ? r[0] : fmt::format("{}-r{}", r[0], copy);
+      n.shape = NodeShape{std::stoll(r[1]), std::stoll(r[2]), std::stoll(r[3]) * 1000, r.size() > 4 ? r[4] : ""};
+      nodes.push_back(std::move(n));
+    }
+  if (o.max_nodes > 0 && nodes.size() > static_cast<size_t>(o.max_nodes)) nodes.resize(static_cast<size_t>(o.max_nodes));
   std::shuffle(nodes.begin(), nodes.end(), rng);
   const size_t od = std::min(nodes.size(), static_cast<size_t>(o.on_demand_nodes));
   const size_t spot_now = od + static_cast<size_t>(static_cast<double>(nodes.size() - od) * o.spot_available_share);
@@ -223,11 +225,7 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
   const auto target = static_cast<int64_t>(static_cast<double>(present_gpu) * o.fill);
   std::uniform_int_distribution<size_t> draw(0, tasks.size() - 1);
   std::vector<PodSpec> placed;
-  for (int64_t asked = 0, drawn = 0; asked < target; ++drawn) {
-    PodSpec p = tasks[draw(rng)];
-    asked += p.gpu_milli;
-    p.name = fmt::format("{}-{:05d}", p.name, drawn);
-    p.app = p.name;
+  auto place = [&](PodSpec p) {
     SimNode* best = nullptr;
     for (bool want_od : {false, true}) {
       double best_score = -1e9;
@@ -240,13 +238,32 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
       }
       if (best) break;
     }
-    if (!best) continue;
+    if (!best) return;
     best->cpu += p.cpu_milli;
     best->mem += p.memory_mib;
     best->gpu += p.gpu_milli;
     ++best->pods;
     p.node = best->name;
     placed.push_back(std::move(p));
+  };
+  for (int64_t asked = 0, drawn = 0; asked < target; ++drawn) {
+    PodSpec p = tasks[draw(rng)];
+    asked += p.gpu_milli;
+    p.name = fmt::format("{}-{:05d}", p.name, drawn);
+    p.app = p.name;
+    place(std::move(p));
+  }
+  // Web pods in workloads of 5 to 60 replicas, 100m to 1 CPU and 256 Mi to 2 Gi, as the
+  // synthetic scenario's, placed the same way.
+  constexpr std::array<int64_t, 6> kCpu{100, 250, 250, 500, 500, 1000};
+  constexpr std::array<int64_t, 5> kMem{256, 512, 512, 1024, 2048};
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int w = 0, made = 0; made < o.web_pods; ++w) {
+    const int replicas = std::min(pick(5, 60), o.web_pods - made);
+    const std::string ns = fmt::format("team-{:02d}", w % 50), app = fmt::format("web-{:05d}", w);
+    const int64_t cpu = kCpu[static_cast<size_t>(pick(0, 5))], mem = kMem[static_cast<size_t>(pick(0, 4))];
+    for (int r = 0; r < replicas; ++r, ++made)
+      place(PodSpec{fmt::format("{}-5d8f7-{:04d}", app, r), ns, app, "", cpu, mem, 0, 0, ""});
   }
   ListWriter list;
   for (const auto& n : nodes) write_node(list.item(), n.name, n.on_demand, n.shape, "");

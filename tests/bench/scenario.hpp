@@ -8,6 +8,7 @@
 //   node-role.kubernetes.io/worker and a PreferNoSchedule taint; spot nodes
 //   node-role.kubernetes.io/spot-worker (the policy defaults).
 // - openb: the Alibaba openb trace (tests/data/openb): real GPU node shapes and pod requests,
+//   optionally scaled (its nodes several times over, filled up with small web pods),
 //   drawn at random until they ask for the present nodes' GPUs (the trace's workload inflation).
 //   Pods are placed the way a default scheduler would (least allocated, spot preferred) while
 //   only part of the spot capacity exists, so they overflow onto on-demand nodes; then the rest of
@@ -38,6 +39,11 @@ struct OpenbOptions {
   double spot_available_share = 0.7;  // of the spot nodes, present while the pods were placed
   double fill = 1.0;  // tasks are drawn until they ask for this multiple of the present nodes' GPUs
   uint64_t seed = 1;
+  // Scaling (figure a3): the trace's node list this many times over (copies named sn-rN), and
+  // small CPU/memory web pods (as the synthetic scenario's) placed after the trace's tasks.
+  int copies = 1;
+  int max_nodes = 0;  // at most this many of the copies' nodes (0: all)
+  int web_pods = 0;
 };
 
 Result<std::string> openb_cluster(const OpenbOptions& o);
