@@ -163,162 +163,188 @@ std::string go_pdb_spec(const Value& spec) {
 
 }  // namespace
 
+// Admission by kind, as the API server's registry strategies and admission plugins default and
+// validate each (the group and kind of a resource type; kinds not listed are stored as given).
 Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load) {
-  std::string name(name_of(obj));
-  if (&rt == registry_.pods()) {
-    Value* spec = get_mut(obj, "spec");
-    if (!spec || !spec->IsObject()) return invalid(rt, name, {{"FieldValueRequired", "spec", "Required value"}});
-    const Value* containers = json_member(*spec, "containers");
-    if (!containers || !containers->IsArray() || containers->Size() == 0)
-      return invalid(rt, name, {{"FieldValueRequired", "spec.containers", "Required value"}});
-    if (auto r = check_quantities(rt, name, *spec); !r) return r;
-    if (old) {
-      Value a_spec, b_spec;
-      if (const Value* os = json_member(*old, "spec")) a_spec.CopyFrom(*os, a);
-      b_spec.CopyFrom(*spec, a);
-      strip_mutable_pod_fields(a_spec);
-      strip_mutable_pod_fields(b_spec);
-      if (!json_equal(a_spec, b_spec))
-        return invalid(rt, name,
-                       {{"FieldValueForbidden", "spec",
-                         "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
-                         "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
-                         "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
-                         "to 1 if it was previously negative)"}});
-      return {};
-    }
-    if (json_string(*spec, {"schedulerName"}).empty()) set_str(*spec, "schedulerName", "default-scheduler", a);
-    if (!json_member(*spec, "terminationGracePeriodSeconds")) set_int(*spec, "terminationGracePeriodSeconds", 30, a);
-    if (json_string(*spec, {"restartPolicy"}).empty()) set_str(*spec, "restartPolicy", "Always", a);
-    if (json_string(*spec, {"dnsPolicy"}).empty()) set_str(*spec, "dnsPolicy", "ClusterFirst", a);
-    if (!json_member(*spec, "priority")) {
-      std::string_view pc = json_string(*spec, {"priorityClassName"});
-      int64_t priority = pc == "system-node-critical" ? 2000001000 : pc == "system-cluster-critical" ? 2000000000 : 0;
-      set_int(*spec, "priority", priority, a);
-    }
-    default_requests(*spec, a);
-    default_tolerations(*spec, a);
-    Value& status = ensure_object(obj, "status", a);
-    if (!load || json_string(status, {"phase"}).empty()) set_str(status, "phase", "Pending", a);
-    set_str(status, "qosClass", qos_class(*spec), a);
+  using Admit = Result<void> (Cluster::*)(const ResourceType&, Value&, Alloc&, const Value*, bool);
+  static const std::map<std::pair<std::string_view, std::string_view>, Admit> kByKind = {
+      {{"", "Pod"}, &Cluster::admit_pod},
+      {{"", "Node"}, &Cluster::admit_node},
+      {{"", "Namespace"}, &Cluster::admit_namespace},
+      {{"", "Secret"}, &Cluster::admit_secret},
+      {{"policy", "PodDisruptionBudget"}, &Cluster::admit_pdb},
+      {{"apps", "Deployment"}, &Cluster::admit_workload},
+      {{"apps", "ReplicaSet"}, &Cluster::admit_workload},
+      {{"apps", "StatefulSet"}, &Cluster::admit_workload},
+      {{"apps", "DaemonSet"}, &Cluster::admit_workload},
+      {{"apiextensions.k8s.io", "CustomResourceDefinition"}, &Cluster::admit_crd},
+  };
+  auto it = kByKind.find({std::string_view(rt.group), std::string_view(rt.kind)});
+  return it == kByKind.end() ? Result<void>{} : (this->*(it->second))(rt, obj, a, old, load);
+}
+
+Result<void> Cluster::admit_pod(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load) {
+  const std::string name(name_of(obj));
+  Value* spec = get_mut(obj, "spec");
+  if (!spec || !spec->IsObject()) return invalid(rt, name, {{"FieldValueRequired", "spec", "Required value"}});
+  const Value* containers = json_member(*spec, "containers");
+  if (!containers || !containers->IsArray() || containers->Size() == 0)
+    return invalid(rt, name, {{"FieldValueRequired", "spec.containers", "Required value"}});
+  if (auto r = check_quantities(rt, name, *spec); !r) return r;
+  if (old) {
+    Value a_spec, b_spec;
+    if (const Value* os = json_member(*old, "spec")) a_spec.CopyFrom(*os, a);
+    b_spec.CopyFrom(*spec, a);
+    strip_mutable_pod_fields(a_spec);
+    strip_mutable_pod_fields(b_spec);
+    if (!json_equal(a_spec, b_spec))
+      return invalid(rt, name,
+                     {{"FieldValueForbidden", "spec",
+                       "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+                       "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+                       "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set "
+                       "to 1 if it was previously negative)"}});
     return {};
   }
-  if (&rt == registry_.nodes() && !old) {
-    // The simulated kubelet registers its node Ready, with allocatable defaulting to capacity.
-    Value& st = ensure_object(obj, "status", a);
-    if (!json_member(st, "allocatable"))
-      if (const Value* cap = json_member(st, "capacity")) set(st, "allocatable", copy_of(*cap, a), a);
-    const Value* conds = json_member(st, "conditions");
-    if (!conds || !conds->IsArray() || conds->Empty()) {
-      Value list(rapidjson::kArrayType);
-      for (auto [type, status] : {std::pair{"MemoryPressure", "False"}, {"DiskPressure", "False"}, {"PIDPressure", "False"},
-                                  {"Ready", "True"}}) {
-        Value c(rapidjson::kObjectType);
-        set_str(c, "type", type, a);
-        set_str(c, "status", status, a);
-        set_str(c, "lastHeartbeatTime", format_time(now()), a);
-        set_str(c, "lastTransitionTime", format_time(now()), a);
-        set_str(c, "reason", std::string_view(type) == "Ready" ? "KubeletReady" : "KubeletHasSufficientResources", a);
-        list.PushBack(c, a);
-      }
-      set(st, "conditions", std::move(list), a);
-    }
-    if (!json_member(st, "addresses")) {
-      uint32_t n = next_node_ip_++;
-      Value list(rapidjson::kArrayType);
-      for (auto [type, address] : {std::pair<std::string_view, std::string>{"InternalIP", fmt::format("10.0.{}.{}", (n >> 8) & 255, n & 255)},
-                                   {"Hostname", name}}) {
-        Value addr(rapidjson::kObjectType);
-        set_str(addr, "type", type, a);
-        set_str(addr, "address", address, a);
-        list.PushBack(addr, a);
-      }
-      set(st, "addresses", std::move(list), a);
-    }
-    // What the kubelet reports about itself; these nodes say they are simulated.
-    Value& info = ensure_object(st, "nodeInfo", a);
-    for (auto [key, value] : {std::pair{"kubeletVersion", "v1.32.0"}, {"kubeProxyVersion", "v1.32.0"},
-                              {"osImage", "kubesim simulated node"}, {"kernelVersion", "none (simulated)"},
-                              {"containerRuntimeVersion", "kubesim://1"}, {"operatingSystem", "linux"},
-                              {"architecture", "amd64"}})
-      if (json_string(info, {key}).empty()) set_str(info, key, value, a);
-    // Identifiers a kubelet always reports (strict clients, such as the official Python client,
-    // require them): stable per node name.
-    for (auto [key, prefix] : {std::pair{"machineID", "machine-"}, {"systemUUID", "uuid-"}, {"bootID", "boot-"}})
-      if (json_string(info, {key}).empty()) set_str(info, key, std::string(prefix) + name, a);
-    return {};
+  if (json_string(*spec, {"schedulerName"}).empty()) set_str(*spec, "schedulerName", "default-scheduler", a);
+  if (!json_member(*spec, "terminationGracePeriodSeconds")) set_int(*spec, "terminationGracePeriodSeconds", 30, a);
+  if (json_string(*spec, {"restartPolicy"}).empty()) set_str(*spec, "restartPolicy", "Always", a);
+  if (json_string(*spec, {"dnsPolicy"}).empty()) set_str(*spec, "dnsPolicy", "ClusterFirst", a);
+  if (!json_member(*spec, "priority")) {
+    std::string_view pc = json_string(*spec, {"priorityClassName"});
+    int64_t priority = pc == "system-node-critical" ? 2000001000 : pc == "system-cluster-critical" ? 2000000000 : 0;
+    set_int(*spec, "priority", priority, a);
   }
-  if (&rt == registry_.pdbs()) {
-    if (json_path(obj, {"spec", "minAvailable"}) && json_path(obj, {"spec", "maxUnavailable"}))
-      return invalid(rt, name, {{"FieldValueInvalid", "spec",
-                                 fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set",
-                                             go_pdb_spec(*json_path(obj, {"spec"})))}});
-    return {};
-  }
-  if (&rt == registry_.namespaces()) {
-    if (!old && !load) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
-    else if (json_string(obj, {"status", "phase"}).empty()) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
-    return {};
-  }
-  if (&rt == registry_.deployments() || &rt == registry_.replicasets() || &rt == registry_.statefulsets() ||
-      &rt == registry_.daemonsets()) {
-    default_workload(rt, ensure_object(obj, "spec", a), a);
-    return {};
-  }
-  if (&rt == registry_.crds()) {
-    std::string_view group = json_string(obj, {"spec", "group"});
-    std::string_view plural = json_string(obj, {"spec", "names", "plural"});
-    std::string_view kind = json_string(obj, {"spec", "names", "kind"});
-    std::vector<StatusCause> causes;
-    if (group.empty()) causes.push_back({"FieldValueRequired", "spec.group", "Required value"});
-    if (plural.empty()) causes.push_back({"FieldValueRequired", "spec.names.plural", "Required value"});
-    if (kind.empty()) causes.push_back({"FieldValueRequired", "spec.names.kind", "Required value"});
-    if (causes.empty() && name != fmt::format("{}.{}", plural, group))
-      causes.push_back({"FieldValueInvalid", "metadata.name",
-                        fmt::format("Invalid value: \"{}\": must be spec.names.plural+\".\"+spec.group", name)});
-    const Value* versions = json_path(obj, {"spec", "versions"});
-    if (!versions || !versions->IsArray() || versions->Size() == 0)
-      causes.push_back({"FieldValueRequired", "spec.versions", "Required value: must have exactly one version marked as storage version"});
-    if (!causes.empty()) return invalid(rt, name, std::move(causes));
-    // Accepted and established at once.
-    Value& status = ensure_object(obj, "status", a);
-    Value names(rapidjson::kObjectType);
-    if (const Value* n = json_path(obj, {"spec", "names"})) names.CopyFrom(*n, a);
-    if (json_string(names, {"singular"}).empty()) {
-      std::string singular(kind);
-      for (auto& c : singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      set_str(names, "singular", singular, a);
-    }
-    if (json_string(names, {"listKind"}).empty()) set_str(names, "listKind", fmt::format("{}List", kind), a);
-    set(status, "acceptedNames", std::move(names), a);
-    Value conds(rapidjson::kArrayType);
-    for (auto [type, reason, message] : {std::tuple{"NamesAccepted", "NoConflicts", "no conflicts found"},
-                                         std::tuple{"Established", "InitialNamesAccepted", "the initial names have been accepted"}}) {
+  default_requests(*spec, a);
+  default_tolerations(*spec, a);
+  Value& status = ensure_object(obj, "status", a);
+  if (!load || json_string(status, {"phase"}).empty()) set_str(status, "phase", "Pending", a);
+  set_str(status, "qosClass", qos_class(*spec), a);
+  return {};
+}
+
+Result<void> Cluster::admit_node(const ResourceType& /*rt*/, Value& obj, Alloc& a, const Value* old, bool /*load*/) {
+  const std::string name(name_of(obj));
+  if (old) return {};  // the simulated kubelet registers a node once
+  // The simulated kubelet registers its node Ready, with allocatable defaulting to capacity.
+  Value& st = ensure_object(obj, "status", a);
+  if (!json_member(st, "allocatable"))
+    if (const Value* cap = json_member(st, "capacity")) set(st, "allocatable", copy_of(*cap, a), a);
+  const Value* conds = json_member(st, "conditions");
+  if (!conds || !conds->IsArray() || conds->Empty()) {
+    Value list(rapidjson::kArrayType);
+    for (auto [type, status] : {std::pair{"MemoryPressure", "False"}, {"DiskPressure", "False"}, {"PIDPressure", "False"},
+                                {"Ready", "True"}}) {
       Value c(rapidjson::kObjectType);
       set_str(c, "type", type, a);
-      set_str(c, "status", "True", a);
+      set_str(c, "status", status, a);
+      set_str(c, "lastHeartbeatTime", format_time(now()), a);
       set_str(c, "lastTransitionTime", format_time(now()), a);
-      set_str(c, "reason", reason, a);
-      set_str(c, "message", message, a);
-      conds.PushBack(c, a);
+      set_str(c, "reason", std::string_view(type) == "Ready" ? "KubeletReady" : "KubeletHasSufficientResources", a);
+      list.PushBack(c, a);
     }
-    set(status, "conditions", std::move(conds), a);
-    Value stored(rapidjson::kArrayType);
-    for (const auto& v : versions->GetArray())
-      if (json_bool(v, {"storage"})) stored.PushBack(str(json_string(v, {"name"}), a), a);
-    set(status, "storedVersions", std::move(stored), a);
-    return {};
+    set(st, "conditions", std::move(list), a);
   }
-  if (rt.group.empty() && rt.plural == "secrets") {
-    if (json_string(obj, {"type"}).empty()) set_str(obj, "type", "Opaque", a);
-    // stringData is write-only: the API server merges it into data (base64) and never stores it.
-    if (Value* sd = get_mut(obj, "stringData"); sd && sd->IsObject()) {
-      Value& data = ensure_object(obj, "data", a);
-      for (const auto& m : sd->GetObject())
-        set_str(data, m.name.GetString(), base64_encode(m.value.IsString() ? m.value.GetString() : ""), a);
-      obj.RemoveMember("stringData");
+  if (!json_member(st, "addresses")) {
+    uint32_t n = next_node_ip_++;
+    Value list(rapidjson::kArrayType);
+    for (auto [type, address] : {std::pair<std::string_view, std::string>{"InternalIP", fmt::format("10.0.{}.{}", (n >> 8) & 255, n & 255)},
+                                 {"Hostname", name}}) {
+      Value addr(rapidjson::kObjectType);
+      set_str(addr, "type", type, a);
+      set_str(addr, "address", address, a);
+      list.PushBack(addr, a);
     }
-    return {};
+    set(st, "addresses", std::move(list), a);
+  }
+  // What the kubelet reports about itself; these nodes say they are simulated.
+  Value& info = ensure_object(st, "nodeInfo", a);
+  for (auto [key, value] : {std::pair{"kubeletVersion", "v1.32.0"}, {"kubeProxyVersion", "v1.32.0"},
+                            {"osImage", "kubesim simulated node"}, {"kernelVersion", "none (simulated)"},
+                            {"containerRuntimeVersion", "kubesim://1"}, {"operatingSystem", "linux"},
+                            {"architecture", "amd64"}})
+    if (json_string(info, {key}).empty()) set_str(info, key, value, a);
+  // Identifiers a kubelet always reports (strict clients, such as the official Python client,
+  // require them): stable per node name.
+  for (auto [key, prefix] : {std::pair{"machineID", "machine-"}, {"systemUUID", "uuid-"}, {"bootID", "boot-"}})
+    if (json_string(info, {key}).empty()) set_str(info, key, std::string(prefix) + name, a);
+  return {};
+}
+
+Result<void> Cluster::admit_pdb(const ResourceType& rt, Value& obj, Alloc& /*a*/, const Value* /*old*/, bool /*load*/) {
+  const std::string name(name_of(obj));
+  if (json_path(obj, {"spec", "minAvailable"}) && json_path(obj, {"spec", "maxUnavailable"}))
+    return invalid(rt, name, {{"FieldValueInvalid", "spec",
+                               fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set",
+                                           go_pdb_spec(*json_path(obj, {"spec"})))}});
+  return {};
+}
+
+Result<void> Cluster::admit_namespace(const ResourceType& /*rt*/, Value& obj, Alloc& a, const Value* old, bool load) {
+  if (!old && !load) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
+  else if (json_string(obj, {"status", "phase"}).empty()) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
+  return {};
+}
+
+Result<void> Cluster::admit_workload(const ResourceType& rt, Value& obj, Alloc& a, const Value* /*old*/, bool /*load*/) {
+  default_workload(rt, ensure_object(obj, "spec", a), a);
+  return {};
+}
+
+Result<void> Cluster::admit_crd(const ResourceType& rt, Value& obj, Alloc& a, const Value* /*old*/, bool /*load*/) {
+  const std::string name(name_of(obj));
+  std::string_view group = json_string(obj, {"spec", "group"});
+  std::string_view plural = json_string(obj, {"spec", "names", "plural"});
+  std::string_view kind = json_string(obj, {"spec", "names", "kind"});
+  std::vector<StatusCause> causes;
+  if (group.empty()) causes.push_back({"FieldValueRequired", "spec.group", "Required value"});
+  if (plural.empty()) causes.push_back({"FieldValueRequired", "spec.names.plural", "Required value"});
+  if (kind.empty()) causes.push_back({"FieldValueRequired", "spec.names.kind", "Required value"});
+  if (causes.empty() && name != fmt::format("{}.{}", plural, group))
+    causes.push_back({"FieldValueInvalid", "metadata.name",
+                      fmt::format("Invalid value: \"{}\": must be spec.names.plural+\".\"+spec.group", name)});
+  const Value* versions = json_path(obj, {"spec", "versions"});
+  if (!versions || !versions->IsArray() || versions->Size() == 0)
+    causes.push_back({"FieldValueRequired", "spec.versions", "Required value: must have exactly one version marked as storage version"});
+  if (!causes.empty()) return invalid(rt, name, std::move(causes));
+  // Accepted and established at once.
+  Value& status = ensure_object(obj, "status", a);
+  Value names(rapidjson::kObjectType);
+  if (const Value* n = json_path(obj, {"spec", "names"})) names.CopyFrom(*n, a);
+  if (json_string(names, {"singular"}).empty()) {
+    std::string singular(kind);
+    for (auto& c : singular) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    set_str(names, "singular", singular, a);
+  }
+  if (json_string(names, {"listKind"}).empty()) set_str(names, "listKind", fmt::format("{}List", kind), a);
+  set(status, "acceptedNames", std::move(names), a);
+  Value conds(rapidjson::kArrayType);
+  for (auto [type, reason, message] : {std::tuple{"NamesAccepted", "NoConflicts", "no conflicts found"},
+                                       std::tuple{"Established", "InitialNamesAccepted", "the initial names have been accepted"}}) {
+    Value c(rapidjson::kObjectType);
+    set_str(c, "type", type, a);
+    set_str(c, "status", "True", a);
+    set_str(c, "lastTransitionTime", format_time(now()), a);
+    set_str(c, "reason", reason, a);
+    set_str(c, "message", message, a);
+    conds.PushBack(c, a);
+  }
+  set(status, "conditions", std::move(conds), a);
+  Value stored(rapidjson::kArrayType);
+  for (const auto& v : versions->GetArray())
+    if (json_bool(v, {"storage"})) stored.PushBack(str(json_string(v, {"name"}), a), a);
+  set(status, "storedVersions", std::move(stored), a);
+  return {};
+}
+
+Result<void> Cluster::admit_secret(const ResourceType& /*rt*/, Value& obj, Alloc& a, const Value* /*old*/, bool /*load*/) {
+  if (json_string(obj, {"type"}).empty()) set_str(obj, "type", "Opaque", a);
+  // stringData is write-only: the API server merges it into data (base64) and never stores it.
+  if (Value* sd = get_mut(obj, "stringData"); sd && sd->IsObject()) {
+    Value& data = ensure_object(obj, "data", a);
+    for (const auto& m : sd->GetObject())
+      set_str(data, m.name.GetString(), base64_encode(m.value.IsString() ? m.value.GetString() : ""), a);
+    obj.RemoveMember("stringData");
   }
   return {};
 }

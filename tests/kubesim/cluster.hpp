@@ -119,6 +119,13 @@ class Cluster {
                                     const WriteOptions& opts);
   Result<void> validate_custom(const ResourceType& rt, Doc& obj, std::string_view name, const WriteOptions& opts);
   Result<void> admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  Result<void> admit_pod(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  Result<void> admit_node(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  Result<void> admit_pdb(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  Result<void> admit_namespace(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  Result<void> admit_workload(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  Result<void> admit_crd(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  Result<void> admit_secret(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   void after_write(const ResourceType& rt, const ObjectPtr& obj);
   void publish_root_ca(std::string_view ns);
   void after_delete(const ResourceType& rt, const ObjectPtr& obj, bool orphan);
