@@ -222,12 +222,8 @@ TEST_CASE("a drain evicts one pod at a time, budget-covered first, and leaves th
 
 TEST_CASE("429s with Retry-After are retried after the time asked", "[evictor]") {
   Env env(scenario());
-  kubesim::FaultRule f;
-  f.verb = "create";
-  f.resource = "pods/eviction";
-  f.status = 429;
+  auto f = kubesim::FaultRule::answer("create", "pods/eviction", 429, 2);
   f.retry_after_seconds = 1;
-  f.count = 2;
   env.sim->faults().add(f);
   Recorder rec;
   auto start = std::chrono::steady_clock::now();
@@ -241,12 +237,8 @@ TEST_CASE("429s with Retry-After are retried after the time asked", "[evictor]")
 
 TEST_CASE("429s without Retry-After are retried with backoff", "[evictor]") {
   Env env(scenario());
-  kubesim::FaultRule f;
-  f.verb = "create";
-  f.resource = "pods/eviction";
+  auto f = kubesim::FaultRule::answer("create", "pods/eviction", 429, 3);
   f.name = "api-a";
-  f.status = 429;
-  f.count = 3;
   env.sim->faults().add(f);
   Recorder rec;
   DrainReport r = env.drain(env.node_plan(), &rec);
@@ -258,11 +250,8 @@ TEST_CASE("429s without Retry-After are retried with backoff", "[evictor]") {
 TEST_CASE("refusals past podEvictionTimeout abort the drain: nothing more is evicted and the taint goes", "[evictor]") {
   Env env(scenario());
   env.options.pod_eviction_timeout = 1s;
-  kubesim::FaultRule f;
-  f.verb = "create";
-  f.resource = "pods/eviction";
+  auto f = kubesim::FaultRule::answer("create", "pods/eviction", 429);
   f.name = "api-a";
-  f.status = 429;
   env.sim->faults().add(f);
   DrainReport r = env.drain(env.node_plan());
   CHECK(r.outcome == DrainOutcome::kAborted);
@@ -295,12 +284,7 @@ TEST_CASE("a budget refusal on the first pod stops the drain before unprotected 
 TEST_CASE("5xx answers are retried, and a refusal for good aborts at once", "[evictor]") {
   SECTION("two 500s then success") {
     Env env(scenario());
-    kubesim::FaultRule f;
-    f.verb = "create";
-    f.resource = "pods/eviction";
-    f.status = 500;
-    f.count = 2;
-    env.sim->faults().add(f);
+    env.sim->faults().add(kubesim::FaultRule::answer("create", "pods/eviction", 500, 2));
     DrainReport r = env.drain(env.node_plan());
     CHECK(r.outcome == DrainOutcome::kSucceeded);
     CHECK(r.evicted.size() == 3);
@@ -308,12 +292,7 @@ TEST_CASE("5xx answers are retried, and a refusal for good aborts at once", "[ev
   }
   SECTION("a 403 aborts without retrying") {
     Env env(scenario());
-    kubesim::FaultRule f;
-    f.verb = "create";
-    f.resource = "pods/eviction";
-    f.status = 403;
-    f.count = 1;
-    env.sim->faults().add(f);
+    env.sim->faults().add(kubesim::FaultRule::answer("create", "pods/eviction", 403, 1));
     DrainReport r = env.drain(env.node_plan());
     CHECK(r.outcome == DrainOutcome::kAborted);
     CHECK(r.evicted.empty());
@@ -680,11 +659,8 @@ TEST_CASE("stale taints of the policy are removed at start-up, other policies' a
   // A node whose patch keeps failing is reported, and the others are still cleaned.
   REQUIRE(run_sync(env.ioc, set_taint(*env.client, *env.timers, env.options, "od-1", true)).value());
   REQUIRE(run_sync(env.ioc, set_taint(*env.client, *env.timers, env.options, "spot-1", true)).value());
-  kubesim::FaultRule f;
-  f.verb = "patch";
-  f.resource = "nodes";
+  auto f = kubesim::FaultRule::answer("patch", "nodes", 403);
   f.name = "od-1";
-  f.status = 403;
   env.sim->faults().add(f);
   cleaned = run_sync(env.ioc, remove_stale_taints(*env.client, *env.timers, env.options, {"od-1", "spot-1"}));
   CHECK(cleaned.removed == std::vector<std::string>{"spot-1"});

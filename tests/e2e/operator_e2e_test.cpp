@@ -530,12 +530,8 @@ TEST_CASE("an invalid policy is reported while a valid one keeps working; overla
 )"));
   env.apply("default", policy_yaml("default", ""));
   // The first status write for the invalid policy fails: it is retried, not dropped.
-  kubesim::FaultRule refused;
-  refused.verb = "update";
-  refused.resource = "reschedulepolicies/status";
+  auto refused = kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503, 1);
   refused.name = "bad";
-  refused.status = 503;
-  refused.count = 1;
   env.sim->faults().add(refused);
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return env.condition("bad", "Valid") == "False"; }, 20s));
@@ -563,11 +559,7 @@ TEST_CASE("a drain whose start cannot be saved in the policy's status does not s
   Env env;
   env.apply("policy", policy_yaml("default", ""));
   // Every status write fails: the drain delay gate cannot be recorded before the taint.
-  kubesim::FaultRule refused;
-  refused.verb = "update";
-  refused.resource = "reschedulepolicies/status";
-  refused.status = 503;
-  env.sim->faults().add(refused);
+  env.sim->faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503));
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return op->log().find("not starting the drain") != std::string::npos; }, 20s));
   std::this_thread::sleep_for(2s);
@@ -632,11 +624,7 @@ TEST_CASE("a drain whose end was never recorded counts as interrupted after a cr
   auto op = env.start("first");
   INFO(op->log());
   REQUIRE(eventually([&] { return env.status("default", {"currentDrain", "node"}) == "ondemand-1"; }, 30s, 10ms));
-  kubesim::FaultRule refused;
-  refused.verb = "update";
-  refused.resource = "reschedulepolicies/status";
-  refused.status = 503;
-  env.sim->faults().add(refused);
+  env.sim->faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503));
   env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 0);
   REQUIRE(eventually([&] { return op->log().find("drain finished") != std::string::npos; }, 30s, 10ms));
   REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
@@ -688,10 +676,7 @@ TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e
 TEST_CASE("a leader whose lease renewals stall stops evicting before another instance can take the lease", "[e2e]") {
   Env env;
   // Evictions are refused and retried every second: the drain keeps sending them.
-  kubesim::FaultRule refused;
-  refused.verb = "create";
-  refused.resource = "pods/eviction";
-  refused.status = 429;
+  auto refused = kubesim::FaultRule::answer("create", "pods/eviction", 429);
   refused.retry_after_seconds = 1;
   env.sim->faults().add(refused);
   env.apply("policy", policy_yaml("default", "", "30s"));

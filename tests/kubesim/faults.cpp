@@ -24,6 +24,15 @@ Result<FaultRule> FaultRule::from_json(std::string_view json) {
   return f;
 }
 
+FaultRule FaultRule::answer(std::string verb, std::string resource, int status, int count) {
+  FaultRule f;
+  f.verb = std::move(verb);
+  f.resource = std::move(resource);
+  f.status = status;
+  f.count = count;
+  return f;
+}
+
 void Faults::add(FaultRule rule) {
   std::lock_guard lock(mutex_);
   rules_.push_back(std::move(rule));

@@ -29,6 +29,8 @@ struct FaultRule {
   double probability = 1.0;
 
   static Result<FaultRule> from_json(std::string_view json);
+  // Requests of verb on resource answered with status, count times (-1: every one).
+  static FaultRule answer(std::string verb, std::string resource, int status, int count = -1);
 };
 
 class Faults {

@@ -185,12 +185,7 @@ struct Env {
 
 // An eviction the API keeps refusing with 429 (as a budget would), so a drain stays in progress.
 kubesim::FaultRule refuse_evictions() {
-  kubesim::FaultRule f;
-  f.verb = "create";
-  f.resource = "pods/eviction";
-  f.status = 429;
-  f.count = 1000;
-  return f;
+  return kubesim::FaultRule::answer("create", "pods/eviction", 429, 1000);
 }
 
 }  // namespace
@@ -281,12 +276,7 @@ TEST_CASE("the gates hold a drain back in their order, and the status names the 
 
 TEST_CASE("a drain whose start cannot be saved in the status does not start", "[rebalancer]") {
   Env env;
-  kubesim::FaultRule f;
-  f.verb = "update";
-  f.resource = "reschedulepolicies/status";
-  f.status = 500;
-  f.count = 1000;
-  env.sim->faults().add(f);
+  env.sim->faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 500, 1000));
   auto r = env.try_reconcile();
   REQUIRE_FALSE(r);
   CHECK(r.error().message.find("recording the start of the drain of od-1") != std::string::npos);
@@ -359,12 +349,7 @@ TEST_CASE("a status write that conflicts is written again once the cache has the
           "[rebalancer]") {
   Env env(R"({"nodeDrainDelay":"1h","suspend":true})");
   // A user's edit the cache has not seen when the reconcile writes: the write conflicts.
-  kubesim::FaultRule f;
-  f.verb = "update";
-  f.resource = "reschedulepolicies/status";
-  f.status = 409;
-  f.count = 1;
-  env.sim->faults().add(f);
+  env.sim->faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 409, 1));
   REQUIRE(run_sync(env.ioc, env.client->patch(policy_resource(), "", "pool", kube::PatchType::kMerge,
                                               R"({"metadata":{"annotations":{"edited":"yes"}}})")));
   env.reconcile();
