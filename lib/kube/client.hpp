@@ -260,9 +260,10 @@ class Client {
   // Typed verbs for the model's kinds.
   template <class T>
   asio::awaitable<Result<T>> get(std::string_view ns, std::string_view name) {
-    auto body = co_await get(ResourceTraits<T>::resource(), ns, name);
-    if (!body) co_return body.error();
-    co_return decode_body<T>(*body);
+    // Straight to the decoder, which checks the grammar as it reads (the untyped get scans first).
+    auto r = co_await execute(get_request(ResourceTraits<T>::resource(), ns, name));
+    if (!r) co_return r.error();
+    co_return decode_body<T>(r->body);
   }
   template <class T>
   asio::awaitable<Result<ObjectList<T>>> list(std::string_view ns) {
