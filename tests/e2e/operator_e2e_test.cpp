@@ -12,6 +12,31 @@ using namespace spotshift::e2e;
 
 using spotshift::testing::metric_sample;
 
+namespace {
+// Returns once the operator has planned `policy` three more times, nudging it until it has (a
+// label on the nodes changes, and every policy is planned again). The third plan began after the
+// reconcile of the second had acted on its plan, so what the test checks next is what the
+// operator decided about the cluster as it is now, not something it had not got round to yet.
+void replanned(Env& env, const Operator& op, const std::string& policy) {
+  const std::string count = fmt::format(R"(spotshift_plan_duration_seconds_count{{policy="{}"}})", policy);
+  const double target = std::max(0.0, metric_sample(op.metrics(), count)) + 3;
+  int nudge = 0;
+  REQUIRE(eventually([&] {
+    if (metric_sample(op.metrics(), count) >= target) return true;
+    env.kubectl(fmt::format("label nodes --all spotshift.io/e2e-nudge={} --overwrite", ++nudge));
+    return false;
+  }, 30s, 200ms));
+}
+
+// Returns once the drain delay the policy's status records has passed.
+void past_drain_delay(Env& env, const std::string& policy) {
+  REQUIRE(eventually([&] {
+    auto next = parse_time(env.status(policy, {"nextDrainAfter"}));
+    return next && std::chrono::system_clock::now() >= *next;
+  }, 60s, 100ms));
+}
+}  // namespace
+
 TEST_CASE("on-demand nodes empty onto spot nodes one after another, least requested first, budgets respected", "[e2e]") {
   Env env;
   BudgetWatch budget(env);
@@ -106,7 +131,7 @@ TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   CHECK(env.events("WouldDrain")[0] == "Node/ondemand-1: Policy default would drain ondemand-1 now (2 pods fit on spot nodes); dryRun is true, so nothing is touched");
   REQUIRE(eventually([&] { return env.condition("default", "Blocked", "reason") == "DryRun"; }, 10s));
   CHECK(env.status("default", {"drainableNodes"}) == "2");
-  std::this_thread::sleep_for(2s);
+  replanned(env, *op, "default");
   CHECK(env.operator_requests("PATCH /api/v1/nodes").empty());
   CHECK(env.operator_requests("/eviction").empty());
   CHECK(env.pods() == before);
@@ -119,7 +144,7 @@ TEST_CASE("a suspended policy plans but starts no drain until it is resumed", "[
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return env.condition("default", "Blocked", "reason") == "Suspended"; }, 20s));
   CHECK(env.status("default", {"drainableNodes"}) == "2");
-  std::this_thread::sleep_for(2s);
+  replanned(env, *op, "default");
   CHECK_FALSE(env.any_draining());
   CHECK(env.operator_requests("/eviction").empty());
   CHECK(env.pods() == before);
@@ -227,7 +252,7 @@ spec:
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return env.condition("default", "Blocked", "reason") == "UnschedulablePods"; }, 20s));
   CHECK(env.condition("default", "Blocked", "message").find("shop/huge") != std::string::npos);
-  std::this_thread::sleep_for(2s);
+  replanned(env, *op, "default");
   CHECK(env.operator_requests("/eviction").empty());
   env.kubectl("delete pod huge -n shop --wait=false");
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 20s));
@@ -286,7 +311,7 @@ spec:
   CHECK(env.status("default", {"drainableNodes"}) == "0");
   CHECK(undrainable.find(R"("node":"ondemand-1")") != std::string::npos);
   CHECK(undrainable.find("Insufficient cpu") != std::string::npos);
-  std::this_thread::sleep_for(2s);
+  replanned(env, *op, "default");
   CHECK(env.operator_requests("/eviction").empty());
   env.kubectl("delete pod batch-a batch-b -n shop --wait=false");
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
@@ -306,7 +331,7 @@ TEST_CASE("pods of a Job that counts evictions as failures block their node unti
                          "an eviction would count against its backoffLimit (evictJobPods is false)") != std::string::npos);
   CHECK(undrainable.find("shop/cache-0: its controller StatefulSet cache no longer exists, so nothing would recreate it") !=
         std::string::npos);
-  std::this_thread::sleep_for(2s);
+  replanned(env, *op, "default");
   CHECK(env.operator_requests("/eviction").empty());
   // A Job that tolerates disruptions: its pod moves, and the node drains. (kubesim runs no Job
   // controller, so the drain waits out the replacement timeout for the Job pod's replacement.)
@@ -393,7 +418,8 @@ spec:
   std::string undrainable = env.status("default", {"undrainableNodes"});
   CHECK(undrainable.find(R"("node":"od-b")") != std::string::npos);
   CHECK(undrainable.find("draining it now would likely move it to another on-demand node again") != std::string::npos);
-  std::this_thread::sleep_for(4s);
+  past_drain_delay(env, "default");
+  replanned(env, *op, "default");
   CHECK(env.status("default", {"nodesDrainedTotal"}) == "1");
   CHECK(env.operator_requests("/eviction").size() == 1);
   CHECK_FALSE(env.any_draining());
@@ -464,7 +490,7 @@ TEST_CASE("policies sharing spot nodes drain one at a time", "[e2e]") {
   REQUIRE(eventually([&] { return env.condition("b", "Blocked", "reason") == "SharedSpotNodes"; }, 20s));
   CHECK(env.condition("b", "Blocked", "message").find("policy a is draining ondemand-1 onto spot nodes this policy shares") !=
         std::string::npos);
-  std::this_thread::sleep_for(1s);
+  replanned(env, *op, "b");
   CHECK_FALSE(env.draining("ondemand-2"));
   for (const auto& r : env.operator_requests("/eviction")) CHECK(r.find("web-7d4b9c-x1a2b") != std::string::npos);
   // Once a's drain is through, b drains.
@@ -513,7 +539,6 @@ TEST_CASE("deleting a policy stops its drain in progress: nothing more is evicte
   REQUIRE(eventually([&] { return op->log().find("drain finished") != std::string::npos; }, 10s));
   CHECK(op->log().find("the drain was stopped (ReschedulePolicy default was deleted)") != std::string::npos);
   for (const auto& r : env.operator_requests("/eviction")) CHECK(r.ends_with(" 429"));  // none went through
-  std::this_thread::sleep_for(1s);
   CHECK_FALSE(env.any_draining());
   CHECK(op->alive());
   op->stop(SIGTERM);
@@ -543,7 +568,8 @@ TEST_CASE("an invalid policy is reported while a valid one keeps working; overla
 
   // default drains ondemand-1; ondemand-2 is also selected by narrow, so neither drains it.
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
-  std::this_thread::sleep_for(4s);  // past the drain delay
+  past_drain_delay(env, "default");
+  replanned(env, *op, "default");
   CHECK(env.status("default", {"nodesDrainedTotal"}) == "1");
   CHECK(env.status("narrow", {"nodesDrainedTotal"}) == "0");
   CHECK(env.status("default", {"undrainableNodes"}).find("also selected as on-demand by policy narrow") != std::string::npos);
@@ -562,7 +588,7 @@ TEST_CASE("a drain whose start cannot be saved in the policy's status does not s
   env.sim->faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503));
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return op->log().find("not starting the drain") != std::string::npos; }, 20s));
-  std::this_thread::sleep_for(2s);
+  replanned(env, *op, "default");
   INFO(op->log());
   CHECK(env.operator_requests("/eviction").empty());
   CHECK(env.operator_requests("PATCH /api/v1/nodes/").empty());
@@ -582,13 +608,13 @@ void make_stuck(Env& env) {
 }
 // After a restart at `restarted_at`: the drain the status recorded is Aborted as interrupted, and
 // the gate stays closed for nodeDrainDelay (30 s) from the restart: nothing else drains meanwhile.
-void expect_interrupted_drain_keeps_gate(Env& env, std::chrono::system_clock::time_point restarted_at) {
+void expect_interrupted_drain_keeps_gate(Env& env, const Operator& op, std::chrono::system_clock::time_point restarted_at) {
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Aborted"; }, 20s));
   CHECK(env.status("default", {"lastDrain", "reason"}).find("interrupted") != std::string::npos);
   CHECK(env.status("default", {"currentDrain"}).empty());
   auto next = parse_time(env.status("default", {"nextDrainAfter"})).value();
   CHECK(next >= std::chrono::time_point_cast<std::chrono::seconds>(restarted_at) + 29s);
-  std::this_thread::sleep_for(3s);
+  replanned(env, op, "default");
   CHECK_FALSE(env.any_draining());
   CHECK(env.condition("default", "Blocked", "reason") == "DrainDelay");
 }
@@ -601,7 +627,7 @@ TEST_CASE("the operator killed mid-drain comes back, removes its taint and keeps
   auto op = env.start("first");
   REQUIRE(eventually([&] { return env.draining("ondemand-1"); }, 20s));
   REQUIRE(eventually([&] { return !env.status("default", {"currentDrain", "node"}).empty(); }, 10s));
-  std::this_thread::sleep_for(500ms);
+  REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 20s, 10ms));
   op->stop(SIGKILL);
   CHECK(op->exit_status() == 128 + SIGKILL);
   CHECK(env.draining("ondemand-1"));  // left behind by the crash
@@ -609,7 +635,7 @@ TEST_CASE("the operator killed mid-drain comes back, removes its taint and keeps
   auto restarted_at = std::chrono::system_clock::now();
   auto again = env.start("second");
   REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 20s));
-  expect_interrupted_drain_keeps_gate(env, restarted_at);
+  expect_interrupted_drain_keeps_gate(env, *again, restarted_at);
   CHECK(!env.events("DrainAborted").empty());
   again->stop(SIGTERM);
   CHECK(again->exit_status() == 0);
@@ -636,7 +662,7 @@ TEST_CASE("a drain whose end was never recorded counts as interrupted after a cr
   auto again = env.start("second");
   INFO(again->log());
   // What the status says of the drain is its start: it is taken as interrupted.
-  expect_interrupted_drain_keeps_gate(env, restarted_at);
+  expect_interrupted_drain_keeps_gate(env, *again, restarted_at);
 }
 
 TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e2e]") {
@@ -658,7 +684,7 @@ TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e
   REQUIRE(eventually([&] { return !env.lease_holder().empty() && env.lease_holder() != first; }, 20s));
   REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 20s));
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Aborted"; }, 20s));
-  std::this_thread::sleep_for(3s);
+  replanned(env, *follower, "default");
   // One drain was started, by the first leader; the second neither resumed it nor started another.
   auto started = env.events("DrainStarted");
   CHECK(std::count_if(started.begin(), started.end(), [](const std::string& e) { return e.starts_with("Node/"); }) == 1);
@@ -703,7 +729,8 @@ TEST_CASE("a leader whose lease renewals stall stops evicting before another ins
   };
   REQUIRE(eventually([&] { return !env.lease_holder().empty() && env.lease_holder() != first; }, 20s, 5ms));
   const size_t at_handover = evictions_by_first();
-  std::this_thread::sleep_for(4s);
+  // It stops (exit code 1) rather than wait to be told: past that, it can send nothing.
+  REQUIRE(eventually([&] { return !a->alive(); }, 20s));
   // Nothing from the old leader once another instance holds the lease.
   CHECK(evictions_by_first() == at_handover);
   CHECK(a->log().find("lost the lease: could not renew it within the renew deadline") != std::string::npos);
