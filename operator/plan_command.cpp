@@ -1,8 +1,8 @@
 #include "plan_command.hpp"
 
+#include "core/flags.hpp"
 #include "core/strings.hpp"
 #include "drain/plan_format.hpp"
-#include "flags.hpp"
 #include "model/node.hpp"
 #include "model/pdb.hpp"
 #include "model/pod.hpp"

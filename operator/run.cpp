@@ -1,8 +1,8 @@
 #include "run.hpp"
 
+#include "core/flags.hpp"
 #include "core/log.hpp"
 #include "core/strings.hpp"
-#include "flags.hpp"
 #include "kube/config.hpp"
 #include "rebalancer.hpp"
 #include "runtime/events.hpp"

@@ -1,30 +1,50 @@
-#include "flags.hpp"
+#include "core/flags.hpp"
 
 #include "core/strings.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <cstdint>
 
-namespace spotshift::op {
+namespace spotshift {
 
 void FlagSet::add_string(std::string name, std::string* target, std::string help, std::string short_name) {
-  flags_.push_back(Flag{std::move(name), std::move(short_name), std::move(help), *target, Flag::Kind::kString, target, nullptr, nullptr, {}});
+  add({std::move(name), std::move(short_name), std::move(help), "string", *target, false, [target](const std::string& v) {
+         *target = v;
+         return std::string();
+       }});
 }
 
 void FlagSet::add_bool(std::string name, bool* target, std::string help) {
-  flags_.push_back(Flag{std::move(name), {}, std::move(help), *target ? "true" : "false", Flag::Kind::kBool, nullptr, target, nullptr, {}});
+  add({std::move(name), {}, std::move(help), "", *target ? "true" : "false", true, [target](const std::string& v) {
+         auto b = parse_bool(v);
+         if (!b) return std::string("must be true or false");
+         *target = *b;
+         return std::string();
+       }});
 }
 
 void FlagSet::add_int(std::string name, int* target, std::string help, std::string short_name) {
-  flags_.push_back(
-      Flag{std::move(name), std::move(short_name), std::move(help), std::to_string(*target), Flag::Kind::kInt, nullptr, nullptr, target, {}});
+  add({std::move(name), std::move(short_name), std::move(help), "int", std::to_string(*target), false, [target](const std::string& v) {
+         auto n = parse_int(v);
+         if (!n || *n < INT32_MIN || *n > INT32_MAX) return std::string("must be an integer");
+         *target = static_cast<int>(*n);
+         return std::string();
+       }});
 }
 
 void FlagSet::add_checked(std::string name, std::string* target, std::string help, std::function<std::string(const std::string&)> check,
                           std::string short_name) {
-  add_string(std::move(name), target, std::move(help), std::move(short_name));
-  flags_.back().check = std::move(check);
+  add({std::move(name), std::move(short_name), std::move(help), "string", *target, false,
+       [target, check = std::move(check)](const std::string& v) {
+         std::string problem = check(v);
+         if (problem.empty()) *target = v;
+         return problem;
+       }});
+}
+
+void FlagSet::add_value(std::string name, std::string type, std::string default_text, std::string help, Setter set) {
+  add({std::move(name), {}, std::move(help), std::move(type), std::move(default_text), false, std::move(set)});
 }
 
 FlagSet::Flag* FlagSet::find(std::string_view name) {
@@ -37,32 +57,6 @@ bool FlagSet::given(const std::string& name) const {
   for (const auto& f : flags_)
     if (f.name == name) return f.given;
   return false;
-}
-
-Result<void> FlagSet::set(Flag& f, const std::string& value, std::string_view spelled) {
-  f.given = true;
-  switch (f.kind) {
-    case Flag::Kind::kString:
-      if (f.check)
-        if (std::string problem = f.check(value); !problem.empty())
-          return Error::invalid(fmt::format("invalid value \"{}\" for {}: {}", value, spelled, problem));
-      *f.s = value;
-      return {};
-    case Flag::Kind::kBool: {
-      auto b = parse_bool(value);
-      if (!b) return Error::invalid(fmt::format("invalid value \"{}\" for {}: must be true or false", value, spelled));
-      *f.b = *b;
-      return {};
-    }
-    case Flag::Kind::kInt: {
-      auto n = parse_int(value);
-      if (!n || *n < INT32_MIN || *n > INT32_MAX)
-        return Error::invalid(fmt::format("invalid value \"{}\" for {}: must be an integer", value, spelled));
-      *f.i = static_cast<int>(*n);
-      return {};
-    }
-  }
-  return {};
 }
 
 Result<void> FlagSet::parse(const std::vector<std::string>& args, bool* help) {
@@ -84,17 +78,19 @@ Result<void> FlagSet::parse(const std::vector<std::string>& args, bool* help) {
       has_value = true;
     }
     Flag* f = find(name);
-    if (!f) return Error::invalid(fmt::format("unknown flag {}{}", a.substr(0, a.find('=')), hint()));
+    if (!f) return Error::invalid(fmt::format("unknown flag \"{}\"{}", a.substr(0, a.find('=')), hint()));
     std::string spelled = (f->name == name ? "--" : "-") + name;
     if (!has_value) {
-      if (f->kind == Flag::Kind::kBool) {
+      if (f->is_bool) {
         value = "true";
       } else {
         if (i + 1 >= args.size()) return Error::invalid(fmt::format("flag {} needs a value{}", spelled, hint()));
         value = args[++i];
       }
     }
-    if (auto r = set(*f, value, spelled); !r) return r.error();
+    f->given = true;
+    if (std::string problem = f->set(value); !problem.empty())
+      return Error::invalid(fmt::format("invalid value \"{}\" for {}: {}", value, spelled, problem));
   }
   return {};
 }
@@ -116,12 +112,13 @@ std::string FlagSet::usage() const {
   std::string out = fmt::format("{}\n\nUsage:\n  {} [flags]\n\nFlags:\n", summary_, command_);
   for (const auto& f : flags_) {
     std::string names = f.short_name.empty() ? fmt::format("    --{}", f.name) : fmt::format("-{}, --{}", f.short_name, f.name);
-    std::string type = f.kind == Flag::Kind::kBool ? "" : f.kind == Flag::Kind::kInt ? " int" : " string";
+    std::string type = f.type.empty() ? "" : " " + f.type;
     std::string def = f.default_text.empty() || f.default_text == "false" ? "" : fmt::format(" (default \"{}\")", f.default_text);
     out += fmt::format("  {}{}\n        {}{}\n", names, type, f.help, def);
   }
   out += "  -h, --help\n        Show this help.\n";
+  if (!footer_.empty()) out += "\n" + footer_;
   return out;
 }
 
-}  // namespace spotshift::op
+}  // namespace spotshift

@@ -1,7 +1,7 @@
 #pragma once
 // Command-line flags in the style of kubectl and controller-runtime operators: --name=value,
 // --name value, -x value, booleans as --name or --name=false. Errors name the flag and say
-// where to get help.
+// where to get help. Both binaries (spotshift's commands and kubesim) parse with it.
 
 #include "core/error.hpp"
 
@@ -11,10 +11,13 @@
 #include <string>
 #include <vector>
 
-namespace spotshift::op {
+namespace spotshift {
 
 class FlagSet {
  public:
+  // Reads a flag's value and stores it; returns what is wrong with the value, or "".
+  using Setter = std::function<std::string(const std::string&)>;
+
   // `command` as shown in messages ("spotshift run").
   FlagSet(std::string command, std::string summary) : command_(std::move(command)), summary_(std::move(summary)) {}
 
@@ -24,6 +27,11 @@ class FlagSet {
   // A value checked when parsed (an enum, a duration): check returns an error message or "".
   void add_checked(std::string name, std::string* target, std::string help, std::function<std::string(const std::string&)> check,
                    std::string short_name = {});
+  // A value of any type: `set` parses and stores it. `type` and `default_text` are what the
+  // usage shows ("duration", "1s").
+  void add_value(std::string name, std::string type, std::string default_text, std::string help, Setter set);
+  // Text printed after the flags in the usage.
+  void set_footer(std::string text) { footer_ = std::move(text); }
 
   // Parses args (without the program and command names). Positional arguments are errors.
   // Sets *help when -h or --help is given.
@@ -37,19 +45,16 @@ class FlagSet {
 
  private:
   struct Flag {
-    std::string name, short_name, help, default_text;
-    enum class Kind { kString, kBool, kInt } kind;
-    std::string* s = nullptr;
-    bool* b = nullptr;
-    int* i = nullptr;
-    std::function<std::string(const std::string&)> check;
+    std::string name, short_name, help, type, default_text;
+    bool is_bool = false;
+    Setter set;
     bool given = false;
   };
   Flag* find(std::string_view name);
-  Result<void> set(Flag& f, const std::string& value, std::string_view spelled);
+  void add(Flag f) { flags_.push_back(std::move(f)); }
 
-  std::string command_, summary_;
+  std::string command_, summary_, footer_;
   std::vector<Flag> flags_;
 };
 
-}  // namespace spotshift::op
+}  // namespace spotshift
