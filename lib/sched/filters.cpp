@@ -13,8 +13,8 @@ using model::ConditionStatus;
 
 class NodeUnschedulable final : public FilterPlugin {
  public:
+  NodeUnschedulable() : FilterPlugin(kNodeStatic) {}
   std::string_view name() const override { return "NodeUnschedulable"; }
-  bool node_static() const override { return true; }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const model::Node& node = *fork.base().node(n).node;
     if (!node.unschedulable) return Status::success();
@@ -28,8 +28,8 @@ class NodeUnschedulable final : public FilterPlugin {
 // pressure only turns away BestEffort pods, as the kubelet's eviction manager does).
 class NodeConditions final : public FilterPlugin {
  public:
+  NodeConditions() : FilterPlugin(kNodeStatic) {}
   std::string_view name() const override { return "NodeConditions"; }
-  bool node_static() const override { return true; }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const auto& c = fork.base().node(n).node->conditions;
     if (c.ready != ConditionStatus::kTrue) return Status::unresolvable("node(s) were not ready");
@@ -42,11 +42,11 @@ class NodeConditions final : public FilterPlugin {
   }
 };
 
-class NodeName final : public FilterPlugin {
+class NodeName final : public FilterPlugin, public PreFilter {
  public:
+  NodeName() : FilterPlugin(kNodeStatic) {}
   std::string_view name() const override { return "NodeName"; }
-  bool node_static() const override { return true; }
-  bool relevant(const model::Pod& pod, const Fork&) const override { return !pod.node_name.empty(); }
+  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override { return run_if(!pod.node_name.empty()); }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     if (pod.node_name.empty() || pod.node_name.view() == fork.base().node(n).name) return Status::success();
     return Status::unresolvable("node(s) didn't match the requested node name");
@@ -55,8 +55,8 @@ class NodeName final : public FilterPlugin {
 
 class TaintToleration final : public FilterPlugin {
  public:
+  TaintToleration() : FilterPlugin(kNodeStatic) {}
   std::string_view name() const override { return "TaintToleration"; }
-  bool node_static() const override { return true; }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const model::Taint* t = untolerated_taint(pod, *fork.base().node(n).node);
     if (!t) return Status::success();
@@ -64,12 +64,12 @@ class TaintToleration final : public FilterPlugin {
   }
 };
 
-class NodeAffinity final : public FilterPlugin {
+class NodeAffinity final : public FilterPlugin, public PreFilter {
  public:
+  NodeAffinity() : FilterPlugin(kNodeStatic) {}
   std::string_view name() const override { return "NodeAffinity"; }
-  bool node_static() const override { return true; }
-  bool relevant(const model::Pod& pod, const Fork&) const override {
-    return !pod.node_selector.empty() || (pod.affinity && pod.affinity->node_required);
+  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override {
+    return run_if(!pod.node_selector.empty() || (pod.affinity && pod.affinity->node_required));
   }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     if (matches_node_affinity(pod, *fork.base().node(n).node)) return Status::success();
@@ -77,11 +77,11 @@ class NodeAffinity final : public FilterPlugin {
   }
 };
 
-class VolumeZone final : public FilterPlugin {
+class VolumeZone final : public FilterPlugin, public PreFilter {
  public:
+  VolumeZone() : FilterPlugin(kNodeStatic) {}
   std::string_view name() const override { return "VolumeZone"; }
-  bool node_static() const override { return true; }
-  bool relevant(const model::Pod& pod, const Fork&) const override { return !pod.pvc_claims.empty(); }
+  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override { return run_if(!pod.pvc_claims.empty()); }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const auto& volumes = fork.base().volumes();
     if (volumes.empty()) return Status::success();
@@ -113,14 +113,14 @@ bool fits_basic(const BasicResources& used, const BasicResources& a, const model
   return ok != 0;
 }
 
-class NodeResourcesFit final : public FilterPlugin {
+class NodeResourcesFit final : public FilterPlugin, public FilterNodes {
  public:
   std::string_view name() const override { return "NodeResourcesFit"; }
   void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork,
                     std::vector<int>& nodes) const override {
     const model::ResourceList& r = pod.requests;
     // Extended resources: filter() node by node.
-    if (!r.scalars().empty()) return FilterPlugin::filter_nodes(cs, slot, pod, fork, nodes);
+    if (!r.scalars().empty()) return filter_each(cs, slot, pod, fork, nodes);
     // Otherwise filter()'s verdict without a Status, in one pass over the packed arrays.
     const ClusterSnapshot& snap = fork.base();
     size_t kept = 0;
@@ -152,10 +152,10 @@ bool ports_conflict(const model::HostPort& a, const model::HostPort& b) {
   return a.host_ip.empty() || b.host_ip.empty() || a.host_ip == b.host_ip;  // 0.0.0.0 overlaps every address
 }
 
-class NodePorts final : public FilterPlugin {
+class NodePorts final : public FilterPlugin, public PreFilter {
  public:
   std::string_view name() const override { return "NodePorts"; }
-  bool relevant(const model::Pod& pod, const Fork&) const override { return !pod.host_ports.empty(); }
+  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override { return run_if(!pod.host_ports.empty()); }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     bool conflict = false;
     fork.for_each_pod(n, [&](const model::Pod& other) {

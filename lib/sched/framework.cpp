@@ -11,18 +11,28 @@
 
 namespace spotshift::sched {
 
-void ScorePlugin::normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const {
-  for (size_t k = 0; k < raw.size(); ++k) out[k] = static_cast<double>(std::clamp<int64_t>(raw[k], 0, 100));
-}
-
-void FilterPlugin::filter_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
-                                std::vector<int>& nodes) const {
+void FilterPlugin::filter_each(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
+                               std::vector<int>& nodes) const {
   std::erase_if(nodes, [&](int n) { return !filter(state, slot, pod, fork, n).ok(); });
 }
 
-void ScorePlugin::score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
-                              const std::vector<int>& nodes, std::vector<int64_t>& out) const {
-  for (size_t k = 0; k < nodes.size(); ++k) out[k] = score(state, slot, pod, fork, nodes[k]);
+const Demand& CycleState::resolve_demand(const Fork& fork) {
+  if (demand_) return *demand_;
+  if (cache_) return *(demand_ = &cache_->demand());
+  owned_demand_ = std::make_shared<const Demand>(Demand::of_snapshot(fork.base()));
+  return *(demand_ = owned_demand_.get());
+}
+
+void Framework::Score::normalized(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
+                                  const std::vector<int>& nodes, std::vector<int64_t>& raw, std::vector<double>& out) const {
+  raw.resize(nodes.size());
+  out.resize(nodes.size());
+  if (many) many->score_nodes(state, slot, pod, fork, nodes, raw);
+  else
+    for (size_t k = 0; k < nodes.size(); ++k) raw[k] = plugin->score(state, slot, pod, fork, nodes[k]);
+  if (normalize) normalize->normalize(raw, out);
+  else
+    for (size_t k = 0; k < raw.size(); ++k) out[k] = static_cast<double>(std::clamp<int64_t>(raw[k], 0, 100));
 }
 
 ProfileConfig default_profile() {
@@ -187,17 +197,24 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
       return Error::invalid(fmt::format("filter plugin {} is listed twice", name));
     auto p = make_filter(name);
     if (!p) return p.error();
-    f.filters_.push_back(std::move(*p));
+    Filter entry{std::move(*p)};
+    entry.pre = dynamic_cast<const PreFilter*>(entry.plugin.get());
+    entry.many = dynamic_cast<const FilterNodes*>(entry.plugin.get());
+    f.filters_.push_back(std::move(entry));
     f.resource_fit_ = f.resource_fit_ || name == "NodeResourcesFit";
   }
+  if (config.scores.size() > 64) return Error::invalid("a profile lists at most 64 score plugins");
   for (const auto& s : config.scores) {
     if (s.weight < 0 || s.weight > 100)
       return Error::invalid(fmt::format("score plugin {}: weight {} is outside 0..100", s.name, s.weight));
     auto p = make_score(s);
     if (!p) return p.error();
-    f.uses_demand_ = f.uses_demand_ || (s.weight > 0 && (*p)->uses_demand());
-    if (s.weight > 0 && (*p)->fullest_cpu_first()) f.fullest_score_ = static_cast<int>(f.scores_.size());
-    f.scores_.emplace_back(std::move(*p), s.weight);
+    Score entry{std::move(*p), s.weight};
+    entry.pre = dynamic_cast<const PreScore*>(entry.plugin.get());
+    entry.many = dynamic_cast<const ScoreNodes*>(entry.plugin.get());
+    entry.normalize = dynamic_cast<const NormalizeScore*>(entry.plugin.get());
+    if (s.weight > 0 && dynamic_cast<const FullestFirst*>(entry.plugin.get())) f.fullest_score_ = static_cast<int>(f.scores_.size());
+    f.scores_.push_back(std::move(entry));
   }
   return f;
 }
@@ -251,16 +268,6 @@ template <class F>
 void each_bit(uint64_t set, F&& f) {
   for (; set; set &= set - 1) f(static_cast<size_t>(std::countr_zero(set)));
 }
-// What a score that is the same on every node normalises to: its value on one node, normalised
-// as if that node were alone.
-double normalized_alone(const ScorePlugin& plugin, const CycleState& state, size_t slot, const model::Pod& pod,
-                        const Fork& fork, int node) {
-  thread_local std::vector<int64_t> raw(1);
-  thread_local std::vector<double> out(1);
-  raw[0] = plugin.score(state, slot, pod, fork, node);
-  plugin.normalize(raw, out);
-  return out[0];
-}
 }  // namespace
 
 void Framework::prepare(CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t& statics,
@@ -269,9 +276,8 @@ void Framework::prepare(CycleState& state, const model::Pod& pod, const Fork& fo
   // placement allocates nothing for them.
   statics = dynamics = 0;
   for (size_t i = 0; i < filters_.size(); ++i) {
-    if (!filters_[i]->relevant(pod, fork)) continue;
-    filters_[i]->pre_filter(state, i, pod, fork);
-    (filters_[i]->node_static() ? statics : dynamics) |= uint64_t(1) << i;
+    if (filters_[i].pre && filters_[i].pre->pre_filter(state, i, pod, fork) == PreFilterResult::kSkip) continue;
+    (filters_[i].plugin->node_static() ? statics : dynamics) |= uint64_t(1) << i;
   }
 }
 
@@ -284,7 +290,7 @@ const std::vector<uint8_t>& Framework::static_verdicts(const CycleState& state, 
     std::vector<uint8_t> v(static_cast<size_t>(fork.base().size()), 0);
     for (int n = 0; n < fork.base().size(); ++n)
       for (size_t i = 0; i < filters_.size(); ++i)
-        if (((statics >> i) & 1) && !filters_[i]->filter(state, i, pod, fork, n).ok()) {
+        if (((statics >> i) & 1) && !filters_[i].plugin->filter(state, i, pod, fork, n).ok()) {
           v[static_cast<size_t>(n)] = static_cast<uint8_t>(1 + i);
           break;
         }
@@ -303,22 +309,54 @@ void Framework::filter_static(const CycleState& state, const model::Pod& pod, co
     if (verdicts) {
       fits = (*verdicts)[static_cast<size_t>(n)] == 0;
     } else {
-      each_bit(statics, [&](size_t i) { fits = fits && filters_[i]->filter(state, i, pod, fork, n).ok(); });
+      each_bit(statics, [&](size_t i) { fits = fits && filters_[i].plugin->filter(state, i, pod, fork, n).ok(); });
     }
     if (fits) out.push_back(n);
+  }
+}
+
+uint64_t Framework::pre_score(CycleState& state, const model::Pod& pod, const Fork& fork) const {
+  uint64_t uniform = 0;
+  for (size_t s = 0; s < scores_.size(); ++s)
+    if (scores_[s].weight > 0 && scores_[s].pre &&
+        scores_[s].pre->pre_score(state, filters_.size() + s, pod, fork) == PreScoreResult::kUniform)
+      uniform |= uint64_t(1) << s;
+  return uniform;
+}
+
+void Framework::add_scores(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t uniform,
+                           const std::vector<int>& nodes, std::vector<double>& total) const {
+  thread_local std::vector<int64_t> raw;
+  thread_local std::vector<double> normalized;
+  thread_local std::vector<int> first(1);
+  for (size_t s = 0; s < scores_.size(); ++s) {
+    const Score& score = scores_[s];
+    if (score.weight == 0) continue;
+    const size_t slot = filters_.size() + s;
+    if ((uniform >> s) & 1) {
+      // The same raw score everywhere normalises to the same value everywhere: one node decides,
+      // normalised as if it were alone.
+      first[0] = nodes[0];
+      score.normalized(state, slot, pod, fork, first, raw, normalized);
+      for (double& t : total) t += normalized[0] * score.weight;
+      continue;
+    }
+    score.normalized(state, slot, pod, fork, nodes, raw, normalized);
+    for (size_t k = 0; k < nodes.size(); ++k) total[k] += normalized[k] * score.weight;
   }
 }
 
 Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
                            PlacementCache* cache) const {
   Placement out;
-  CycleState state;
-  if (cache && uses_demand_) state.demand = &cache->demand();
+  CycleState state(cache);
   uint64_t statics, dynamics;
   prepare(state, pod, fork, statics, dynamics);
   filter_static(state, pod, fork, statics, candidates, cache, out.feasible);
   each_bit(dynamics, [&](size_t i) {
-    if (!out.feasible.empty()) filters_[i]->filter_nodes(state, i, pod, fork, out.feasible);
+    if (out.feasible.empty()) return;
+    if (filters_[i].many) filters_[i].many->filter_nodes(state, i, pod, fork, out.feasible);
+    else std::erase_if(out.feasible, [&](int n) { return !filters_[i].plugin->filter(state, i, pod, fork, n).ok(); });
   });
   if (out.feasible.empty()) {
     // Nowhere: say why, node by node, as kube-scheduler does (the first failing filter counts).
@@ -326,8 +364,8 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
     bool all_unresolvable = !candidates.empty();
     for (int n : candidates) {
       for (size_t i = 0; i < filters_.size(); ++i) {
-        if (!filters_[i]->relevant(pod, fork)) continue;
-        Status s = filters_[i]->filter(state, i, pod, fork, n);
+        if (!(((statics | dynamics) >> i) & 1)) continue;
+        Status s = filters_[i].plugin->filter(state, i, pod, fork, n);
         if (s.ok()) continue;
         for (size_t r = 0; r < s.reasons.size(); ++r) ++out.diagnosis.reasons[std::string(s.reasons[r])];
         if (s.code != Code::kUnschedulableAndUnresolvable) all_unresolvable = false;
@@ -341,26 +379,9 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
     out.node = *std::min_element(out.feasible.begin(), out.feasible.end());
     return out;
   }
-  thread_local std::vector<int64_t> raw;
-  thread_local std::vector<double> total, normalized;
+  thread_local std::vector<double> total;
   total.assign(out.feasible.size(), 0);
-  raw.resize(out.feasible.size());
-  normalized.resize(out.feasible.size());
-  for (size_t s = 0; s < scores_.size(); ++s) {
-    const auto& [plugin, weight] = scores_[s];
-    if (weight == 0) continue;
-    const size_t slot = filters_.size() + s;
-    plugin->pre_score(state, slot, pod, fork);
-    if (plugin->uniform(state, slot, pod, fork)) {
-      // The same raw score everywhere normalises to the same value everywhere: one node decides.
-      const double value = normalized_alone(*plugin, state, slot, pod, fork, out.feasible[0]);
-      for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += value * weight;
-      continue;
-    }
-    plugin->score_nodes(state, slot, pod, fork, out.feasible, raw);
-    plugin->normalize(raw, normalized);
-    for (size_t k = 0; k < out.feasible.size(); ++k) total[k] += normalized[k] * weight;
-  }
+  add_scores(state, pod, fork, pre_score(state, pod, fork), out.feasible, total);
   size_t best = 0;
   for (size_t k = 1; k < out.feasible.size(); ++k)
     if (total[k] > total[best] || (total[k] == total[best] && out.feasible[k] < out.feasible[best])) best = k;
@@ -392,15 +413,11 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
 
 std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top,
                                                   PlacementCache& cache) const {
-  CycleState state;
-  if (uses_demand_) state.demand = &cache.demand();
+  CycleState state(&cache);
   // Every other weighted score must give every node the same value for this pod.
-  for (size_t s = 0; s < scores_.size(); ++s) {
-    const auto& [plugin, weight] = scores_[s];
-    if (weight == 0) continue;
-    plugin->pre_score(state, filters_.size() + s, pod, fork);
-    if (static_cast<int>(s) != fullest_score_ && !plugin->uniform(state, filters_.size() + s, pod, fork)) return std::nullopt;
-  }
+  const uint64_t uniform = pre_score(state, pod, fork);
+  for (size_t s = 0; s < scores_.size(); ++s)
+    if (scores_[s].weight > 0 && static_cast<int>(s) != fullest_score_ && !((uniform >> s) & 1)) return std::nullopt;
   uint64_t statics, dynamics;
   prepare(state, pod, fork, statics, dynamics);
   const std::vector<uint8_t>& verdicts = static_verdicts(state, pod, fork, statics, cache);
@@ -427,7 +444,7 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   auto passes = [&](int n) {
     if (verdicts[static_cast<size_t>(n)] != 0) return false;
     bool ok = true;
-    each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i]->filter(state, i, pod, fork, n).ok(); });
+    each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i].plugin->filter(state, i, pod, fork, n).ok(); });
     return ok;
   };
   int best = -1;
@@ -444,19 +461,11 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   if (best < 0) return std::nullopt;
   Placement out;
   out.node = best;
-  // The sum place() would compute for this node, in the same order: FreeCPU normalises the
-  // fullest feasible node to 100; a uniform score normalises like one node alone.
-  double total = 0;
-  for (size_t s = 0; s < scores_.size(); ++s) {
-    const auto& [plugin, weight] = scores_[s];
-    if (weight == 0) continue;
-    if (static_cast<int>(s) == fullest_score_) {
-      total += 100.0 * weight;
-      continue;
-    }
-    total += normalized_alone(*plugin, state, filters_.size() + s, pod, fork, best) * weight;
-  }
-  out.score = total;
+  // The sum place() would compute for this node, in the same order: the fullest-first score
+  // normalises the fullest feasible node to 100, as it does this one alone.
+  std::vector<double> total(1, 0.0);
+  add_scores(state, pod, fork, uniform, {best}, total);
+  out.score = total[0];
   return out;
 }
 
@@ -464,27 +473,20 @@ std::vector<std::pair<std::string, Status>> Framework::check(const model::Pod& p
   std::vector<std::pair<std::string, Status>> out;
   CycleState state;
   for (size_t i = 0; i < filters_.size(); ++i) {
-    if (!filters_[i]->relevant(pod, fork)) {
-      out.emplace_back(std::string(filters_[i]->name()), Status::success());
-      continue;
-    }
-    filters_[i]->pre_filter(state, i, pod, fork);
-    out.emplace_back(std::string(filters_[i]->name()), filters_[i]->filter(state, i, pod, fork, node));
+    const Filter& f = filters_[i];
+    if (f.pre && f.pre->pre_filter(state, i, pod, fork) == PreFilterResult::kSkip)
+      out.emplace_back(std::string(f.plugin->name()), Status::success());
+    else
+      out.emplace_back(std::string(f.plugin->name()), f.plugin->filter(state, i, pod, fork, node));
   }
   return out;
 }
 
 std::vector<double> Framework::scores(const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes) const {
-  std::vector<int64_t> raw(nodes.size());
-  std::vector<double> total(nodes.size(), 0), normalized(nodes.size());
+  std::vector<double> total(nodes.size(), 0);
+  if (nodes.empty()) return total;
   CycleState state;
-  for (size_t s = 0; s < scores_.size(); ++s) {
-    const auto& [plugin, weight] = scores_[s];
-    plugin->pre_score(state, s, pod, fork);
-    plugin->score_nodes(state, s, pod, fork, nodes, raw);
-    plugin->normalize(raw, normalized);
-    for (size_t k = 0; k < nodes.size(); ++k) total[k] += normalized[k] * weight;
-  }
+  add_scores(state, pod, fork, pre_score(state, pod, fork), nodes, total);
   return total;
 }
 

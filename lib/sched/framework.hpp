@@ -78,11 +78,12 @@ struct PluginState {
 };
 
 class Demand;
+class PlacementCache;
 
 class CycleState {
  public:
-  // What is still to be placed (packing scores); null when the placement was given none.
-  const Demand* demand = nullptr;
+  CycleState() = default;
+  explicit CycleState(PlacementCache* cache) : cache_(cache) {}
 
   void put(size_t slot, std::unique_ptr<PluginState> s) {
     if (slots_.size() <= slot) slots_.resize(slot + 1);
@@ -93,50 +94,104 @@ class CycleState {
     return slot < slots_.size() ? static_cast<const T*>(slots_[slot].get()) : nullptr;
   }
 
+  // What is still to be placed, which the packing scores read: the placement cache's, or
+  // without a cache the snapshot's pods, built into this state. A plugin resolves it in its
+  // pre-score; demand() is what it resolved.
+  const Demand& resolve_demand(const Fork& fork);
+  const Demand* demand() const { return demand_; }
+
  private:
   std::vector<std::unique_ptr<PluginState>> slots_;
+  PlacementCache* cache_ = nullptr;
+  const Demand* demand_ = nullptr;
+  std::shared_ptr<const Demand> owned_demand_;
 };
+
+// ---- plugins -------------------------------------------------------------------------------
+// A plugin implements its extension point's one method. What some plugins need beyond that is
+// an optional interface, as kube-scheduler's PreFilter, PreScore and ScoreExtensions: a plugin
+// class also derives from it, and the framework finds it once when it builds a profile.
 
 class FilterPlugin {
  public:
   virtual ~FilterPlugin() = default;
   virtual std::string_view name() const = 0;
+  virtual Status filter(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const = 0;
   // The verdict depends only on the pod and the node's labels, taints and conditions, never on
   // what runs there: it is computed once per pod signature and cached.
-  virtual bool node_static() const { return false; }
-  // Whether the plugin can reject this pod at all in this what-if (a pod without host ports never
-  // fails NodePorts; without affinity terms, and with no pod's anti-affinity around, it never
-  // fails InterPodAffinity).
-  virtual bool relevant(const model::Pod&, const Fork&) const { return true; }
-  virtual void pre_filter(CycleState&, size_t /*slot*/, const model::Pod&, const Fork&) const {}
-  virtual Status filter(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const = 0;
-  // Keeps, in order, the nodes this filter accepts: the placement's hot loop. The default calls
-  // filter() per node; a plugin may override it with a loop that builds no Status.
-  virtual void filter_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
-                            std::vector<int>& nodes) const;
+  bool node_static() const { return node_static_; }
+
+ protected:
+  static constexpr bool kNodeStatic = true;
+  explicit FilterPlugin(bool node_static = false) : node_static_(node_static) {}
+  // filter() on each node, keeping those that pass: what a FilterNodes plugin falls back to.
+  void filter_each(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const;
+
+ private:
+  bool node_static_;
 };
 
 class ScorePlugin {
  public:
   virtual ~ScorePlugin() = default;
   virtual std::string_view name() const = 0;
-  virtual void pre_score(CycleState&, size_t /*slot*/, const model::Pod&, const Fork&) const {}
-  // Whether the plugin reads CycleState::demand (the packing scores do).
-  virtual bool uses_demand() const { return false; }
   virtual int64_t score(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const = 0;
-  // Whether, after pre_score, every node gets the same raw score for this pod: the framework
-  // then scores one node instead of each (Fragmentation with nothing scarce to keep).
-  virtual bool uniform(const CycleState&, size_t /*slot*/, const model::Pod&, const Fork&) const { return false; }
-  // Whether the best node is the one with the least free CPU (then the lowest index): FreeCPU
-  // fullest first. The framework can then find it without scoring every node.
-  virtual bool fullest_cpu_first() const { return false; }
-  // Raw scores for many nodes at once (out has nodes.size() entries); the default calls score().
+};
+
+// Optional, for a filter: runs once per pod before the filter sees any node. kSkip says the
+// plugin cannot reject this pod in this what-if (a pod without host ports never fails
+// NodePorts), and its filter is not called for the pod; otherwise it may leave scratch data
+// in the state's slot for filter().
+enum class PreFilterResult : uint8_t { kRun, kSkip };
+class PreFilter {
+ public:
+  virtual ~PreFilter() = default;
+  virtual PreFilterResult pre_filter(CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork) const = 0;
+};
+
+// Optional, for a filter: keeps, in order, the nodes it accepts, in a loop that builds no
+// Status (the placement's hot loop).
+class FilterNodes {
+ public:
+  virtual ~FilterNodes() = default;
+  virtual void filter_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
+                            std::vector<int>& nodes) const = 0;
+};
+
+// Optional, for a score: runs once per pod before any node is scored. kUniform says every node
+// gets the same raw score for this pod (Fragmentation with nothing scarce to keep): the
+// framework then scores one node instead of each.
+enum class PreScoreResult : uint8_t { kScoreEach, kUniform };
+class PreScore {
+ public:
+  virtual ~PreScore() = default;
+  virtual PreScoreResult pre_score(CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork) const = 0;
+};
+
+// Optional, for a score: raw scores for many nodes at once (out has nodes.size() entries).
+class ScoreNodes {
+ public:
+  virtual ~ScoreNodes() = default;
   virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
-                           const std::vector<int>& nodes, std::vector<int64_t>& out) const;
-  // Maps the raw scores of every feasible node to 0..100 (default: clamp). The result keeps its
-  // fraction: rounding to kube-scheduler's integer scores would make nodes that differ by a
-  // whole CPU tie (100 buckets over a range of 96 cores), and ties go by name, not by score.
-  virtual void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const;
+                           const std::vector<int>& nodes, std::vector<int64_t>& out) const = 0;
+};
+
+// Optional, for a score (kube-scheduler's NormalizeScore): maps the raw scores of every feasible
+// node to 0..100; without it a raw score is clamped to 0..100. The result keeps its fraction:
+// rounding to kube-scheduler's integer scores would make nodes that differ by a whole CPU tie
+// (100 buckets over a range of 96 cores), and ties go by name, not by score.
+class NormalizeScore {
+ public:
+  virtual ~NormalizeScore() = default;
+  virtual void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const = 0;
+};
+
+// Optional, for a score: the best node for any pod is the one with the least free CPU (then the
+// lowest index), as FreeCPU fullest first scores. The framework can then walk the nodes in that
+// order and stop at the first that passes every filter, without scoring any.
+class FullestFirst {
+ public:
+  virtual ~FullestFirst() = default;
 };
 
 // A profile: which filters run, in order, and which scores with which weights and arguments, in
@@ -190,6 +245,7 @@ class PlacementCache {
 
  private:
   friend class Framework;
+  friend class CycleState;
   const Demand& demand();
   const ClusterSnapshot* snapshot_;
   const Demand* demand_ = nullptr;
@@ -257,11 +313,33 @@ class Framework {
   void filter_static(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics,
                      const std::vector<int>& candidates, PlacementCache* cache, std::vector<int>& out) const;
   std::optional<Placement> place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top, PlacementCache& cache) const;
+  // Runs each weighted score's pre-score; returns the set (bits over scores_) of those that
+  // score every node alike for this pod.
+  uint64_t pre_score(CycleState& state, const model::Pod& pod, const Fork& fork) const;
+  // Adds each weighted score's normalised value on `nodes` to `total` (nodes.size() entries),
+  // in profile order; a uniform score adds its value on the first node, normalised alone.
+  void add_scores(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t uniform, const std::vector<int>& nodes,
+                  std::vector<double>& total) const;
+
+  struct Filter {
+    std::unique_ptr<FilterPlugin> plugin;
+    const PreFilter* pre = nullptr;
+    const FilterNodes* many = nullptr;
+  };
+  struct Score {
+    std::unique_ptr<ScorePlugin> plugin;
+    int weight = 1;
+    const PreScore* pre = nullptr;
+    const ScoreNodes* many = nullptr;
+    const NormalizeScore* normalize = nullptr;
+    // The raw scores of `nodes` into raw, normalised into out.
+    void normalized(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
+                    std::vector<int64_t>& raw, std::vector<double>& out) const;
+  };
   ProfileConfig config_;
-  std::vector<std::unique_ptr<FilterPlugin>> filters_;
-  std::vector<std::pair<std::unique_ptr<ScorePlugin>, int>> scores_;
-  bool uses_demand_ = false;  // some weighted score reads CycleState::demand
-  int fullest_score_ = -1;    // index in scores_ of a weighted FreeCPU fullest first
+  std::vector<Filter> filters_;
+  std::vector<Score> scores_;
+  int fullest_score_ = -1;     // index in scores_ of a weighted FullestFirst score
   bool resource_fit_ = false;  // NodeResourcesFit is one of the filters
 };
 

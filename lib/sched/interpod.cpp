@@ -44,17 +44,14 @@ TermCounts count_term(const Fork& fork, const model::PodAffinityTerm& term, cons
   return c;
 }
 
-class InterPodAffinity final : public FilterPlugin {
+class InterPodAffinity final : public FilterPlugin, public PreFilter, public FilterNodes {
  public:
   std::string_view name() const override { return "InterPodAffinity"; }
   // Nothing to check when the pod has no terms and no pod, placed or added, has anti-affinity.
-  bool relevant(const model::Pod& pod, const Fork& fork) const override {
-    if (pod.affinity && (!pod.affinity->pod_affinity_required.empty() || !pod.affinity->pod_anti_affinity_required.empty()))
-      return true;
-    return !fork.base().pods_with_anti_affinity().empty() || fork.any_added_anti_affinity();
-  }
-
-  void pre_filter(CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork) const override {
+  PreFilterResult pre_filter(CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork) const override {
+    const bool has_terms =
+        pod.affinity && (!pod.affinity->pod_affinity_required.empty() || !pod.affinity->pod_anti_affinity_required.empty());
+    if (!has_terms && fork.base().pods_with_anti_affinity().empty() && !fork.any_added_anti_affinity()) return PreFilterResult::kSkip;
     auto st = std::make_unique<InterPodState>();
     const ClusterSnapshot& snap = fork.base();
     if (pod.affinity) {
@@ -88,6 +85,7 @@ class InterPodAffinity final : public FilterPlugin {
     fork.for_each_added_anti_affinity_term(pod.meta.labels,
                                            [&](const AntiAffinityTerm& t) { consider_term(*t.pod, t.node, *t.term); });
     cs.put(slot, std::move(st));
+    return PreFilterResult::kRun;
   }
 
   Status filter(const CycleState& cs, size_t slot, const model::Pod&, const Fork&, int n) const override {
@@ -103,7 +101,7 @@ class InterPodAffinity final : public FilterPlugin {
   void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork,
                     std::vector<int>& nodes) const override {
     const auto* st = cs.get<InterPodState>(slot);
-    if (!st) return FilterPlugin::filter_nodes(cs, slot, pod, fork, nodes);
+    if (!st) return filter_each(cs, slot, pod, fork, nodes);
     if (st->forbidden.empty() && st->affinity.empty() && st->anti_affinity.empty()) return;
     std::erase_if(nodes, [&](int n) { return judge(*st, static_cast<size_t>(n)).code != Code::kSuccess; });
   }

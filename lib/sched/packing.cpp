@@ -11,8 +11,8 @@
 //   how scarce the resource is (demand over the free total of the candidate nodes); the
 //   smallest remainder wins.
 //
-// Both read the Demand the placement carries (CycleState::demand: the PlacementCache's, or the
-// snapshot's pods, built once per cache); a placement without a cache builds the snapshot's.
+// Both read the Demand the placement carries (CycleState::resolve_demand: the PlacementCache's,
+// or for a placement without a cache the snapshot's pods).
 
 #include "sched/demand.hpp"
 #include "sched/plugins.hpp"
@@ -23,21 +23,6 @@
 namespace spotshift::sched {
 
 namespace {
-
-struct DemandState final : PluginState {
-  Demand owned;
-};
-
-// The placement's demand, or one built from the snapshot into the cycle state.
-const Demand& demand_of(CycleState& state, size_t slot, const Fork& fork) {
-  if (state.demand) return *state.demand;
-  auto st = std::make_unique<DemandState>();
-  st->owned = Demand::of_snapshot(fork.base());
-  const Demand* d = &st->owned;
-  state.put(slot, std::move(st));
-  state.demand = d;
-  return *d;
-}
 
 struct Free {
   int64_t cpu, memory, scarce, pods;
@@ -61,13 +46,15 @@ double fragmentation(const Free& f, const Demand& d) {
   return stranded * static_cast<double>(f.scarce);
 }
 
-class Fragmentation final : public ScorePlugin {
+class Fragmentation final : public ScorePlugin, public PreScore, public NormalizeScore {
  public:
   std::string_view name() const override { return "Fragmentation"; }
-  bool uses_demand() const override { return true; }
-  void pre_score(CycleState& state, size_t slot, const model::Pod&, const Fork& fork) const override { demand_of(state, slot, fork); }
+  // Nothing scarce: every node alike, without a look at any.
+  PreScoreResult pre_score(CycleState& state, size_t, const model::Pod&, const Fork& fork) const override {
+    return state.resolve_demand(fork).resource().empty() ? PreScoreResult::kUniform : PreScoreResult::kScoreEach;
+  }
   int64_t score(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
-    const Demand& d = *state.demand;
+    const Demand& d = *state.demand();
     if (d.resource().empty()) return 0;
     Free before = free_on(fork, n, d.resource());
     Free after{before.cpu - pod.requests.cpu_milli, before.memory - pod.requests.memory,
@@ -75,18 +62,16 @@ class Fragmentation final : public ScorePlugin {
     // In thousandths of the resource's unit, so that small differences still order nodes.
     return std::llround((fragmentation(after, d) - fragmentation(before, d)) * 1000.0);
   }
-  // Nothing scarce: every node alike, without a look at any.
-  bool uniform(const CycleState& state, size_t, const model::Pod&, const Fork&) const override {
-    return state.demand->resource().empty();
-  }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 };
 
-class BestFit final : public ScorePlugin {
+class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, public NormalizeScore {
  public:
   std::string_view name() const override { return "BestFit"; }
-  bool uses_demand() const override { return true; }
-  void pre_score(CycleState& state, size_t slot, const model::Pod&, const Fork& fork) const override { demand_of(state, slot, fork); }
+  PreScoreResult pre_score(CycleState& state, size_t, const model::Pod&, const Fork& fork) const override {
+    state.resolve_demand(fork);
+    return PreScoreResult::kScoreEach;
+  }
   int64_t score(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int n) const override {
     std::vector<int64_t> out(1);
     score_nodes(state, slot, pod, fork, {n}, out);
@@ -94,7 +79,7 @@ class BestFit final : public ScorePlugin {
   }
   void score_nodes(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                    std::vector<int64_t>& out) const override {
-    const Demand& d = *state.demand;
+    const Demand& d = *state.demand();
     const auto resource = d.resource();
     const int64_t want_scarce = resource.empty() ? 0 : pod.requests.get(resource.view());
     thread_local std::vector<Free> after;

@@ -37,6 +37,9 @@ Result<std::unique_ptr<ScorePlugin>> without_args(const ScoreConfig& config) {
   if (auto r = no_args(config); !r) return r.error();
   return std::unique_ptr<ScorePlugin>(std::make_unique<P>());
 }
+// A pre-filter that only says whether the filter can reject the pod at all.
+inline PreFilterResult run_if(bool can_reject) { return can_reject ? PreFilterResult::kRun : PreFilterResult::kSkip; }
+
 template <class P>
 std::unique_ptr<FilterPlugin> filter() {
   return std::make_unique<P>();

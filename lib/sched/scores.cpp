@@ -53,7 +53,7 @@ class BalancedAllocation final : public ScorePlugin {
   }
 };
 
-class TaintTolerationScore final : public ScorePlugin {
+class TaintTolerationScore final : public ScorePlugin, public NormalizeScore {
  public:
   std::string_view name() const override { return "TaintToleration"; }
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
@@ -68,7 +68,7 @@ class TaintTolerationScore final : public ScorePlugin {
   }
 };
 
-class NodeAffinityScore final : public ScorePlugin {
+class NodeAffinityScore final : public ScorePlugin, public NormalizeScore {
  public:
   std::string_view name() const override { return "NodeAffinity"; }
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
@@ -88,26 +88,27 @@ class NodeAffinityScore final : public ScorePlugin {
 // Orders spot nodes by the CPU they would have left after taking the pod. Fullest first (the
 // default) packs pods tightly so more on-demand nodes can drain; "emptiest" is the order
 // k8s-spot-rescheduler's README documents.
-class FreeCPU final : public ScorePlugin {
+class FreeCPU : public ScorePlugin, public ScoreNodes, public NormalizeScore {
  public:
-  explicit FreeCPU(bool fullest) : fullest_(fullest) {}
   std::string_view name() const override { return "FreeCPU"; }
-  bool fullest_cpu_first() const override { return fullest_; }
-  int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
-    return fork.base().allocatable_basic(n).cpu_milli - fork.used_basic(n).cpu_milli - pod.requests.cpu_milli;
-  }
+  int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override { return left(pod, fork, n); }
   // score() for each node without a virtual call per node.
-  void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
+  void score_nodes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                    std::vector<int64_t>& out) const override {
-    for (size_t k = 0; k < nodes.size(); ++k) out[k] = FreeCPU::score(state, slot, pod, fork, nodes[k]);
+    for (size_t k = 0; k < nodes.size(); ++k) out[k] = left(pod, fork, nodes[k]);
   }
-  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override {
-    if (fullest_) scale_lower_better(raw, out);
-    else scale_higher_better(raw, out);
-  }
+  // Emptiest first.
+  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_higher_better(raw, out); }
 
  private:
-  bool fullest_;
+  static int64_t left(const model::Pod& pod, const Fork& fork, int n) {
+    return fork.base().allocatable_basic(n).cpu_milli - fork.used_basic(n).cpu_milli - pod.requests.cpu_milli;
+  }
+};
+
+class FreeCPUFullest final : public FreeCPU, public FullestFirst {
+ public:
+  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 };
 
 }  // namespace
@@ -121,7 +122,7 @@ void add_allocation_scores(Registry& r) {
                           else if (v == "emptiest") fullest = false;
                           else return Error::invalid(fmt::format("score plugin FreeCPU: args.order must be fullest or emptiest, got \"{}\"", v));
                         }
-                        return std::unique_ptr<ScorePlugin>(std::make_unique<FreeCPU>(fullest));
+                        return fullest ? std::unique_ptr<ScorePlugin>(std::make_unique<FreeCPUFullest>()) : std::make_unique<FreeCPU>();
                       }});
   r.scores.push_back({"LeastAllocated", without_args<LeastAllocated>});
   r.scores.push_back({"MostAllocated", without_args<MostAllocated>});

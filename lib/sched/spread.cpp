@@ -70,19 +70,16 @@ ConstraintCounts count(const model::TopologySpreadConstraint& c, const model::Po
   return out;
 }
 
-class SpreadFilter final : public FilterPlugin {
+class SpreadFilter final : public FilterPlugin, public PreFilter {
  public:
   std::string_view name() const override { return "PodTopologySpread"; }
-  bool relevant(const model::Pod& pod, const Fork&) const override {
-    for (const auto& c : pod.topology_spread)
-      if (c.do_not_schedule) return true;
-    return false;
-  }
-  void pre_filter(CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork) const override {
+  PreFilterResult pre_filter(CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork) const override {
     auto st = std::make_unique<SpreadState>();
     for (const auto& c : pod.topology_spread)
       if (c.do_not_schedule) st->hard.push_back(count(c, pod, fork));
+    if (st->hard.empty()) return PreFilterResult::kSkip;
     cs.put(slot, std::move(st));
+    return PreFilterResult::kRun;
   }
   Status filter(const CycleState& cs, size_t slot, const model::Pod&, const Fork&, int n) const override {
     const auto* st = cs.get<SpreadState>(slot);
@@ -97,14 +94,15 @@ class SpreadFilter final : public FilterPlugin {
   }
 };
 
-class SpreadScore final : public ScorePlugin {
+class SpreadScore final : public ScorePlugin, public PreScore, public NormalizeScore {
  public:
   std::string_view name() const override { return "PodTopologySpread"; }
-  void pre_score(CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork) const override {
+  PreScoreResult pre_score(CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork) const override {
     auto st = std::make_unique<SpreadState>();
     for (const auto& c : pod.topology_spread)
       if (!c.do_not_schedule) st->soft.push_back(count(c, pod, fork));
     cs.put(slot, std::move(st));
+    return PreScoreResult::kScoreEach;
   }
   int64_t score(const CycleState& cs, size_t slot, const model::Pod&, const Fork&, int n) const override {
     const auto* st = cs.get<SpreadState>(slot);
