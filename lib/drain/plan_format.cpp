@@ -109,18 +109,15 @@ std::string plan_to_json(const Plan& plan) {
   const auto& s = plan.summary;
   str("summary");
   w.StartObject();
-  str("onDemandNodes");
-  w.Int(s.on_demand_nodes);
-  str("spotNodes");
-  w.Int(s.spot_nodes);
-  str("drainableNodes");
-  w.Int(s.drainable_nodes);
-  str("undrainableNodes");
-  w.Int(s.undrainable_nodes);
-  str("podsToMove");
-  w.Int(s.pods_to_move);
-  str("searchedNodes");
-  w.Int(s.searched_nodes);
+  for (auto [name, value] : {std::pair<std::string_view, int>{"onDemandNodes", s.on_demand_nodes},
+                              {"spotNodes", s.spot_nodes},
+                              {"drainableNodes", s.drainable_nodes},
+                              {"undrainableNodes", s.undrainable_nodes},
+                              {"podsToMove", s.pods_to_move},
+                              {"searchedNodes", s.searched_nodes}}) {
+    str(name);
+    w.Int(value);
+  }
   str("planMillis");
   w.Double(static_cast<double>(static_cast<int64_t>(s.plan_millis * 1000)) / 1000.0);
   w.EndObject();

@@ -93,6 +93,16 @@ std::string success_status(int code) {
   return fmt::format(R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Success","code":{}}})", code);
 }
 
+namespace {
+// 201 with a Success Status: what an eviction or a binding answers.
+HttpResponse created_status() {
+  HttpResponse resp;
+  resp.status = 201;
+  resp.body = success_status(201);
+  return resp;
+}
+}  // namespace
+
 std::string status_body(const Error& e, const ResourceType* rt, std::string_view name) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
@@ -576,19 +586,25 @@ HttpResponse Api::get(const HttpRequest& req, const Target& t) {
   return object_response(200, t, **obj, req);
 }
 
+namespace {
+// The type an object of resource rt is stored as: events.k8s.io/v1 Events are core v1 Events,
+// the body converted.
+const ResourceType* stored_as(const ResourceType* rt, Doc& obj) {
+  if (!rt->storage) return rt;
+  Doc core;
+  new_event_to_core(obj, core, core.GetAllocator());
+  obj = std::move(core);
+  return rt->storage;
+}
+}  // namespace
+
 HttpResponse Api::create(const HttpRequest& req, const Target& t) {
   Result<Doc> body = parse_create_body(req, *t.rt);
   if (!body) return error(body.error(), t);
   Doc obj = std::move(*body);
   Target named = t;  // errors name the object in their details
   named.name = std::string(name_of(obj));
-  const ResourceType* store_as = t.rt;
-  if (t.rt->storage) {
-    Doc core;
-    new_event_to_core(obj, core, core.GetAllocator());
-    obj = std::move(core);
-    store_as = t.rt->storage;
-  }
+  const ResourceType* store_as = stored_as(t.rt, obj);
   std::vector<std::string> warnings;
   auto created = cluster_.create(*store_as, t.ns, std::move(obj), write_options(req, &warnings));
   if (!created) return error(created.error(), named);
@@ -601,13 +617,7 @@ HttpResponse Api::update(const HttpRequest& req, const Target& t) {
   auto body = parse_body(req);
   if (!body) return error(body.error(), t);
   Doc obj = std::move(*body);
-  const ResourceType* store_as = t.rt;
-  if (t.rt->storage) {
-    Doc core;
-    new_event_to_core(obj, core, core.GetAllocator());
-    obj = std::move(core);
-    store_as = t.rt->storage;
-  }
+  const ResourceType* store_as = stored_as(t.rt, obj);
   std::vector<std::string> warnings;
   auto updated = cluster_.update(*store_as, t.ns, t.name, std::move(obj), t.subresource == "status",
                                  write_options(req, &warnings));
@@ -741,10 +751,7 @@ HttpResponse Api::evict(const HttpRequest& req, const Target& t) {
   }
   auto r = cluster_.evict(t.ns, t.name, opts);
   if (!r) return error(r.error(), t);
-  HttpResponse resp;
-  resp.status = 201;
-  resp.body = success_status(201);
-  return resp;
+  return created_status();
 }
 
 HttpResponse Api::bind(const HttpRequest& req, const Target& t) {
@@ -755,10 +762,7 @@ HttpResponse Api::bind(const HttpRequest& req, const Target& t) {
   if (node.empty()) return error(Cluster::bad_request("Binding target.name is required"), t);
   auto r = cluster_.bind(t.ns, t.name, node);
   if (!r) return error(r.error(), t);
-  HttpResponse resp;
-  resp.status = 201;
-  resp.body = success_status(201);
-  return resp;
+  return created_status();
 }
 
 namespace {

@@ -121,38 +121,33 @@ Result<CertificateAuthority> CertificateAuthority::create(const std::string& com
   return ca;
 }
 
-Result<CertPair> CertificateAuthority::issue_server(const std::vector<std::string>& dns, const std::vector<std::string>& ips,
-                                                    std::chrono::hours validity) const {
+Result<CertPair> CertificateAuthority::issue(const std::string& cn, const std::vector<std::string>& orgs, std::chrono::hours validity,
+                                             const char* usage, const std::string& san) const {
   auto ca_cert = read_cert(pair_.cert_pem);
   if (!ca_cert) return ca_cert.error();
   auto ca_key = read_key(pair_.key_pem);
   if (!ca_key) return ca_key.error();
   Key key = new_key();
-  std::string san;
-  for (const auto& d : dns) san += (san.empty() ? "" : ",") + std::string("DNS:") + d;
-  for (const auto& ip : ips) san += (san.empty() ? "" : ",") + std::string("IP:") + ip;
-  auto cert = make_cert(key.get(), dns.empty() ? "kubesim" : dns[0], {}, ca_cert->get(), ca_key->get(), validity,
-                        {{NID_basic_constraints, "critical,CA:FALSE"},
-                         {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
-                         {NID_ext_key_usage, "serverAuth"},
-                         {NID_subject_alt_name, san}});
+  std::vector<std::pair<int, std::string>> extensions = {{NID_basic_constraints, "critical,CA:FALSE"},
+                                                         {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
+                                                         {NID_ext_key_usage, usage}};
+  if (!san.empty()) extensions.emplace_back(NID_subject_alt_name, san);
+  auto cert = make_cert(key.get(), cn, orgs, ca_cert->get(), ca_key->get(), validity, extensions);
   if (!cert) return cert.error();
   return CertPair{to_pem(cert->get()), to_pem(key.get())};
 }
 
+Result<CertPair> CertificateAuthority::issue_server(const std::vector<std::string>& dns, const std::vector<std::string>& ips,
+                                                    std::chrono::hours validity) const {
+  std::string san;
+  for (const auto& d : dns) san += (san.empty() ? "" : ",") + std::string("DNS:") + d;
+  for (const auto& ip : ips) san += (san.empty() ? "" : ",") + std::string("IP:") + ip;
+  return issue(dns.empty() ? "kubesim" : dns[0], {}, validity, "serverAuth", san);
+}
+
 Result<CertPair> CertificateAuthority::issue_client(const std::string& user, const std::vector<std::string>& groups,
                                                     std::chrono::hours validity) const {
-  auto ca_cert = read_cert(pair_.cert_pem);
-  if (!ca_cert) return ca_cert.error();
-  auto ca_key = read_key(pair_.key_pem);
-  if (!ca_key) return ca_key.error();
-  Key key = new_key();
-  auto cert = make_cert(key.get(), user, groups, ca_cert->get(), ca_key->get(), validity,
-                        {{NID_basic_constraints, "critical,CA:FALSE"},
-                         {NID_key_usage, "critical,digitalSignature,keyEncipherment"},
-                         {NID_ext_key_usage, "clientAuth"}});
-  if (!cert) return cert.error();
-  return CertPair{to_pem(cert->get()), to_pem(key.get())};
+  return issue(user, groups, validity, "clientAuth", "");
 }
 
 Result<std::string> certificate_common_name(const std::string& pem) {

@@ -30,6 +30,10 @@ class CertificateAuthority {
   const std::string& cert_pem() const { return pair_.cert_pem; }
 
  private:
+  // A leaf certificate signed by this CA for `usage` (serverAuth, clientAuth), with the subject
+  // alternative names `san` unless empty.
+  Result<CertPair> issue(const std::string& cn, const std::vector<std::string>& orgs, std::chrono::hours validity, const char* usage,
+                         const std::string& san) const;
   CertPair pair_;
 };
 

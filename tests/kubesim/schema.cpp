@@ -111,39 +111,7 @@ const Schema* Schema::property(std::string_view name) const {
 
 void Schema::apply_root(Value& v, Alloc& a, std::vector<StatusCause>& causes, std::vector<std::string>& unknown) const {
   if (!v.IsObject()) return;
-  // apiVersion, kind and metadata belong to the API machinery, not the schema.
-  for (auto it = v.MemberBegin(); it != v.MemberEnd();) {
-    std::string_view name(it->name.GetString(), it->name.GetStringLength());
-    if (name == "apiVersion" || name == "kind" || name == "metadata") {
-      ++it;
-      continue;
-    }
-    const Schema* sub = property(name);
-    if (!sub && !preserve_unknown_) {
-      unknown.emplace_back(name);
-      it = v.EraseMember(it);
-      continue;
-    }
-    if (sub) {
-      if (it->value.IsNull() && !sub->nullable_) {
-        it = v.EraseMember(it);
-        continue;
-      }
-      sub->prune_and_default(it->value, a, std::string(name), unknown);
-    }
-    ++it;
-  }
-  for (const auto& [name, sub] : properties_) {
-    if (name == "apiVersion" || name == "kind" || name == "metadata") continue;
-    if (!v.HasMember(json_key(name)) && sub->default_json_) {
-      Doc d;
-      d.Parse(sub->default_json_->c_str());
-      Value copy;
-      copy.CopyFrom(d, a);
-      v.AddMember(str(name, a), copy, a);
-      sub->prune_and_default((v.MemberEnd() - 1)->value, a, name, unknown);
-    }
-  }
+  prune_members(v, a, "", unknown, true);
   for (const auto& r : required_)
     if (r != "metadata" && !v.HasMember(json_key(r))) add(causes, "FieldValueRequired", r, "Required value");
   std::vector<StatusCause> cel;
@@ -177,36 +145,46 @@ void Schema::apply(Value& v, Alloc& a, const std::string& path, std::vector<Stat
 
 void Schema::prune_and_default(Value& v, Alloc& a, const std::string& path, std::vector<std::string>& unknown) const {
   if (v.IsObject()) {
-    for (auto it = v.MemberBegin(); it != v.MemberEnd();) {
-      std::string_view name(it->name.GetString(), it->name.GetStringLength());
-      const Schema* sub = property(name);
-      if (!sub && additional_) sub = additional_.get();
-      if (!sub && !additional_any_ && !preserve_unknown_) {
-        unknown.push_back(child(path, name));
-        it = v.EraseMember(it);
-        continue;
-      }
-      if (sub) {
-        if (it->value.IsNull() && !sub->nullable_) {
-          it = v.EraseMember(it);
-          continue;
-        }
-        sub->prune_and_default(it->value, a, child(path, name), unknown);
-      }
-      ++it;
-    }
-    for (const auto& [name, sub] : properties_) {
-      if (v.HasMember(json_key(name)) || !sub->default_json_) continue;
-      Doc d;
-      d.Parse(sub->default_json_->c_str());
-      Value copy;
-      copy.CopyFrom(d, a);
-      v.AddMember(str(name, a), copy, a);
-      sub->prune_and_default((v.MemberEnd() - 1)->value, a, child(path, name), unknown);
-    }
+    prune_members(v, a, path, unknown, false);
   } else if (v.IsArray() && items_) {
     for (rapidjson::SizeType i = 0; i < v.Size(); ++i)
       items_->prune_and_default(v[i], a, fmt::format("{}[{}]", path, i), unknown);
+  }
+}
+
+void Schema::prune_members(Value& v, Alloc& a, const std::string& path, std::vector<std::string>& unknown, bool root) const {
+  // At the root, apiVersion, kind and metadata belong to the API machinery, not the schema.
+  auto machinery = [root](std::string_view name) { return root && (name == "apiVersion" || name == "kind" || name == "metadata"); };
+  for (auto it = v.MemberBegin(); it != v.MemberEnd();) {
+    std::string_view name(it->name.GetString(), it->name.GetStringLength());
+    if (machinery(name)) {
+      ++it;
+      continue;
+    }
+    const Schema* sub = property(name);
+    if (!sub && additional_) sub = additional_.get();
+    if (!sub && !additional_any_ && !preserve_unknown_) {
+      unknown.push_back(child(path, name));
+      it = v.EraseMember(it);
+      continue;
+    }
+    if (sub) {
+      if (it->value.IsNull() && !sub->nullable_) {
+        it = v.EraseMember(it);
+        continue;
+      }
+      sub->prune_and_default(it->value, a, child(path, name), unknown);
+    }
+    ++it;
+  }
+  for (const auto& [name, sub] : properties_) {
+    if (machinery(name) || v.HasMember(json_key(name)) || !sub->default_json_) continue;
+    Doc d;
+    d.Parse(sub->default_json_->c_str());
+    Value copy;
+    copy.CopyFrom(d, a);
+    v.AddMember(str(name, a), copy, a);
+    sub->prune_and_default((v.MemberEnd() - 1)->value, a, child(path, name), unknown);
   }
 }
 

@@ -36,6 +36,9 @@ class Schema {
 
  private:
   void prune_and_default(Value& v, Alloc& a, const std::string& path, std::vector<std::string>& unknown) const;
+  // An object's members: unknown ones dropped (and listed), nulls dropped where not nullable,
+  // defaults added; at the root, apiVersion, kind and metadata are left alone.
+  void prune_members(Value& v, Alloc& a, const std::string& path, std::vector<std::string>& unknown, bool root) const;
   // Schema violations go to causes, failed CEL rules to cel: the apiserver evaluates the rules
   // only when no blocking violation was found (finish_validation).
   void validate(const Value& v, const std::string& path, std::vector<StatusCause>& causes, std::vector<StatusCause>& cel) const;

@@ -27,6 +27,33 @@ using spotshift::testing::run_sync;
 
 namespace {
 
+// kubesim, started, and the io_context and timers the code under test runs on, declared after
+// the simulator: coroutines still pending when the loop goes never outlive what they point to.
+struct SimLoop {
+  explicit SimLoop(const kubesim::SimulatorOptions& o) : sim(o) { REQUIRE(sim.start()); }
+  explicit SimLoop(std::string scenario = {}) : SimLoop(with_scenario(std::move(scenario))) {}
+  static kubesim::SimulatorOptions with_scenario(std::string scenario) {
+    kubesim::SimulatorOptions o;
+    o.scenario_text = std::move(scenario);
+    return o;
+  }
+  kubesim::Simulator sim;
+  boost::asio::io_context ioc;
+  Timers timers{ioc.get_executor(), SystemClock::instance()};
+};
+
+// A candidate's options: a 3 s lease, renewed within 2 s, tried every 200 ms.
+LeaderElectionOptions leader_options(std::string id) {
+  LeaderElectionOptions o;
+  o.namespace_ = "default";
+  o.name = "spotshift-leader";
+  o.identity = std::move(id);
+  o.lease_duration = 3s;
+  o.renew_deadline = 2s;
+  o.retry_period = 200ms;
+  return o;
+}
+
 std::string nodes_scenario(int n) {
   std::string s;
   for (int i = 0; i < n; ++i)
@@ -71,14 +98,11 @@ bool run_until(boost::asio::io_context& ioc, const std::function<bool()>& pred, 
 }  // namespace
 
 TEST_CASE("after dropped watches, forced 410s and a burst of changes the store equals kubesim", "[informer]") {
-  kubesim::SimulatorOptions o;
-  o.scenario_text = nodes_scenario(20);
+  kubesim::SimulatorOptions o = SimLoop::with_scenario(nodes_scenario(20));
   o.bookmark_interval = 200ms;
-  kubesim::Simulator sim(o);
-  REQUIRE(sim.start());
-  boost::asio::io_context ioc;
+  SimLoop loop(o);
+  auto& [sim, ioc, timers] = loop;
   auto client = client_for(ioc, sim);
-  Timers timers(ioc.get_executor(), SystemClock::instance());
   Informer<model::Node>::Options io;
   io.page_size = 7;
   io.backoff.initial = 10ms;
@@ -170,12 +194,8 @@ TEST_CASE("a listed pod that does not decode is skipped and counted; the rest ar
 }
 
 TEST_CASE("heartbeat-only node updates are not content changes", "[informer]") {
-  kubesim::SimulatorOptions o;
-  o.scenario_text = nodes_scenario(1);
-  kubesim::Simulator sim(o);
-  REQUIRE(sim.start());
-  boost::asio::io_context ioc;
-  Timers timers(ioc.get_executor(), SystemClock::instance());
+  SimLoop loop(nodes_scenario(1));
+  auto& [sim, ioc, timers] = loop;
   Informer<model::Node> informer("nodes", client_for(ioc, sim), timers, {});
   int changes = 0, updates = 0;
   informer.on_event([&](const ObjectEvent<model::Node>& e) {
@@ -204,23 +224,12 @@ TEST_CASE("heartbeat-only node updates are not content changes", "[informer]") {
 }
 
 TEST_CASE("two candidates: exactly one leads, and a released lease passes at once", "[leader]") {
-  kubesim::Simulator sim(kubesim::SimulatorOptions{});
-  REQUIRE(sim.start());
-  boost::asio::io_context ioc;
-  Timers timers(ioc.get_executor(), SystemClock::instance());
-  auto options = [](std::string id) {
-    LeaderElectionOptions o;
-    o.namespace_ = "default";
-    o.name = "spotshift-leader";
-    o.identity = std::move(id);
-    o.lease_duration = 3s;
-    o.renew_deadline = 2s;
-    o.retry_period = 200ms;
-    REQUIRE(o.validate());
-    return o;
-  };
-  LeaderElector a(client_for(ioc, sim, "cand-a"), timers, options("a"));
-  LeaderElector b(client_for(ioc, sim, "cand-b"), timers, options("b"));
+  SimLoop loop;
+  auto& [sim, ioc, timers] = loop;
+  REQUIRE(leader_options("a").validate());
+  REQUIRE(leader_options("b").validate());
+  LeaderElector a(client_for(ioc, sim, "cand-a"), timers, leader_options("a"));
+  LeaderElector b(client_for(ioc, sim, "cand-b"), timers, leader_options("b"));
   int a_started = 0, b_started = 0, a_stopped = 0;
   spawn(ioc.get_executor(), a.run([&] { ++a_started; }, [&] { ++a_stopped; }), "a");
   REQUIRE(run_until(ioc, [&] { return a.leading(); }));
@@ -239,28 +248,16 @@ TEST_CASE("two candidates: exactly one leads, and a released lease passes at onc
   CHECK(a_started == 1);
   b.stop();
   run_for(ioc, 300ms);
-  LeaderElectionOptions bad = options("x");
+  LeaderElectionOptions bad = leader_options("x");
   bad.renew_deadline = 5s;
   CHECK_FALSE(bad.validate());
 }
 
 TEST_CASE("a leader cut off from the apiserver stops acting before another takes over", "[leader]") {
-  kubesim::Simulator sim(kubesim::SimulatorOptions{});
-  REQUIRE(sim.start());
-  boost::asio::io_context ioc;
-  Timers timers(ioc.get_executor(), SystemClock::instance());
-  auto options = [](std::string id) {
-    LeaderElectionOptions o;
-    o.namespace_ = "default";
-    o.name = "spotshift-leader";
-    o.identity = std::move(id);
-    o.lease_duration = 3s;
-    o.renew_deadline = 2s;
-    o.retry_period = 200ms;
-    return o;
-  };
-  LeaderElector a(client_for(ioc, sim, "cand-a"), timers, options("a"));
-  LeaderElector b(client_for(ioc, sim, "cand-b"), timers, options("b"));
+  SimLoop loop;
+  auto& [sim, ioc, timers] = loop;
+  LeaderElector a(client_for(ioc, sim, "cand-a"), timers, leader_options("a"));
+  LeaderElector b(client_for(ioc, sim, "cand-b"), timers, leader_options("b"));
   std::chrono::steady_clock::time_point a_stopped_at, b_started_at;
   spawn(ioc.get_executor(), a.run([] {}, [&] { a_stopped_at = std::chrono::steady_clock::now(); }), "a");
   REQUIRE(run_until(ioc, [&] { return a.leading(); }));
@@ -285,14 +282,10 @@ TEST_CASE("a leader cut off from the apiserver stops acting before another takes
 
 TEST_CASE("recorded events reach events.k8s.io, read well in kubectl events, and repeats become a series", "[events]") {
   spotshift::testing::require_tool("kubectl");
-  kubesim::SimulatorOptions o;
-  o.scenario_text = nodes_scenario(1);
-  kubesim::Simulator sim(o);
-  REQUIRE(sim.start());
+  SimLoop loop(nodes_scenario(1));
+  auto& [sim, ioc, timers] = loop;
   spotshift::testing::TempDir dir;
   REQUIRE(sim.write_kubeconfig(dir.file("kubeconfig")));
-  boost::asio::io_context ioc;
-  Timers timers(ioc.get_executor(), SystemClock::instance());
   EventRecorderOptions eo;
   eo.reporting_instance = "spotshift-test-1";
   eo.spam_burst = 5;
@@ -318,12 +311,8 @@ TEST_CASE("recorded events reach events.k8s.io, read well in kubectl events, and
 
 TEST_CASE("the manager waits for caches, serves probes and metrics, and shuts down cleanly", "[manager]") {
   spotshift::testing::require_tool("curl");
-  kubesim::SimulatorOptions so;
-  so.scenario_text = nodes_scenario(3);
-  kubesim::Simulator sim(so);
-  REQUIRE(sim.start());
-  boost::asio::io_context ioc;
-  Timers timers(ioc.get_executor(), SystemClock::instance());
+  SimLoop loop(nodes_scenario(3));
+  auto& [sim, ioc, timers] = loop;
   auto client = client_for(ioc, sim);
   Metrics metrics;
   metrics.set_build_info("test", "none");
