@@ -3,6 +3,7 @@
 #   make demo   set up, build, and run the demo on kubesim
 #   make test   set up, build (warnings are errors), and run every test, including a bounded fuzz run
 #   make bench  set up, build as the image does (release, NDEBUG), and run the benchmarks
+#   make format format the C++ sources as .clang-format says (make test checks it)
 #   make asan   set up, build with AddressSanitizer and UBSan, and run every test under them
 #               (not part of `make test`: the build takes about 20 minutes on 2 cores)
 
@@ -13,7 +14,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_SECONDS ?= 30
 MESON ?= meson
 
-.PHONY: all setup setup-demo build fuzz-build test demo bench asan clean
+.PHONY: all setup setup-demo build fuzz-build test demo bench asan clean format
 
 all: build
 
@@ -51,6 +52,9 @@ test: build fuzz-build
 	$(MESON) test -C $(FUZZ_BUILD) --print-errorlogs || rc=1; \
 	./scripts/test-summary.sh $(BUILD) $(FUZZ_BUILD) || rc=1; \
 	exit $$rc
+
+format: setup
+	./scripts/format.sh
 
 demo: setup-demo $(BUILD)/build.ninja
 	ninja -C $(BUILD)

@@ -84,8 +84,7 @@ struct Collector {
       auto pod = std::make_shared<model::Pod>();  // decoded in place, where it is kept
       if (auto done = model::decode_pod(r, *pod)) snap.input.pods.push_back(std::move(pod));
       else snap.warnings.push_back(fmt::format("skipped: {}", done.error().message));
-    }
-    else if (kind == "PodDisruptionBudget") keep(model::decode_pdb(r), snap.input.pdbs);
+    } else if (kind == "PodDisruptionBudget") keep(model::decode_pdb(r), snap.input.pdbs);
     else if (kind == "Namespace") {
       model::JsonDecoder d("namespace");
       model::ObjectMeta meta;
@@ -158,7 +157,8 @@ Result<Snapshot> read_snapshot(std::string_view text) {
           },
           [&](std::string_view kind) { return controllers->find(kind) != controllers->end(); });
     };
-  if (c.snap.input.nodes.empty()) return Error::invalid("the snapshot holds no Node objects (make it with kubectl get nodes,pods,pdb -A -o json)");
+  if (c.snap.input.nodes.empty())
+    return Error::invalid("the snapshot holds no Node objects (make it with kubectl get nodes,pods,pdb -A -o json)");
   return std::move(c.snap);
 }
 
@@ -189,8 +189,12 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
                 "Make a snapshot with:\n  kubectl get nodes,pods,pdb,namespaces,pvc,pv,rs,sts,jobs -A -o json > snapshot.json");
   flags.add_string("snapshot", &snapshot_path, "The cluster snapshot: a v1 List in JSON or YAML (required).");
   flags.add_string("policy", &policy_path, "A ReschedulePolicy file; without it the policy's defaults apply.");
-  flags.add_checked("output", &output, "Output format: table or json.", [](const std::string& v) { return one_of(v, {"table", "json"}); },
-                    "o");
+  flags.add_checked(
+      "output", &output, "Output format: table or json.",
+      [](const std::string& v) {
+        return one_of(v, {"table", "json"});
+      },
+      "o");
   if (auto stop = flags.parse_command(args, out, err)) return *stop;
   if (snapshot_path.empty()) {
     err << "error: --snapshot is required (see spotshift plan --help)\n";

@@ -42,7 +42,7 @@ struct SpotRebalancer::PolicyState {
   std::map<std::string, std::string> reported_reasons;
   std::string announced;  // the node last announced by DrainPlanned or WouldDrain
   std::shared_ptr<const drain::Plan> last_plan;
-  Time last_plan_end{};      // when the last plan was made
+  Time last_plan_end{};       // when the last plan was made
   Duration last_plan_took{};  // and how long it took
 };
 
@@ -57,9 +57,7 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
                       fmt::format("Evicted by policy {} to empty on-demand node {}; the plan found room for it on spot node {}",
                                   policy_->name(), plan.node, move.target),
                       r_.policy_ref(*policy_));
-    r_.metrics_.family(telemetry::kEvictions)
-        .with({policy_->name(), "evicted"})
-        .inc();
+    r_.metrics_.family(telemetry::kEvictions).with({policy_->name(), "evicted"}).inc();
     if (st_->current) {
       st_->current->evicted = evicted;
       st_->current->remaining = static_cast<int>(plan.moves.size()) - evicted;
@@ -68,28 +66,20 @@ class SpotRebalancer::Observer final : public drain::DrainObserver {
     if (r_.options_.enqueue) r_.options_.enqueue(policy_->name());
   }
   void pod_already_gone(const drain::PodMove& move) override {
-    r_.metrics_.family(telemetry::kEvictions)
-        .with({policy_->name(), "gone"})
-        .inc();
+    r_.metrics_.family(telemetry::kEvictions).with({policy_->name(), "gone"}).inc();
     logger.info("pod already gone before its eviction", {{"policy", policy_->name()}, {"pod", move.pod->key()}});
   }
   void eviction_refused(const drain::PodMove& move, const Error& e) override {
-    r_.metrics_.family(telemetry::kEvictions)
-        .with({policy_->name(), e.code == 429 ? "refused" : "error"})
-        .inc();
+    r_.metrics_.family(telemetry::kEvictions).with({policy_->name(), e.code == 429 ? "refused" : "error"}).inc();
     logger.info("eviction not accepted yet", {{"policy", policy_->name()}, {"pod", move.pod->key()}, {"error", e}});
   }
   void replacement_placed(const drain::PodMove&, std::string_view placement) override {
-    r_.metrics_.family(telemetry::kReplacements)
-        .with({policy_->name(), std::string(placement)})
-        .inc();
+    r_.metrics_.family(telemetry::kReplacements).with({policy_->name(), std::string(placement)}).inc();
   }
   void replacement_not_on_spot(const drain::PodMove&, const std::string& message) override {
-    r_.metrics_.family(telemetry::kReplacementsNotOnSpot)
-        .with({policy_->name()})
-        .inc();
-    if (st_->current) r_.events_.record(r_.node_ref(st_->current->node), telemetry::kReplacementNotOnSpot, message,
-                                        r_.policy_ref(*policy_));
+    r_.metrics_.family(telemetry::kReplacementsNotOnSpot).with({policy_->name()}).inc();
+    if (st_->current)
+      r_.events_.record(r_.node_ref(st_->current->node), telemetry::kReplacementNotOnSpot, message, r_.policy_ref(*policy_));
   }
 
  private:
@@ -144,8 +134,8 @@ std::map<std::string, std::string> SpotRebalancer::conflicts(const drain::Policy
     for (const auto& o : others)
       if (drain::classify_node(*n, *o->spec) == drain::NodeClass::kOnDemand) also.push_back(o->name());
     if (!also.empty())
-      out[n->name()] = fmt::format("also selected as on-demand by policy {}: a node two policies select is never drained",
-                                   fmt::join(also, ", "));
+      out[n->name()] =
+          fmt::format("also selected as on-demand by policy {}: a node two policies select is never drained", fmt::join(also, ", "));
   });
   return out;
 }
@@ -157,8 +147,7 @@ drain::PlanInput SpotRebalancer::plan_input(const drain::PolicySpec& spec, const
   in.pods = stores_.pods.values();
   in.snapshots = &snapshots_;
   stores_.pdbs.for_each([&](const auto& p) { in.pdbs.push_back(p); });
-  if (spec.namespace_selector)
-    stores_.namespaces.for_each([&](const auto& n) { in.namespaces.emplace(n->meta.name, n->meta.labels); });
+  if (spec.namespace_selector) stores_.namespaces.for_each([&](const auto& n) { in.namespaces.emplace(n->meta.name, n->meta.labels); });
   if (options_.volumes) {
     in.volumes = options_.volumes();
     in.volumes_watched = true;
@@ -220,7 +209,13 @@ asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::Reschedu
     in.resource_version = !st.written_rv.empty() && cache_rv == st.cache_rv_at_write ? st.written_rv : cache_rv;
     auto r = co_await client_->update_status(policy_resource(), "", policy.name(), status_body(in, true));
     if (r) {
-      st.last_written = status_body([&] { auto c = in; c.resource_version.clear(); return c; }(), false);
+      st.last_written = status_body(
+          [&] {
+            auto c = in;
+            c.resource_version.clear();
+            return c;
+          }(),
+          false);
       st.last_write = in.now;
       st.written_rv = model::object_resource_version(*r);
       st.cache_rv_at_write = cache_rv;
@@ -247,9 +242,7 @@ void SpotRebalancer::update_metrics(const std::string& policy, const drain::Plan
   nodes.with({policy, "spot"}).set(plan.summary.spot_nodes);
   nodes.with({policy, "drainable"}).set(plan.summary.drainable_nodes);
   nodes.with({policy, "undrainable"}).set(plan.summary.undrainable_nodes);
-  metrics_.family(telemetry::kPlanDuration)
-      .with({policy})
-      .observe(plan.summary.plan_millis / 1000.0);
+  metrics_.family(telemetry::kPlanDuration).with({policy}).observe(plan.summary.plan_millis / 1000.0);
 }
 
 void SpotRebalancer::report_undrainable(const drain::ReschedulePolicy& policy, PolicyState& st, const drain::Plan& plan) {
@@ -300,9 +293,10 @@ asio::awaitable<void> SpotRebalancer::recover() {
     auto p = stores_.policies.get(policy);
     if (!p) return;
     PolicyState& st = *state(policy);
-    st.last_drain = drain::LastDrain{node, "Aborted",
-                                     "interrupted: the operator stopped during the drain; the taint was removed when it started again", now};
-    st.next_drain_after = later(p->status.next_drain_after, drain::next_drain_after(now, p->spec ? *p->spec : drain::default_policy_spec()));
+    st.last_drain = drain::LastDrain{
+        node, "Aborted", "interrupted: the operator stopped during the drain; the taint was removed when it started again", now};
+    st.next_drain_after =
+        later(p->status.next_drain_after, drain::next_drain_after(now, p->spec ? *p->spec : drain::default_policy_spec()));
     st.backoff.failed(node, now);
     metrics_.family(telemetry::kDrains).with({policy, "aborted"}).inc();
     events_.record(node_ref(node), telemetry::kDrainAborted,
@@ -347,15 +341,16 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile_invalid(const
 // emptiest node often wins its scores, and a node drained a moment ago is empty): draining such a
 // node next would likely send them to another on-demand node, and back. Hold it instead.
 void SpotRebalancer::hold_nodes_that_took_replacements(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec,
-                                                      PolicyState& st, const drain::DrainReport& report) {
+                                                       PolicyState& st, const drain::DrainReport& report) {
   for (const auto& [target, pods] : report.landed_off_spot) {
     auto obj = stores_.nodes.get(target);
     if (!obj || drain::classify_node(*obj, spec) != drain::NodeClass::kOnDemand) continue;
     const bool one = pods.size() == 1;
-    std::string why = fmt::format("it took {} meant for spot nodes in the drain of {} ({}); draining it now would likely move {} to "
-                                  "another on-demand node again",
-                                  one ? "a replacement pod" : fmt::format("{} replacement pods", pods.size()), report.node,
-                                  fmt::join(pods, ", "), one ? "it" : "them");
+    std::string why = fmt::format(
+        "it took {} meant for spot nodes in the drain of {} ({}); draining it now would likely move {} to "
+        "another on-demand node again",
+        one ? "a replacement pod" : fmt::format("{} replacement pods", pods.size()), report.node, fmt::join(pods, ", "),
+        one ? "it" : "them");
     Time until = st.backoff.held(target, timers_.now(), why);
     events_.record(node_ref(target), telemetry::kNodeHeld,
                    fmt::format("Policy {} leaves {} alone until {}: {}", policy.name(), target, format_time(until), why),
@@ -364,7 +359,7 @@ void SpotRebalancer::hold_nodes_that_took_replacements(const drain::ReschedulePo
 }
 
 asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const drain::ReschedulePolicy> policy,
-                                                         std::shared_ptr<PolicyState> state, const drain::NodePlan& node_plan) {
+                                                          std::shared_ptr<PolicyState> state, const drain::NodePlan& node_plan) {
   PolicyState& st = *state;
   const std::string name = policy->name();
   const drain::PolicySpec& spec = *policy->spec;
@@ -498,11 +493,10 @@ void SpotRebalancer::record_outcome(const drain::ReschedulePolicy& policy, const
       st.last_drain = drain::LastDrain{node, "Aborted", report.reason, report.finished};
       st.next_drain_after = drain::next_drain_after(report.finished, spec);
       drains.with({name, "aborted"}).inc();
-      std::string note = fmt::format("Stopped draining {} after {} of {}: {}. The taint was {}; the node is tried again after {}", node,
-                                     report.evicted.size(),
-                                     pods_text(report.evicted.size() + report.already_gone.size() + static_cast<size_t>(report.remaining)),
-                                     report.reason, report.taint_removed ? "removed" : "not removed yet (retried shortly)",
-                                     format_time(retry));
+      std::string note = fmt::format(
+          "Stopped draining {} after {} of {}: {}. The taint was {}; the node is tried again after {}", node, report.evicted.size(),
+          pods_text(report.evicted.size() + report.already_gone.size() + static_cast<size_t>(report.remaining)), report.reason,
+          report.taint_removed ? "removed" : "not removed yet (retried shortly)", format_time(retry));
       events_.record(node_ref(node), telemetry::kDrainAborted, note, policy_ref(policy));
       events_.record(policy_ref(policy), telemetry::kDrainAborted, note, node_ref(node));
       break;
@@ -510,8 +504,8 @@ void SpotRebalancer::record_outcome(const drain::ReschedulePolicy& policy, const
     case drain::DrainOutcome::kStale: {
       st.next_drain_after = gate_before;  // nothing was touched: not an attempt
       drains.with({name, "stale"}).inc();
-      events_.record(node_ref(node), telemetry::kDrainSkipped,
-                     fmt::format("Did not drain {} for policy {}: {}", node, name, report.reason), policy_ref(policy));
+      events_.record(node_ref(node), telemetry::kDrainSkipped, fmt::format("Did not drain {} for policy {}: {}", node, name, report.reason),
+                     policy_ref(policy));
       break;
     }
   }
@@ -573,21 +567,22 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
     const drain::NodePlan& head = plan->drainable.front();
     drain::PolicyStatusView view = policy->status;
     view.next_drain_after = later(st.next_drain_after, view.next_drain_after);
-    blocked = drain::evaluate_gates(drain::GateInput{
-        spec, drain::drain_delay_gate(view, now),
-        [&] {
-          std::vector<std::shared_ptr<const model::Node>> spot_nodes;
-          for (const auto& n : plan->spot_nodes)
-            if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
-          drain::SpotReach reach(std::move(spot_nodes));
-          std::vector<std::shared_ptr<const model::Pod>> pods;
-          for (const auto& p : stores_.pods.values())  // the same vector the plan's input copied
-            if (p->node_name.empty()) pods.push_back(p);
-          return drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
-        },
-        [&] { return drain_sharing_spot_nodes(key, *plan); }, head.node});
+    blocked =
+        drain::evaluate_gates(drain::GateInput{spec, drain::drain_delay_gate(view, now),
+                                               [&] {
+                                                 std::vector<std::shared_ptr<const model::Node>> spot_nodes;
+                                                 for (const auto& n : plan->spot_nodes)
+                                                   if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
+                                                 drain::SpotReach reach(std::move(spot_nodes));
+                                                 std::vector<std::shared_ptr<const model::Pod>> pods;
+                                                 for (const auto& p : stores_.pods.values())  // the same vector the plan's input copied
+                                                   if (p->node_name.empty()) pods.push_back(p);
+                                                 return drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
+                                               },
+                                               [&] { return drain_sharing_spot_nodes(key, *plan); }, head.node});
     if (blocked && blocked->reopens_at)
-      requeue = std::min<Duration>(requeue, std::chrono::duration_cast<Duration>(*blocked->reopens_at - now) + std::chrono::milliseconds(10));
+      requeue =
+          std::min<Duration>(requeue, std::chrono::duration_cast<Duration>(*blocked->reopens_at - now) + std::chrono::milliseconds(10));
     // Another policy's drain ends soon, and its end does not enqueue this one.
     if (blocked && blocked->reason == "SharedSpotNodes") requeue = std::min<Duration>(requeue, std::chrono::seconds(1));
     if (head.node != st.announced) {

@@ -27,8 +27,8 @@
 #include "runtime/controller.hpp"
 #include "runtime/events.hpp"
 #include "runtime/metrics.hpp"
-#include "runtime/tasks.hpp"
 #include "runtime/store.hpp"
+#include "runtime/tasks.hpp"
 #include "status.hpp"
 
 #include <functional>
@@ -50,10 +50,10 @@ struct RebalancerStores {
 };
 
 struct RebalancerOptions {
-  Duration poll_interval = std::chrono::seconds(1);          // checking that evicted pods are gone
-  Duration replacement_timeout = std::chrono::seconds(30);   // waiting for replacements to schedule
-  Duration status_refresh = std::chrono::seconds(60);        // rewrite an unchanged status this often
-  size_t node_events_per_reconcile = 20;                     // NodeNotDrainable events per plan, at most
+  Duration poll_interval = std::chrono::seconds(1);         // checking that evicted pods are gone
+  Duration replacement_timeout = std::chrono::seconds(30);  // waiting for replacements to schedule
+  Duration status_refresh = std::chrono::seconds(60);       // rewrite an unchanged status this often
+  size_t node_events_per_reconcile = 20;                    // NodeNotDrainable events per plan, at most
   // The most of one CPU core planning may take, in percent: after a plan that took d, the next
   // one waits until d * (100 / percent - 1) has passed since it ended (100, or 0 and below: no
   // wait; `spotshift run` accepts 1 to 100).
@@ -68,8 +68,8 @@ struct RebalancerOptions {
 
 class SpotRebalancer final : public runtime::Reconciler {
  public:
-  SpotRebalancer(std::shared_ptr<kube::Client> client, runtime::Timers& timers, RebalancerStores stores,
-                 runtime::EventRecorder& events, runtime::Metrics& metrics, RebalancerOptions options = {});
+  SpotRebalancer(std::shared_ptr<kube::Client> client, runtime::Timers& timers, RebalancerStores stores, runtime::EventRecorder& events,
+                 runtime::Metrics& metrics, RebalancerOptions options = {});
   ~SpotRebalancer() override;
 
   asio::awaitable<Result<runtime::Action>> reconcile(const std::string& key) override;

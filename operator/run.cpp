@@ -12,9 +12,9 @@
 #include "runtime/telemetry.hpp"
 #include "version.hpp"
 
+#include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <fmt/format.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -90,18 +90,16 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   flags.add_string("leader-election-namespace", &f.leader_namespace,
                    "Namespace of the Lease (default: the pod's own namespace in a cluster, else default).");
   flags.add_string("lease-name", &f.lease_name, "Name of the Lease.");
-  flags.add_checked("leader-elect-lease-duration", &f.lease_duration,
-                    "How long followers wait after the last renewal before taking over.", check_duration);
+  flags.add_checked("leader-elect-lease-duration", &f.lease_duration, "How long followers wait after the last renewal before taking over.",
+                    check_duration);
   flags.add_checked("leader-elect-renew-deadline", &f.renew_deadline, "How long the leader keeps trying to renew before it gives up.",
                     check_duration);
   flags.add_checked("leader-elect-retry-period", &f.retry_period, "How often candidates try to acquire or renew the Lease.",
                     check_duration);
   flags.add_checked("metrics-bind-address", &f.metrics_address, "Where to serve /metrics; 0 turns it off.", check_bind);
-  flags.add_checked("health-probe-bind-address", &f.probe_address, "Where to serve /healthz and /readyz; 0 turns it off.",
-                    check_bind);
-  flags.add_checked("log-format", &f.log_format, "Log format: text or json.", [](const std::string& v) {
-    return log::parse_format(v) ? "" : std::string("must be text or json");
-  });
+  flags.add_checked("health-probe-bind-address", &f.probe_address, "Where to serve /healthz and /readyz; 0 turns it off.", check_bind);
+  flags.add_checked("log-format", &f.log_format, "Log format: text or json.",
+                    [](const std::string& v) { return log::parse_format(v) ? "" : std::string("must be text or json"); });
   flags.add_int("v", &f.verbosity, "Log verbosity: 0 (info) to 5 (every request).");
   flags.add_int("workers", &f.workers, "Policies reconciled at the same time.");
   flags.add_int("kube-api-qps", &f.qps,
@@ -157,8 +155,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   auto event_client = (*client)->sibling(client_options("events"));
   auto leader_client = (*client)->sibling(client_options("leader-election"));
-  logger.info("starting", {{"version", kVersion}, {"server", config->server}, {"config", config->source},
-                           {"leaderElect", f.leader_elect}});
+  logger.info("starting", {{"version", kVersion}, {"server", config->server}, {"config", config->source}, {"leaderElect", f.leader_elect}});
 
   runtime::Timers timers(ioc.get_executor(), SystemClock::instance());
 
@@ -228,8 +225,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   runtime::ManagerOptions mo;
   mo.leader_elect = f.leader_elect;
   mo.leader.name = f.lease_name;
-  mo.leader.namespace_ = !f.leader_namespace.empty() ? f.leader_namespace
-                                                     : (config->source == "in-cluster" ? in_cluster_namespace() : "default");
+  mo.leader.namespace_ =
+      !f.leader_namespace.empty() ? f.leader_namespace : (config->source == "in-cluster" ? in_cluster_namespace() : "default");
   if (mo.leader.namespace_.empty()) mo.leader.namespace_ = "default";
   mo.leader.identity = identity;
   mo.leader.lease_duration = *parse_go_duration(f.lease_duration);
@@ -254,7 +251,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     manager.add_informer(claims);
     manager.add_informer(volumes);
   }
-  manager.add_runnable("event recorder", [&events] { return events.run(); }, [&events] { events.stop(); });
+  manager.add_runnable(
+      "event recorder", [&events] { return events.run(); }, [&events] { events.stop(); });
   manager.on_leading([&rebalancer, &queue]() -> asio::awaitable<void> {
     co_await rebalancer.recover();
     for (const auto& key : rebalancer.policy_keys()) queue.add(key);
@@ -265,13 +263,14 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
 
   int code = 1;
   bool done = false;
-  boost::asio::co_spawn(ioc, [&]() -> asio::awaitable<void> { code = co_await manager.run(); },
-                        [&](std::exception_ptr e) {
-                          done = true;
-                          if (!e) return;
-                          runtime::log_exception("manager", e);
-                          ioc.stop();
-                        });
+  boost::asio::co_spawn(
+      ioc, [&]() -> asio::awaitable<void> { code = co_await manager.run(); },
+      [&](std::exception_ptr e) {
+        done = true;
+        if (!e) return;
+        runtime::log_exception("manager", e);
+        ioc.stop();
+      });
   while (!done && !ioc.stopped()) ioc.run_one();
   // The manager told every part to stop; their coroutines (a cancelled watch or request, a
   // status write) finish in a moment. Let them, before anything they point to is destroyed:

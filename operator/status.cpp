@@ -17,8 +17,7 @@ void key_str(Writer& w, std::string_view k, std::string_view v) {
   str(w, v);
 }
 
-void condition(Writer& w, const StatusInput& in, std::string_view type, bool status, std::string_view reason,
-               std::string_view message) {
+void condition(Writer& w, const StatusInput& in, std::string_view type, bool status, std::string_view reason, std::string_view message) {
   std::string_view value = status ? "True" : "False";
   Time since = in.now;
   for (const auto& c : in.previous.conditions)
@@ -68,8 +67,7 @@ std::string status_body(const StatusInput& in, bool with_plan_duration) {
     condition(w, in, "Draining", true, "Draining",
               fmt::format("draining {}: {} pod{} evicted, {} to go", in.current->node, in.current->evicted,
                           in.current->evicted == 1 ? "" : "s", in.current->remaining));
-  else
-    condition(w, in, "Draining", false, "Idle", "no drain in progress");
+  else condition(w, in, "Draining", false, "Idle", "no drain in progress");
   if (in.blocked) condition(w, in, "Blocked", true, in.blocked->reason, in.blocked->message);
   else condition(w, in, "Blocked", false, "NotBlocked", "no gate holds a drainable node back");
   w.EndArray();

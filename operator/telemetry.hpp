@@ -15,18 +15,26 @@ using runtime::MetricType;
 
 // ---- metrics ----------------------------------------------------------------------------------
 
-inline const MetricDef kEvictions{"spotshift_evictions_total", "Eviction requests by result.", MetricType::kCounter,
-                                  {"policy", "result"}, {}};
+inline const MetricDef kEvictions{
+    "spotshift_evictions_total", "Eviction requests by result.", MetricType::kCounter, {"policy", "result"}, {}};
 inline const MetricDef kReplacements{
     "spotshift_replacements_total",
     "Replacements of evicted pods by where the cluster's scheduler put them: planned, other_spot, not_spot, pending, missing.",
-    MetricType::kCounter, {"policy", "placement"}, {}};
-inline const MetricDef kReplacementsNotOnSpot{"spotshift_replacements_not_on_spot_total",
-                                              "Replacement pods that did not land on a spot node.", MetricType::kCounter, {"policy"}, {}};
-inline const MetricDef kNodes{"spotshift_nodes", "Nodes per policy and class (on_demand, spot, drainable, undrainable).",
-                              MetricType::kGauge, {"policy", "class"}, {}};
-inline const MetricDef kPlanDuration{"spotshift_plan_duration_seconds", "Time to build one plan.", MetricType::kHistogram,
-                                     {"policy"}, {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
+    MetricType::kCounter,
+    {"policy", "placement"},
+    {}};
+inline const MetricDef kReplacementsNotOnSpot{
+    "spotshift_replacements_not_on_spot_total", "Replacement pods that did not land on a spot node.", MetricType::kCounter, {"policy"}, {}};
+inline const MetricDef kNodes{"spotshift_nodes",
+                              "Nodes per policy and class (on_demand, spot, drainable, undrainable).",
+                              MetricType::kGauge,
+                              {"policy", "class"},
+                              {}};
+inline const MetricDef kPlanDuration{"spotshift_plan_duration_seconds",
+                                     "Time to build one plan.",
+                                     MetricType::kHistogram,
+                                     {"policy"},
+                                     {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
 inline const MetricDef kDrains{"spotshift_drains_total", "Drain attempts by result.", MetricType::kCounter, {"policy", "result"}, {}};
 inline const MetricDef kPolicyValid{"spotshift_policy_valid", "1 when the policy's spec is valid.", MetricType::kGauge, {"policy"}, {}};
 

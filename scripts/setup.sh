@@ -10,6 +10,7 @@ packages=(
   g++ make meson ninja-build pkg-config git python3
   libboost1.81-dev rapidjson-dev libyaml-cpp-dev libfmt-dev catch2 libssl-dev
   clang libclang-rt-14-dev   # the libFuzzer build
+  clang-format               # the style check (scripts/format.sh)
   openssl curl procps        # certificates and probes in end-to-end tests
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev  # the chart renderer (Helm's engine)
 )

@@ -8,15 +8,24 @@ namespace spotshift {
 
 std::string_view to_string(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kApi: return "api";
-    case ErrorKind::kNetwork: return "network";
-    case ErrorKind::kTimeout: return "timeout";
-    case ErrorKind::kTls: return "tls";
-    case ErrorKind::kDecode: return "decode";
-    case ErrorKind::kInvalid: return "invalid";
-    case ErrorKind::kConfig: return "config";
-    case ErrorKind::kCancelled: return "cancelled";
-    case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kApi:
+      return "api";
+    case ErrorKind::kNetwork:
+      return "network";
+    case ErrorKind::kTimeout:
+      return "timeout";
+    case ErrorKind::kTls:
+      return "tls";
+    case ErrorKind::kDecode:
+      return "decode";
+    case ErrorKind::kInvalid:
+      return "invalid";
+    case ErrorKind::kConfig:
+      return "config";
+    case ErrorKind::kCancelled:
+      return "cancelled";
+    case ErrorKind::kInternal:
+      return "internal";
   }
   return "unknown";
 }
@@ -46,9 +55,12 @@ Error Error::internal(std::string message) { return make(ErrorKind::kInternal, s
 bool Error::is_retryable() const {
   switch (kind) {
     case ErrorKind::kNetwork:
-    case ErrorKind::kTimeout: return true;
-    case ErrorKind::kApi: return code == 429 || (code >= 500 && code != 501);
-    default: return false;
+    case ErrorKind::kTimeout:
+      return true;
+    case ErrorKind::kApi:
+      return code == 429 || (code >= 500 && code != 501);
+    default:
+      return false;
   }
 }
 

@@ -36,9 +36,9 @@ struct StatusCause {
 // An error as the operator reports it. API errors carry the apiserver's Status fields.
 struct Error {
   ErrorKind kind = ErrorKind::kInternal;
-  int code = 0;            // HTTP status code, 0 when there is none
-  std::string reason;      // Status.reason such as "NotFound", "Conflict", "Expired"
-  std::string message;     // one sentence for a person
+  int code = 0;         // HTTP status code, 0 when there is none
+  std::string reason;   // Status.reason such as "NotFound", "Conflict", "Expired"
+  std::string message;  // one sentence for a person
   std::vector<StatusCause> causes;
   std::optional<int> retry_after_seconds;
   // A terminal error will not go away by retrying (a reconciler's verdict on bad input): it is

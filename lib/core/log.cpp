@@ -18,10 +18,14 @@ std::ostream* g_sink = nullptr;
 
 std::string_view level_name(Level level) {
   switch (level) {
-    case Level::kError: return "error";
-    case Level::kWarn: return "warn";
-    case Level::kInfo: return "info";
-    case Level::kDebug: return "debug";
+    case Level::kError:
+      return "error";
+    case Level::kWarn:
+      return "warn";
+    case Level::kInfo:
+      return "info";
+    case Level::kDebug:
+      return "debug";
   }
   return "info";
 }
@@ -70,8 +74,7 @@ void set_sink(std::ostream* sink) {
   g_sink = sink;
 }
 
-std::string format_line(Format format, Time time, Level level, std::string_view logger, std::string_view message,
-                        Fields fields) {
+std::string format_line(Format format, Time time, Level level, std::string_view logger, std::string_view message, Fields fields) {
   std::string out;
   if (format == Format::kJson) {
     out += "{\"ts\":";

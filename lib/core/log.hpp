@@ -73,7 +73,6 @@ class Logger {
 };
 
 // Formats one line without writing it; used by Logger and by tests.
-std::string format_line(Format format, Time time, Level level, std::string_view logger, std::string_view message,
-                        Fields fields);
+std::string format_line(Format format, Time time, Level level, std::string_view logger, std::string_view message, Fields fields);
 
 }  // namespace spotshift::log

@@ -21,8 +21,12 @@ Parts split(Time t) {
   auto day = floor<days>(us);
   year_month_day ymd{day};
   hh_mm_ss hms{us - day};
-  return Parts{int(ymd.year()),          int(unsigned(ymd.month())),     int(unsigned(ymd.day())),
-               int(hms.hours().count()), int(hms.minutes().count()),     int(hms.seconds().count()),
+  return Parts{int(ymd.year()),
+               int(unsigned(ymd.month())),
+               int(unsigned(ymd.day())),
+               int(hms.hours().count()),
+               int(hms.minutes().count()),
+               int(hms.seconds().count()),
                static_cast<long long>(hms.subseconds().count())};
 }
 
@@ -46,16 +50,15 @@ std::string format_time(Time t) {
 
 std::string format_micro_time(Time t) {
   Parts p = split(t);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", p.year, p.month, p.day, p.hour, p.minute,
-                     p.second, p.micros);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", p.year, p.month, p.day, p.hour, p.minute, p.second, p.micros);
 }
 
 Result<Time> parse_time(std::string_view s) {
   auto bad = [&] { return Error::invalid(fmt::format("invalid time \"{}\": want RFC 3339 such as 2025-01-02T03:04:05Z", s)); };
   int y, mo, d, h, mi, sec;
-  if (!digits(s, 0, 4, y) || s.size() < 20 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' ||
-      !digits(s, 8, 2, d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(s, 11, 2, h) ||
-      s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' || !digits(s, 17, 2, sec))
+  if (!digits(s, 0, 4, y) || s.size() < 20 || s[4] != '-' || !digits(s, 5, 2, mo) || s[7] != '-' || !digits(s, 8, 2, d) ||
+      (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(s, 11, 2, h) || s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' ||
+      !digits(s, 17, 2, sec))
     return bad();
   size_t pos = 19;
   long long nanos = 0;
@@ -75,8 +78,7 @@ Result<Time> parse_time(std::string_view s) {
     ++pos;
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     int oh, om;
-    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(s, pos + 4, 2, om))
-      return bad();
+    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(s, pos + 4, 2, om)) return bad();
     offset_seconds = (oh * 3600LL + om * 60LL) * (s[pos] == '+' ? 1 : -1);
     pos += 6;
   } else {
@@ -86,8 +88,7 @@ Result<Time> parse_time(std::string_view s) {
   year_month_day ymd{year{y}, month{unsigned(mo)}, day{unsigned(d)}};
   if (!ymd.ok() || h > 23 || mi > 59 || sec > 60) return bad();
   // Time counts nanoseconds in 64 bits: about 1678 to 2261.
-  if (y < 1678 || y > 2261)
-    return Error::invalid(fmt::format("invalid time \"{}\": year {} is outside 1678-2261", s, y));
+  if (y < 1678 || y > 2261) return Error::invalid(fmt::format("invalid time \"{}\": year {} is outside 1678-2261", s, y));
   Time t = sys_days{ymd} + hours{h} + minutes{mi} + seconds{sec} - seconds{offset_seconds};
   return t + duration_cast<Time::duration>(nanoseconds{nanos});
 }

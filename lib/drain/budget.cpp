@@ -94,9 +94,8 @@ BudgetCheck check_budgets(const std::vector<const model::Pod*>& pods, const Budg
       out.ok = false;
       std::vector<std::string_view> names;
       for (const auto* p : c.pods) names.push_back(p->name());
-      out.reasons.push_back(fmt::format("PodDisruptionBudget {} allows {} now, and draining this node needs {} ({})",
-                                        pdb.meta.key(), plural(std::max(0, pdb.status.disruptions_allowed), "disruption"),
-                                        need, fmt::join(names, ", ")));
+      out.reasons.push_back(fmt::format("PodDisruptionBudget {} allows {} now, and draining this node needs {} ({})", pdb.meta.key(),
+                                        plural(std::max(0, pdb.status.disruptions_allowed), "disruption"), need, fmt::join(names, ", ")));
     }
   }
   return out;

@@ -10,9 +10,12 @@ namespace spotshift::drain {
 
 std::string_view to_string(Verdict v) {
   switch (v) {
-    case Verdict::kMove: return "Move";
-    case Verdict::kSkip: return "Skip";
-    case Verdict::kBlock: return "Block";
+    case Verdict::kMove:
+      return "Move";
+    case Verdict::kSkip:
+      return "Skip";
+    case Verdict::kBlock:
+      return "Block";
   }
   return "Move";
 }
@@ -69,12 +72,14 @@ std::optional<PodVerdict> annotation(const model::Pod& pod, const DrainContext&)
 
 std::optional<PodVerdict> selection(const model::Pod& pod, const DrainContext& ctx) {
   if (ctx.spec.pod_selector && !ctx.spec.pod_selector->matches(pod.meta.labels))
-    return verdict(Verdict::kBlock, "selection", fmt::format("not selected by the policy's podSelector ({})", ctx.spec.pod_selector->to_string()));
+    return verdict(Verdict::kBlock, "selection",
+                   fmt::format("not selected by the policy's podSelector ({})", ctx.spec.pod_selector->to_string()));
   if (ctx.spec.namespace_selector) {
     const model::Labels* labels = ctx.namespace_labels ? ctx.namespace_labels(pod.meta.namespace_.view()) : nullptr;
     if (!labels)
-      return verdict(Verdict::kBlock, "selection",
-                     fmt::format("namespace {} is not known, so the policy's namespaceSelector cannot be checked", pod.meta.namespace_.view()));
+      return verdict(
+          Verdict::kBlock, "selection",
+          fmt::format("namespace {} is not known, so the policy's namespaceSelector cannot be checked", pod.meta.namespace_.view()));
     if (!ctx.spec.namespace_selector->matches(*labels))
       return verdict(Verdict::kBlock, "selection",
                      fmt::format("namespace {} is not selected by the policy's namespaceSelector ({})", pod.meta.namespace_.view(),
@@ -131,14 +136,12 @@ std::optional<PodVerdict> local_storage(const model::Pod& pod, const DrainContex
 std::optional<PodVerdict> kube_system(const model::Pod& pod, const DrainContext& ctx) {
   if (pod.meta.namespace_.view() != "kube-system" || ctx.spec.kube_system_without_pdb == Handling::kMove) return std::nullopt;
   if (ctx.covered_by_pdb && ctx.covered_by_pdb(pod)) return std::nullopt;
-  return verdict(Verdict::kBlock, "kube-system",
-                 "a kube-system pod no PodDisruptionBudget covers (kubeSystemPodsWithoutPDB is Block)");
+  return verdict(Verdict::kBlock, "kube-system", "a kube-system pod no PodDisruptionBudget covers (kubeSystemPodsWithoutPDB is Block)");
 }
 
 std::optional<PodVerdict> pinned(const model::Pod& pod, const DrainContext& ctx) {
   if (!ctx.spot_reach || ctx.spot_reach->reachable(pod)) return std::nullopt;
-  return verdict(Verdict::kBlock, "pinned",
-                 "pinned to on-demand: its nodeSelector, node affinity or tolerations rule out every spot node");
+  return verdict(Verdict::kBlock, "pinned", "pinned to on-demand: its nodeSelector, node affinity or tolerations rule out every spot node");
 }
 
 constexpr Rule kBeforeOverride[] = {terminal, daemonset, mirror, annotation, selection};

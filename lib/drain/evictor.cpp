@@ -29,9 +29,12 @@ bool permanent(const Error& e) {
 
 std::string_view to_string(DrainOutcome o) {
   switch (o) {
-    case DrainOutcome::kSucceeded: return "Succeeded";
-    case DrainOutcome::kAborted: return "Aborted";
-    case DrainOutcome::kStale: return "Stale";
+    case DrainOutcome::kSucceeded:
+      return "Succeeded";
+    case DrainOutcome::kAborted:
+      return "Aborted";
+    case DrainOutcome::kStale:
+      return "Stale";
   }
   return "Aborted";
 }
@@ -52,13 +55,8 @@ bool has_draining_taint(const model::Node& node, std::string_view policy) {
   return false;
 }
 
-Evictor::Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options,
-                 const PodStore& pods)
-    : client_(std::move(client)),
-      timers_(timers),
-      options_(std::move(options)),
-      pods_(pods),
-      stop_signal_(timers.executor()) {}
+Evictor::Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options, const PodStore& pods)
+    : client_(std::move(client)), timers_(timers), options_(std::move(options)), pods_(pods), stop_signal_(timers.executor()) {}
 
 void Evictor::stop(std::string why) {
   stopping_ = true;
@@ -139,8 +137,7 @@ asio::awaitable<Result<bool>> set_taint(kube::Client& client, runtime::Timers& t
     rapidjson::StringBuffer buf;
     rapidjson::Writer<rapidjson::StringBuffer> w(buf);
     patch.Accept(w);
-    auto r = co_await client.patch(kube::Resource::nodes(), "", node, kube::PatchType::kMerge,
-                                     std::string(buf.GetString(), buf.GetSize()));
+    auto r = co_await client.patch(kube::Resource::nodes(), "", node, kube::PatchType::kMerge, std::string(buf.GetString(), buf.GetSize()));
     if (r) {
       logger.info(present ? "tainted node" : "removed taint", {{"node", node}, {"policy", options.policy}});
       co_return true;
@@ -150,8 +147,8 @@ asio::awaitable<Result<bool>> set_taint(kube::Client& client, runtime::Timers& t
     if (last.is_conflict()) continue;  // someone else changed the node: read it again
     if (!last.is_retryable()) co_return last.wrap(fmt::format("patching node {}", node));
   }
-  co_return last.wrap(fmt::format("{} the taint on node {} failed after {} attempts", present ? "setting" : "removing", node,
-                                  options.taint_attempts));
+  co_return last.wrap(
+      fmt::format("{} the taint on node {} failed after {} attempts", present ? "setting" : "removing", node, options.taint_attempts));
 }
 
 // The pod's own grace period, capped by maxGracefulTermination, and never 0: a grace period of 0
@@ -204,8 +201,8 @@ asio::awaitable<Result<void>> Evictor::wait_gone(const PodMove& move) {
     if (!r && r.error().is_not_found()) co_return ok();
     if (r && r->meta.uid != pod.meta.uid) co_return ok();  // replaced by a new pod with the same name
     if (timers_.now() >= deadline)
-      co_return Error::timeout(fmt::format("pod {} did not terminate within its grace period ({}s) and terminationHeadroom ({})",
-                                           pod.key(), grace_seconds(pod), seconds_text(options_.termination_headroom)));
+      co_return Error::timeout(fmt::format("pod {} did not terminate within its grace period ({}s) and terminationHeadroom ({})", pod.key(),
+                                           grace_seconds(pod), seconds_text(options_.termination_headroom)));
     // A stop does not cut this wait short: the eviction was accepted, so see it through or time out.
     co_await timers_.sleep(options_.poll_interval);
     if (timers_.stopped()) co_return Error::cancelled("shutting down");
@@ -228,7 +225,7 @@ std::map<std::string, std::set<std::string>> Evictor::controller_pod_uids(const 
 }
 
 std::map<std::string, std::vector<PodPtr>> Evictor::replacements(const std::vector<PodMove>& evicted,
-                                                                const std::map<std::string, std::set<std::string>>& known_uids) const {
+                                                                 const std::map<std::string, std::set<std::string>>& known_uids) const {
   std::map<std::string, std::vector<PodPtr>> out;  // controller uid -> new pods
   std::set<std::string, std::less<>> namespaces;
   for (const auto& m : evicted)
@@ -249,7 +246,7 @@ std::map<std::string, std::vector<PodPtr>> Evictor::replacements(const std::vect
 }
 
 asio::awaitable<Result<void>> Evictor::wait_pending_replacements(const std::vector<PodMove>& evicted,
-                                                                  const std::map<std::string, std::set<std::string>>& known_uids) {
+                                                                 const std::map<std::string, std::set<std::string>>& known_uids) {
   const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.replacement_timeout);
   while (true) {
     std::string pending;
@@ -265,8 +262,8 @@ asio::awaitable<Result<void>> Evictor::wait_pending_replacements(const std::vect
 }
 
 asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
-                                                  const std::map<std::string, std::set<std::string>>& known_uids,
-                                                  const IsSpot& is_spot, DrainObserver* observer, DrainReport& report) {
+                                                  const std::map<std::string, std::set<std::string>>& known_uids, const IsSpot& is_spot,
+                                                  DrainObserver* observer, DrainReport& report) {
   // Per controller: how many pods were evicted (each should get one replacement).
   struct Expect {
     const PodMove* example = nullptr;
@@ -319,8 +316,8 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
         placed(*e.example, p.node_name.empty() ? "pending" : "not_spot");
       }
       if (p.node_name.empty()) {
-        std::string msg = fmt::format("replacement pod {} ({} {}) was still Pending {} after the drain of {}", p.key(),
-                                      owner.kind.view(), owner.name.view(), seconds_text(options_.replacement_timeout), plan.node);
+        std::string msg = fmt::format("replacement pod {} ({} {}) was still Pending {} after the drain of {}", p.key(), owner.kind.view(),
+                                      owner.name.view(), seconds_text(options_.replacement_timeout), plan.node);
         report.replacements_not_on_spot.push_back(msg);
         if (observer) observer->replacement_not_on_spot(*e.example, msg);
       } else if (!is_spot(p.node_name.view())) {
@@ -333,8 +330,8 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
     }
     for (; reported < e.count; ++reported) {
       placed(*e.example, "missing");
-      std::string msg = fmt::format("no replacement for a pod of {} {} appeared within {} after the drain of {}",
-                                    owner.kind.view(), owner.name.view(), seconds_text(options_.replacement_timeout), plan.node);
+      std::string msg = fmt::format("no replacement for a pod of {} {} appeared within {} after the drain of {}", owner.kind.view(),
+                                    owner.name.view(), seconds_text(options_.replacement_timeout), plan.node);
       report.replacements_not_on_spot.push_back(msg);
       if (observer) observer->replacement_not_on_spot(*e.example, msg);
     }
@@ -344,8 +341,8 @@ asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const st
 asio::awaitable<void> Evictor::untaint(DrainReport& report) {
   auto r = co_await set_taint(report.node, false);
   report.taint_removed = r.has_value();
-  if (!r) logger.error("could not remove the draining taint; it is retried at the next reconcile",
-                       {{"node", report.node}, {"error", r.error()}});
+  if (!r)
+    logger.error("could not remove the draining taint; it is retried at the next reconcile", {{"node", report.node}, {"error", r.error()}});
 }
 
 asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer,

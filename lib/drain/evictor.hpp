@@ -36,9 +36,9 @@
 
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,10 +50,10 @@ struct EvictorOptions {
   std::string policy;  // the taint's value
   Duration pod_eviction_timeout = std::chrono::minutes(2);
   Duration max_graceful_termination = std::chrono::minutes(2);  // never below 1 s: 0 is force deletion
-  Duration termination_headroom = std::chrono::seconds(30);    // beyond the grace period, waiting for a pod to go
-  Duration drained_node_taint_ttl = Duration::zero();          // the taint kept once every replacement is bound
-  Duration poll_interval = std::chrono::seconds(1);        // checking that a pod is gone
-  Duration retry_base = std::chrono::seconds(1);           // 429/5xx without Retry-After: 1s, 2s, 4s ...
+  Duration termination_headroom = std::chrono::seconds(30);     // beyond the grace period, waiting for a pod to go
+  Duration drained_node_taint_ttl = Duration::zero();           // the taint kept once every replacement is bound
+  Duration poll_interval = std::chrono::seconds(1);             // checking that a pod is gone
+  Duration retry_base = std::chrono::seconds(1);                // 429/5xx without Retry-After: 1s, 2s, 4s ...
   Duration retry_cap = std::chrono::seconds(10);
   Duration replacement_timeout = std::chrono::seconds(30);  // waiting for replacements to be scheduled
   int taint_attempts = 8;                                   // 409 conflicts and transient errors
@@ -71,10 +71,10 @@ std::string_view to_string(DrainOutcome o);
 struct DrainReport {
   std::string node;
   DrainOutcome outcome = DrainOutcome::kAborted;
-  std::string reason;                          // why it aborted or went stale
-  std::vector<std::string> evicted;            // pod keys, in order
-  std::vector<std::string> already_gone;       // pod keys the Eviction API no longer found (404, or a new UID: 409)
-  int remaining = 0;                           // pods of the plan not evicted
+  std::string reason;                                 // why it aborted or went stale
+  std::vector<std::string> evicted;                   // pod keys, in order
+  std::vector<std::string> already_gone;              // pod keys the Eviction API no longer found (404, or a new UID: 409)
+  int remaining = 0;                                  // pods of the plan not evicted
   std::vector<std::string> replacements_not_on_spot;  // one sentence each
   // The nodes that are not spot nodes where replacements were scheduled, with those pods' keys.
   std::map<std::string, std::vector<std::string>> landed_off_spot;
@@ -83,7 +83,7 @@ struct DrainReport {
   // unbound at the replacement timeout) or "missing" (none appeared). What the cluster's
   // scheduler did with the plan's prediction.
   std::map<std::string, int> replacements;
-  bool taint_removed = true;                   // false if the taint could not be removed (retried later)
+  bool taint_removed = true;  // false if the taint could not be removed (retried later)
   Time started{}, finished{};
 };
 
@@ -114,8 +114,7 @@ class Evictor {
 
   // `pods`: the caller's pod cache, kept current by a watch (an informer's store); it must outlive
   // the evictor.
-  Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options,
-          const PodStore& pods);
+  Evictor(std::shared_ptr<kube::Client> client, runtime::Timers& timers, EvictorOptions options, const PodStore& pods);
 
   asio::awaitable<DrainReport> drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer,
                                      StillMovable still_movable = {});
@@ -134,17 +133,17 @@ class Evictor {
   asio::awaitable<Result<void>> wait_gone(const PodMove& move);
   int64_t grace_seconds(const model::Pod& pod) const;
   asio::awaitable<void> check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
-                                           const std::map<std::string, std::set<std::string>>& known_uids,
-                                           const IsSpot& is_spot, DrainObserver* observer, DrainReport& report);
+                                           const std::map<std::string, std::set<std::string>>& known_uids, const IsSpot& is_spot,
+                                           DrainObserver* observer, DrainReport& report);
   std::map<std::string, std::set<std::string>> controller_pod_uids(const std::vector<PodMove>& moves) const;
   // The pods of the evicted pods' controllers that were not there when the drain began (not
   // terminating), by controller uid: their replacements, from the pod store.
   std::map<std::string, std::vector<PodPtr>> replacements(const std::vector<PodMove>& evicted,
-                                                           const std::map<std::string, std::set<std::string>>& known_uids) const;
+                                                          const std::map<std::string, std::set<std::string>>& known_uids) const;
   // Holds the next eviction while a replacement of an evicted pod is Pending (it will take spot
   // room the rest of the node needs); fails after the replacement timeout.
   asio::awaitable<Result<void>> wait_pending_replacements(const std::vector<PodMove>& evicted,
-                                                           const std::map<std::string, std::set<std::string>>& known_uids);
+                                                          const std::map<std::string, std::set<std::string>>& known_uids);
   asio::awaitable<bool> pause(Duration d);
   Error stopped() const;  // why a stopped drain ended
   asio::awaitable<void> untaint(DrainReport& report);
@@ -172,8 +171,8 @@ asio::awaitable<Result<bool>> set_taint(kube::Client& client, runtime::Timers& t
                                         bool present, const bool* stopping = nullptr);
 
 struct TaintCleanup {
-  std::vector<std::string> removed;                     // nodes whose taint was removed
-  std::vector<std::pair<std::string, Error>> failed;    // retried by the caller later
+  std::vector<std::string> removed;                   // nodes whose taint was removed
+  std::vector<std::pair<std::string, Error>> failed;  // retried by the caller later
 };
 // Crash safety: removes options.policy's draining taint from each of `nodes` that carries it. The
 // caller passes only nodes no drain of this process holds (the reconciler: when the policy has

@@ -33,8 +33,7 @@ bool pending_unschedulable(const model::Pod& pod) {
   return pod.node_name.empty() && pod.phase == model::PodPhase::kPending && !pod.terminating() && pod.unschedulable;
 }
 
-GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope,
-                                     SpotReach& spot_reach) {
+GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope, SpotReach& spot_reach) {
   if (scope == GateScope::kDisabled) return {};
   int count = 0;
   const model::Pod* first = nullptr;
@@ -46,10 +45,9 @@ GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const mod
   }
   if (count == 0) return {};
   return GateDecision{false,
-                      fmt::format("{} pod{} {} Pending and unschedulable{} (first: {}); moving pods now would compete with {}",
-                                  count, count == 1 ? "" : "s", count == 1 ? "is" : "are",
-                                  scope == GateScope::kSpotOnly ? " on spot nodes" : "", first->key(),
-                                  count == 1 ? "it" : "them"),
+                      fmt::format("{} pod{} {} Pending and unschedulable{} (first: {}); moving pods now would compete with {}", count,
+                                  count == 1 ? "" : "s", count == 1 ? "is" : "are", scope == GateScope::kSpotOnly ? " on spot nodes" : "",
+                                  first->key(), count == 1 ? "it" : "them"),
                       std::nullopt};
 }
 
@@ -97,8 +95,8 @@ std::map<std::string, std::string> NodeBackoff::active(Time now) const {
   std::map<std::string, std::string> out;
   for (const auto& [node, e] : entries_)
     if (now < e.until)
-      out.emplace(node, e.why.empty() ? fmt::format("backing off until {} after {} aborted drain{}", format_time(e.until),
-                                                    e.failures, e.failures == 1 ? "" : "s")
+      out.emplace(node, e.why.empty() ? fmt::format("backing off until {} after {} aborted drain{}", format_time(e.until), e.failures,
+                                                    e.failures == 1 ? "" : "s")
                                       : fmt::format("held until {}: {}", format_time(e.until), e.why));
   return out;
 }

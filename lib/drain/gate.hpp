@@ -28,8 +28,8 @@ namespace spotshift::drain {
 
 struct GateDecision {
   bool open = true;
-  std::string reason;               // why it is closed
-  std::optional<Time> reopens_at;   // when known
+  std::string reason;              // why it is closed
+  std::optional<Time> reopens_at;  // when known
 };
 
 GateDecision drain_delay_gate(const PolicyStatusView& status, Time now);
@@ -39,8 +39,7 @@ Time next_drain_after(Time finished, const PolicySpec& spec);
 
 // Pods that are Pending because no node fits them: unbound, PodScheduled=False/Unschedulable.
 bool pending_unschedulable(const model::Pod& pod);
-GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope,
-                                     SpotReach& spot_reach);
+GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope, SpotReach& spot_reach);
 
 // The gate that holds a drainable node back, as the policy's Blocked condition shows it.
 struct Gate {
@@ -53,7 +52,7 @@ struct Gate {
 // asked for only when the gates before them are open.
 struct GateInput {
   const PolicySpec& spec;
-  GateDecision drain_delay;  // drain_delay_gate()
+  GateDecision drain_delay;                          // drain_delay_gate()
   std::function<GateDecision()> unschedulable_pods;  // unschedulable_pods_gate()
   // Another policy's drain in progress onto spot nodes this plan shares: why this one waits.
   std::function<std::optional<std::string>()> shared_spot_nodes;
@@ -68,8 +67,7 @@ std::optional<Gate> evaluate_gates(const GateInput& in);
 
 class NodeBackoff {
  public:
-  explicit NodeBackoff(Duration base = std::chrono::minutes(5), Duration cap = std::chrono::hours(2))
-      : base_(base), cap_(cap) {}
+  explicit NodeBackoff(Duration base = std::chrono::minutes(5), Duration cap = std::chrono::hours(2)) : base_(base), cap_(cap) {}
   // An aborted drain of `node` at `now`: returns when the node may be tried again.
   Time failed(const std::string& node, Time now);
   // `node` took replacement pods of a drain at `now`; `why` is the plan's reason while it lasts.

@@ -13,10 +13,10 @@ std::string format_cpu(int64_t milli) {
 
 std::string plan_to_table(const Plan& plan) {
   const auto& s = plan.summary;
-  std::string out = fmt::format("{} on-demand node{}, {} spot node{}: {} drainable, {} not drainable, {} pod{} to move (planned in {:.1f} ms)\n",
-                                s.on_demand_nodes, s.on_demand_nodes == 1 ? "" : "s", s.spot_nodes, s.spot_nodes == 1 ? "" : "s",
-                                s.drainable_nodes, s.undrainable_nodes, s.pods_to_move, s.pods_to_move == 1 ? "" : "s",
-                                s.plan_millis);
+  std::string out =
+      fmt::format("{} on-demand node{}, {} spot node{}: {} drainable, {} not drainable, {} pod{} to move (planned in {:.1f} ms)\n",
+                  s.on_demand_nodes, s.on_demand_nodes == 1 ? "" : "s", s.spot_nodes, s.spot_nodes == 1 ? "" : "s", s.drainable_nodes,
+                  s.undrainable_nodes, s.pods_to_move, s.pods_to_move == 1 ? "" : "s", s.plan_millis);
   if (s.searched_nodes > 0)
     out += fmt::format("The plan search (spec.searchIterations) found {} more drainable node{} than planning node by node.\n",
                        s.searched_nodes, s.searched_nodes == 1 ? "" : "s");
@@ -110,11 +110,11 @@ std::string plan_to_json(const Plan& plan) {
   str("summary");
   w.StartObject();
   for (auto [name, value] : {std::pair<std::string_view, int>{"onDemandNodes", s.on_demand_nodes},
-                              {"spotNodes", s.spot_nodes},
-                              {"drainableNodes", s.drainable_nodes},
-                              {"undrainableNodes", s.undrainable_nodes},
-                              {"podsToMove", s.pods_to_move},
-                              {"searchedNodes", s.searched_nodes}}) {
+                             {"spotNodes", s.spot_nodes},
+                             {"drainableNodes", s.drainable_nodes},
+                             {"undrainableNodes", s.undrainable_nodes},
+                             {"podsToMove", s.pods_to_move},
+                             {"searchedNodes", s.searched_nodes}}) {
     str(name);
     w.Int(value);
   }

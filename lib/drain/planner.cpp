@@ -55,8 +55,8 @@ std::string unusable_reason(const model::Node& node) {
 // scarce extended resource of (its request / the spot nodes' free total), each weighted by that
 // resource's scarcity (every on-demand node's request / the spot nodes' free total). A resource
 // nowhere free makes every node that needs it last.
-std::vector<double> scarcity_keys(const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand,
-                                  const std::vector<int>& spot, const model::InternedString& scarce) {
+std::vector<double> scarcity_keys(const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand, const std::vector<int>& spot,
+                                  const model::InternedString& scarce) {
   auto amounts = [&](int n, bool free) {
     const sched::NodeInfo& info = snap.node(n);
     std::array<double, 4> used{static_cast<double>(info.used.cpu_milli), static_cast<double>(info.used.memory),
@@ -243,8 +243,7 @@ class PlanPass {
     for (const auto& pod : pending_) {
       int node = -1;
       if (!pod->nominated_node.empty())
-        if (auto n = snap_.index_of(pod->nominated_node.view()); n && std::find(spot_.begin(), spot_.end(), *n) != spot_.end())
-          node = *n;
+        if (auto n = snap_.index_of(pod->nominated_node.view()); n && std::find(spot_.begin(), spot_.end(), *n) != spot_.end()) node = *n;
       if (node < 0) node = framework_->place_on_tracked(*pod, committed, cache_).node;
       if (node >= 0) committed.add_pod(node, pod);
     }
@@ -266,8 +265,7 @@ class PlanPass {
   std::variant<NodePlan, NodeRejection> plan_node(int idx, const Hints* hints, sched::Fork& committed, Pass& pass) {
     const sched::NodeInfo& info = snap_.node(idx);
     if (auto ex = in_.excluded.find(info.name); ex != in_.excluded.end()) return NodeRejection{info.name, {ex->second}};
-    if (!info.node->opt_out.empty())
-      return NodeRejection{info.name, {fmt::format("the node is annotated {}=true", info.node->opt_out)}};
+    if (!info.node->opt_out.empty()) return NodeRejection{info.name, {fmt::format("the node is annotated {}=true", info.node->opt_out)}};
     NodeRejection rejection{info.name, {}};
     NodePlan node_plan;
     node_plan.node = info.name;
@@ -304,13 +302,18 @@ class PlanPass {
     for (const auto& pod : info.pods) {
       PodVerdict v = classify(*pod, ctx_);
       switch (v.verdict) {
-        case Verdict::kSkip: node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason)); break;
-        case Verdict::kBlock: rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason)); break;
+        case Verdict::kSkip:
+          node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason));
+          break;
+        case Verdict::kBlock:
+          rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason));
+          break;
         case Verdict::kMove:
           if (auto claim = unknown_claim(*pod)) {
-            rejection.reasons.push_back(fmt::format("pod {}: PersistentVolumeClaim {} or its PersistentVolume is not known, so the "
-                                                    "zone its volume needs cannot be checked",
-                                                    pod->key(), *claim));
+            rejection.reasons.push_back(
+                fmt::format("pod {}: PersistentVolumeClaim {} or its PersistentVolume is not known, so the "
+                            "zone its volume needs cannot be checked",
+                            pod->key(), *claim));
             break;
           }
           moving.push_back({pod, std::move(v), {}});
@@ -452,17 +455,15 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     for (size_t k : order) sorted.push_back(on_demand[k]);
     on_demand = std::move(sorted);
   } else {
-    std::stable_sort(on_demand.begin(), on_demand.end(), [&](int a, int b) {
-      return snap.node(a).used.cpu_milli < snap.node(b).used.cpu_milli;
-    });
+    std::stable_sort(on_demand.begin(), on_demand.end(),
+                     [&](int a, int b) { return snap.node(a).used.cpu_milli < snap.node(b).used.cpu_milli; });
   }
   {
     std::vector<int> by_free = spot;
     bool emptiest = emptiest_first(spec.profile);
     auto free_cpu = [&](int n) { return snap.node(n).allocatable.cpu_milli - snap.node(n).used.cpu_milli; };
-    std::stable_sort(by_free.begin(), by_free.end(), [&](int a, int b) {
-      return emptiest ? free_cpu(a) > free_cpu(b) : free_cpu(a) < free_cpu(b);
-    });
+    std::stable_sort(by_free.begin(), by_free.end(),
+                     [&](int a, int b) { return emptiest ? free_cpu(a) > free_cpu(b) : free_cpu(a) < free_cpu(b); });
     for (int n : by_free) plan.spot_nodes.push_back(snap.node(n).name);
   }
 
@@ -472,8 +473,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   // Step 6. The search looks for more nodes: none to look for when every node it could choose
   // drains.
   const auto& framework = planner.framework();
-  if (spec.search_iterations > 0 && !in.only_node && framework && !spot.empty() &&
-      pass.drainable.size() < pass.searchable.size()) {
+  if (spec.search_iterations > 0 && !in.only_node && framework && !spot.empty() && pass.drainable.size() < pass.searchable.size()) {
     Search found = search_nodes(snap, *framework, planner.cache(), spot, scarce, pass, spec.search_iterations);
     if (found.nodes.size() > pass.drainable.size()) {
       // Replan through the whole predicate engine: the chosen nodes first, in the drain order,
@@ -493,8 +493,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   for (const auto& np : plan.drainable) plan.summary.pods_to_move += static_cast<int>(np.moves.size());
   plan.summary.drainable_nodes = static_cast<int>(plan.drainable.size());
   plan.summary.undrainable_nodes = static_cast<int>(plan.undrainable.size());
-  plan.summary.plan_millis =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  plan.summary.plan_millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return plan;
 }
 

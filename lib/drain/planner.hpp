@@ -91,9 +91,9 @@ struct PlanSummary {
 };
 
 struct Plan {
-  std::vector<NodePlan> drainable;      // in drain order
+  std::vector<NodePlan> drainable;         // in drain order
   std::vector<NodeRejection> undrainable;  // every other on-demand node (and excluded ones)
-  std::vector<std::string> spot_nodes;  // the targets considered, by name
+  std::vector<std::string> spot_nodes;     // the targets considered, by name
   PlanSummary summary;
 
   const NodePlan* find(std::string_view node) const;

@@ -11,9 +11,12 @@ std::string_view to_string(Handling h) { return h == Handling::kMove ? "Move" : 
 
 std::string_view to_string(GateScope s) {
   switch (s) {
-    case GateScope::kAny: return "Any";
-    case GateScope::kSpotOnly: return "SpotOnly";
-    case GateScope::kDisabled: return "Disabled";
+    case GateScope::kAny:
+      return "Any";
+    case GateScope::kSpotOnly:
+      return "SpotOnly";
+    case GateScope::kDisabled:
+      return "Disabled";
   }
   return "Any";
 }
@@ -27,11 +30,26 @@ model::LabelSelector exists(std::string_view key) {
 }
 
 constexpr std::array kSpecFields = {
-    "onDemandNodeSelector", "spotNodeSelector",       "podSelector",       "namespaceSelector",
-    "housekeepingInterval", "nodeDrainDelay",         "podEvictionTimeout", "maxGracefulTermination",
-    "deleteNonReplicatedPods", "localStorage",        "kubeSystemPodsWithoutPDB", "unschedulablePodsGate",
-    "dryRun",               "suspend",                "profile",           "drainOrder",
-    "searchIterations",     "terminationHeadroom",    "drainedNodeTaintTTL", "evictJobPods",
+    "onDemandNodeSelector",
+    "spotNodeSelector",
+    "podSelector",
+    "namespaceSelector",
+    "housekeepingInterval",
+    "nodeDrainDelay",
+    "podEvictionTimeout",
+    "maxGracefulTermination",
+    "deleteNonReplicatedPods",
+    "localStorage",
+    "kubeSystemPodsWithoutPDB",
+    "unschedulablePodsGate",
+    "dryRun",
+    "suspend",
+    "profile",
+    "drainOrder",
+    "searchIterations",
+    "terminationHeadroom",
+    "drainedNodeTaintTTL",
+    "evictJobPods",
 };
 
 // An unknown member of an object whose members are the known ones: an error on the object.
@@ -134,8 +152,7 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
                  {{"RequestedCPU", DrainOrder::kRequestedCpu}, {"ScarceResources", DrainOrder::kScarceResources}}});
     } else if (key == "searchIterations") {
       if (auto n = d.optional_integer(r); n && d.ok()) {
-        if (*n < 0 || *n > kMaxSearchIterations)
-          d.fail(fmt::format("must be from 0 (no search) to {}, got {}", kMaxSearchIterations, *n));
+        if (*n < 0 || *n > kMaxSearchIterations) d.fail(fmt::format("must be from 0 (no search) to {}, got {}", kMaxSearchIterations, *n));
         else s.search_iterations = static_cast<int>(*n);
       }
     } else if (key == "dryRun") {
@@ -157,9 +174,7 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
 
 // The status fields the operator reads back (its own writes).
 void decode_status(model::JsonDecoder& d, model::JsonReader& r, PolicyStatusView& status) {
-  auto drain_record = [&](auto&& field) {
-    d.members(r, [&](std::string_view key) { return field(key); });
-  };
+  auto drain_record = [&](auto&& field) { d.members(r, [&](std::string_view key) { return field(key); }); };
   d.members(r, [&](std::string_view key) {
     if (key == "observedGeneration") {
       status.observed_generation = d.integer(r);
@@ -247,7 +262,8 @@ Result<ReschedulePolicy> decode_policy(model::JsonReader& r) {
   d.members(r, [&](std::string_view key) {
     if (key == "metadata") {
       has_meta = r.peek() == model::JsonType::kObject;
-      model::decode_meta(d, r, p.meta, [](std::string_view, std::string_view) {}, [](std::string_view) { return false; });
+      model::decode_meta(
+          d, r, p.meta, [](std::string_view, std::string_view) {}, [](std::string_view) { return false; });
     } else if (key == "spec") {
       if (has_meta) read_spec(r);
       else r.read_raw(spec_text);

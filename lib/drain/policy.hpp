@@ -43,8 +43,8 @@ enum class DrainOrder : uint8_t {
 std::string_view to_string(DrainOrder o);
 
 struct PolicySpec {
-  model::LabelSelector on_demand_selector;  // default: node-role.kubernetes.io/worker exists
-  model::LabelSelector spot_selector;       // default: node-role.kubernetes.io/spot-worker exists
+  model::LabelSelector on_demand_selector;                 // default: node-role.kubernetes.io/worker exists
+  model::LabelSelector spot_selector;                      // default: node-role.kubernetes.io/spot-worker exists
   std::optional<model::LabelSelector> pod_selector;        // absent: every pod may move
   std::optional<model::LabelSelector> namespace_selector;  // absent: every namespace
   Duration housekeeping_interval = std::chrono::seconds(10);

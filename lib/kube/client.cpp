@@ -3,12 +3,12 @@
 #include "core/log.hpp"
 #include "core/strings.hpp"
 
+#include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
 
 namespace spotshift::kube {
 
@@ -68,10 +68,14 @@ std::optional<Error> status_error(std::string_view text, int http_code) {
 
 std::string_view to_string(WatchEventType t) {
   switch (t) {
-    case WatchEventType::kAdded: return "ADDED";
-    case WatchEventType::kModified: return "MODIFIED";
-    case WatchEventType::kDeleted: return "DELETED";
-    case WatchEventType::kBookmark: return "BOOKMARK";
+    case WatchEventType::kAdded:
+      return "ADDED";
+    case WatchEventType::kModified:
+      return "MODIFIED";
+    case WatchEventType::kDeleted:
+      return "DELETED";
+    case WatchEventType::kBookmark:
+      return "BOOKMARK";
   }
   return "?";
 }
@@ -82,8 +86,9 @@ Error error_from_response(const HttpResponse& r) {
     e = std::move(*status);
   } else {
     std::string snippet = r.body.substr(0, 200);
-    e = Error::api(r.status, "", snippet.empty() ? fmt::format("the server answered {}", r.status)
-                                                 : fmt::format("the server answered {}: {}", r.status, snippet));
+    e = Error::api(
+        r.status, "",
+        snippet.empty() ? fmt::format("the server answered {}", r.status) : fmt::format("the server answered {}: {}", r.status, snippet));
   }
   if (const std::string* ra = r.header("Retry-After")) {
     if (auto n = parse_int(*ra); n && *n >= 0) e.retry_after_seconds = static_cast<int>(*n);
@@ -101,8 +106,7 @@ Client::Client(asio::any_io_executor executor, ClientConfig config, std::shared_
       clock_(clock),
       limiter_(options_.qps, options_.burst) {}
 
-Result<std::shared_ptr<Client>> Client::create(asio::any_io_executor executor, const ClientConfig& config,
-                                               ClientOptions options) {
+Result<std::shared_ptr<Client>> Client::create(asio::any_io_executor executor, const ClientConfig& config, ClientOptions options) {
   auto transport = make_http_transport(executor, config);
   if (!transport) return transport.error();
   auto creds = make_credentials(config, SystemClock::instance());
@@ -208,7 +212,7 @@ asio::awaitable<Result<std::string>> Client::object_body(Request req) {
 }
 
 asio::awaitable<Result<std::string>> Client::get(const Resource& r, std::string_view ns, std::string_view name,
-                                                         std::string_view subresource) {
+                                                 std::string_view subresource) {
   co_return co_await object_body(get_request(r, ns, name, subresource));
 }
 
@@ -288,35 +292,31 @@ asio::awaitable<Result<std::string>> Client::list_each(const Resource& r, std::s
   }
 }
 
-asio::awaitable<Result<std::string>> Client::create(const Resource& r, std::string_view ns, std::string body,
-                                                            WriteOptions o) {
+asio::awaitable<Result<std::string>> Client::create(const Resource& r, std::string_view ns, std::string body, WriteOptions o) {
   co_return co_await object_body(create_request(r, ns, std::move(body), o));
 }
 
-asio::awaitable<Result<std::string>> Client::update(const Resource& r, std::string_view ns, std::string_view name,
-                                                            std::string body, WriteOptions o) {
+asio::awaitable<Result<std::string>> Client::update(const Resource& r, std::string_view ns, std::string_view name, std::string body,
+                                                    WriteOptions o) {
   co_return co_await object_body(update_request(r, ns, name, std::move(body), o));
 }
 
-asio::awaitable<Result<std::string>> Client::update_status(const Resource& r, std::string_view ns,
-                                                                   std::string_view name, std::string body,
-                                                                   WriteOptions o) {
+asio::awaitable<Result<std::string>> Client::update_status(const Resource& r, std::string_view ns, std::string_view name, std::string body,
+                                                           WriteOptions o) {
   co_return co_await object_body(update_request(r, ns, name, std::move(body), o, "status"));
 }
 
-asio::awaitable<Result<std::string>> Client::patch(const Resource& r, std::string_view ns, std::string_view name,
-                                                           PatchType type, std::string body, WriteOptions o) {
+asio::awaitable<Result<std::string>> Client::patch(const Resource& r, std::string_view ns, std::string_view name, PatchType type,
+                                                   std::string body, WriteOptions o) {
   co_return co_await object_body(patch_request(r, ns, name, type, std::move(body), o));
 }
 
-asio::awaitable<Result<std::string>> Client::patch_status(const Resource& r, std::string_view ns,
-                                                                  std::string_view name, PatchType type, std::string body,
-                                                                  WriteOptions o) {
+asio::awaitable<Result<std::string>> Client::patch_status(const Resource& r, std::string_view ns, std::string_view name, PatchType type,
+                                                          std::string body, WriteOptions o) {
   co_return co_await object_body(patch_request(r, ns, name, type, std::move(body), o, "status"));
 }
 
-asio::awaitable<Result<void>> Client::remove(const Resource& r, std::string_view ns, std::string_view name,
-                                             DeleteOptions o) {
+asio::awaitable<Result<void>> Client::remove(const Resource& r, std::string_view ns, std::string_view name, DeleteOptions o) {
   auto resp = co_await execute(delete_request(r, ns, name, o));
   if (!resp) co_return resp.error();
   co_return Result<void>{};

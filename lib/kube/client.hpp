@@ -28,11 +28,11 @@
 namespace spotshift::kube {
 
 struct ClientOptions {
-  double qps = 20;   // client-side rate limit; 0 disables it
+  double qps = 20;  // client-side rate limit; 0 disables it
   int burst = 40;
-  int max_attempts = 10;  // for 429/5xx answers carrying Retry-After
+  int max_attempts = 10;                                // for 429/5xx answers carrying Retry-After
   Duration max_retry_after = std::chrono::seconds(60);  // longer Retry-After values are capped
-  int network_retries = 3;  // idempotent requests after connection errors and timeouts
+  int network_retries = 3;                              // idempotent requests after connection errors and timeouts
   Duration network_retry_delay = std::chrono::milliseconds(200);
   Duration request_timeout = std::chrono::seconds(30);
   Duration watch_idle_margin = std::chrono::seconds(5);  // watch idle deadline: timeoutSeconds + this
@@ -186,8 +186,7 @@ class Client {
          std::shared_ptr<CredentialSource> credentials, ClientOptions options = {}, const Clock& clock = SystemClock::instance());
 
   // A client for a loaded configuration, over the real HTTP transport.
-  static Result<std::shared_ptr<Client>> create(asio::any_io_executor executor, const ClientConfig& config,
-                                                ClientOptions options = {});
+  static Result<std::shared_ptr<Client>> create(asio::any_io_executor executor, const ClientConfig& config, ClientOptions options = {});
 
   // A client over the same connections and credentials with options, and so a rate limit, of its
   // own: the event recorder's, so that a burst of events never spends the budget that status
@@ -204,7 +203,7 @@ class Client {
   // The verbs on one object give back the response body, the object as JSON text: decode it with
   // a model decoder (the typed verbs below do), or parse it where a patch is built from it.
   asio::awaitable<Result<std::string>> get(const Resource& r, std::string_view ns, std::string_view name,
-                                                   std::string_view subresource = {});
+                                           std::string_view subresource = {});
   // One list page, read in one pass: each item goes to on_item as a reader at the item, which
   // on_item reads whole. When the page turns out malformed after some items, the error comes
   // after them: the caller drops what it got.
@@ -218,34 +217,30 @@ class Client {
                                                  std::function<void(model::JsonReader&)> on_item);
   // Options are taken by value and have no default arguments: GCC 12 destroys a default-argument
   // temporary of a coroutine call twice. The overloads without options forward a fresh value.
-  asio::awaitable<Result<std::string>> create(const Resource& r, std::string_view ns, std::string body,
-                                                      WriteOptions o);
+  asio::awaitable<Result<std::string>> create(const Resource& r, std::string_view ns, std::string body, WriteOptions o);
   asio::awaitable<Result<std::string>> create(const Resource& r, std::string_view ns, std::string body) {
     return create(r, ns, std::move(body), WriteOptions{});
   }
-  asio::awaitable<Result<std::string>> update(const Resource& r, std::string_view ns, std::string_view name,
-                                                      std::string body, WriteOptions o);
-  asio::awaitable<Result<std::string>> update(const Resource& r, std::string_view ns, std::string_view name,
-                                                      std::string body) {
+  asio::awaitable<Result<std::string>> update(const Resource& r, std::string_view ns, std::string_view name, std::string body,
+                                              WriteOptions o);
+  asio::awaitable<Result<std::string>> update(const Resource& r, std::string_view ns, std::string_view name, std::string body) {
     return update(r, ns, name, std::move(body), WriteOptions{});
   }
-  asio::awaitable<Result<std::string>> update_status(const Resource& r, std::string_view ns,
-                                                             std::string_view name, std::string body, WriteOptions o);
-  asio::awaitable<Result<std::string>> update_status(const Resource& r, std::string_view ns,
-                                                             std::string_view name, std::string body) {
+  asio::awaitable<Result<std::string>> update_status(const Resource& r, std::string_view ns, std::string_view name, std::string body,
+                                                     WriteOptions o);
+  asio::awaitable<Result<std::string>> update_status(const Resource& r, std::string_view ns, std::string_view name, std::string body) {
     return update_status(r, ns, name, std::move(body), WriteOptions{});
   }
-  asio::awaitable<Result<std::string>> patch(const Resource& r, std::string_view ns, std::string_view name,
-                                                     PatchType type, std::string body, WriteOptions o);
-  asio::awaitable<Result<std::string>> patch(const Resource& r, std::string_view ns, std::string_view name,
-                                                     PatchType type, std::string body) {
+  asio::awaitable<Result<std::string>> patch(const Resource& r, std::string_view ns, std::string_view name, PatchType type,
+                                             std::string body, WriteOptions o);
+  asio::awaitable<Result<std::string>> patch(const Resource& r, std::string_view ns, std::string_view name, PatchType type,
+                                             std::string body) {
     return patch(r, ns, name, type, std::move(body), WriteOptions{});
   }
-  asio::awaitable<Result<std::string>> patch_status(const Resource& r, std::string_view ns,
-                                                            std::string_view name, PatchType type, std::string body,
-                                                            WriteOptions o);
-  asio::awaitable<Result<std::string>> patch_status(const Resource& r, std::string_view ns,
-                                                            std::string_view name, PatchType type, std::string body) {
+  asio::awaitable<Result<std::string>> patch_status(const Resource& r, std::string_view ns, std::string_view name, PatchType type,
+                                                    std::string body, WriteOptions o);
+  asio::awaitable<Result<std::string>> patch_status(const Resource& r, std::string_view ns, std::string_view name, PatchType type,
+                                                    std::string body) {
     return patch_status(r, ns, name, type, std::move(body), WriteOptions{});
   }
   asio::awaitable<Result<void>> remove(const Resource& r, std::string_view ns, std::string_view name, DeleteOptions o);

@@ -68,7 +68,8 @@ Result<ClientConfig> in_cluster_config(const InClusterPaths& paths) {
   c.server = h.find(':') != std::string::npos ? fmt::format("https://[{}]:{}", h, port) : fmt::format("https://{}:{}", h, port);
   if (auto r = parse_server(c); !r) return r.error().wrap("in-cluster config");
   c.token_file = paths.token;
-  if (!fs::exists(paths.token)) return Error::config(fmt::format("in-cluster config: service account token file {} does not exist", paths.token));
+  if (!fs::exists(paths.token))
+    return Error::config(fmt::format("in-cluster config: service account token file {} does not exist", paths.token));
   auto ca = read_file(paths.ca);
   if (!ca) return ca.error().wrap("in-cluster config: reading the CA");
   c.ca_pem = *ca;
@@ -112,7 +113,8 @@ Result<std::string> data_or_file(const YAML::Node& n, const char* data_key, cons
                                  const std::string& entry) {
   if (std::string data = str(n, data_key); !data.empty()) {
     auto decoded = base64_decode(data);
-    if (!decoded) return Error::config(fmt::format("kubeconfig {}: {} {}: invalid base64: {}", where.path, entry, data_key, decoded.error().message));
+    if (!decoded)
+      return Error::config(fmt::format("kubeconfig {}: {} {}: invalid base64: {}", where.path, entry, data_key, decoded.error().message));
     return *decoded;
   }
   if (std::string file = str(n, file_key); !file.empty()) {
@@ -158,8 +160,8 @@ Result<ClientConfig> kubeconfig_config(const std::vector<std::string>& paths, co
     return Error::config(fmt::format("kubeconfig {}: context \"{}\": field cluster is missing", ctx_file->path, ctx_name));
   auto [cluster, cluster_file] = find_named(files, "clusters", "cluster", cluster_name);
   if (!cluster_file)
-    return Error::config(fmt::format("kubeconfig {}: context \"{}\" refers to cluster \"{}\", which is not defined",
-                                     ctx_file->path, ctx_name, cluster_name));
+    return Error::config(fmt::format("kubeconfig {}: context \"{}\" refers to cluster \"{}\", which is not defined", ctx_file->path,
+                                     ctx_name, cluster_name));
   ClientConfig c;
   c.source = fmt::format("kubeconfig {} (context {})", ctx_file->path, ctx_name);
   std::string cluster_entry = fmt::format("cluster \"{}\"", cluster_name);
@@ -176,15 +178,15 @@ Result<ClientConfig> kubeconfig_config(const std::vector<std::string>& paths, co
   if (!user_name.empty()) {
     auto [user, user_file] = find_named(files, "users", "user", user_name);
     if (!user_file)
-      return Error::config(fmt::format("kubeconfig {}: context \"{}\" refers to user \"{}\", which is not defined",
-                                       ctx_file->path, ctx_name, user_name));
+      return Error::config(
+          fmt::format("kubeconfig {}: context \"{}\" refers to user \"{}\", which is not defined", ctx_file->path, ctx_name, user_name));
     std::string user_entry = fmt::format("user \"{}\"", user_name);
     if (user && user.IsMap()) {
       if (user["auth-provider"])
-        return Error::config(fmt::format(
-            "kubeconfig {}: {}: auth-provider is the legacy authentication plugin mechanism and is not supported; use an "
-            "exec plugin (client.authentication.k8s.io/v1) instead",
-            user_file->path, user_entry));
+        return Error::config(
+            fmt::format("kubeconfig {}: {}: auth-provider is the legacy authentication plugin mechanism and is not supported; use an "
+                        "exec plugin (client.authentication.k8s.io/v1) instead",
+                        user_file->path, user_entry));
       c.token = str(user, "token");
       if (std::string tf = str(user, "tokenFile"); !tf.empty()) c.token_file = resolve(user_file->dir, tf);
       auto cert = data_or_file(user, "client-certificate-data", "client-certificate", *user_file, user_entry);
@@ -199,15 +201,14 @@ Result<ClientConfig> kubeconfig_config(const std::vector<std::string>& paths, co
       if (YAML::Node exec = user["exec"]) {
         ExecConfig e;
         e.command = str(exec, "command");
-        if (e.command.empty())
-          return Error::config(fmt::format("kubeconfig {}: {}: exec.command is missing", user_file->path, user_entry));
-        if (e.command.find('/') != std::string::npos && !fs::path(e.command).is_absolute())
-          e.command = resolve(user_file->dir, e.command);
+        if (e.command.empty()) return Error::config(fmt::format("kubeconfig {}: {}: exec.command is missing", user_file->path, user_entry));
+        if (e.command.find('/') != std::string::npos && !fs::path(e.command).is_absolute()) e.command = resolve(user_file->dir, e.command);
         e.api_version = str(exec, "apiVersion");
         if (e.api_version != "client.authentication.k8s.io/v1" && e.api_version != "client.authentication.k8s.io/v1beta1")
-          return Error::config(fmt::format("kubeconfig {}: {}: exec.apiVersion \"{}\" is not supported (want "
-                                           "client.authentication.k8s.io/v1)",
-                                           user_file->path, user_entry, e.api_version));
+          return Error::config(
+              fmt::format("kubeconfig {}: {}: exec.apiVersion \"{}\" is not supported (want "
+                          "client.authentication.k8s.io/v1)",
+                          user_file->path, user_entry, e.api_version));
         if (YAML::Node args = exec["args"]; args && args.IsSequence())
           for (const auto& a : args) e.args.push_back(a.as<std::string>(""));
         if (YAML::Node env = exec["env"]; env && env.IsSequence())

@@ -52,21 +52,16 @@ namespace {
 std::string exec_info(const ExecConfig& exec, const std::string& server, const std::string& ca_pem) {
   std::string cluster;
   if (exec.provide_cluster_info)
-    cluster = fmt::format(R"("cluster":{{"server":"{}","certificate-authority-data":"{}","config":null}},)", server,
-                          base64_encode(ca_pem));
-  return fmt::format(R"({{"kind":"ExecCredential","apiVersion":"{}","spec":{{{}"interactive":false}}}})", exec.api_version,
-                     cluster);
+    cluster = fmt::format(R"("cluster":{{"server":"{}","certificate-authority-data":"{}","config":null}},)", server, base64_encode(ca_pem));
+  return fmt::format(R"({{"kind":"ExecCredential","apiVersion":"{}","spec":{{{}"interactive":false}}}})", exec.api_version, cluster);
 }
 
 }  // namespace
 
 Result<Credential> run_exec_plugin(const ExecConfig& exec, const std::string& server, const std::string& ca_pem,
                                    std::chrono::seconds timeout) {
-  auto fail = [&](std::string why) {
-    return Error::config(fmt::format("exec plugin \"{}\": {}", exec.command, why));
-  };
-  if (exec.interactive_mode == "Always")
-    return fail("interactiveMode Always needs a terminal, which an operator does not have");
+  auto fail = [&](std::string why) { return Error::config(fmt::format("exec plugin \"{}\": {}", exec.command, why)); };
+  if (exec.interactive_mode == "Always") return fail("interactiveMode Always needs a terminal, which an operator does not have");
   int out_pipe[2];
   if (pipe(out_pipe) != 0) return fail(fmt::format("pipe: {}", std::strerror(errno)));
   posix_spawn_file_actions_t actions;
@@ -117,8 +112,7 @@ Result<Credential> run_exec_plugin(const ExecConfig& exec, const std::string& se
   close(out_pipe[0]);
   if (timed_out) kill(pid, SIGKILL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (timed_out) return fail(fmt::format("did not finish within {} s", timeout.count()));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     return fail(fmt::format("exited with status {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1));

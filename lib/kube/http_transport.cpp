@@ -3,15 +3,15 @@
 
 #include "kube/transport.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
+#include <fmt/format.h>
+#include <openssl/x509_vfy.h>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
-#include <openssl/x509_vfy.h>
 
 #include <cctype>
 
@@ -91,8 +91,7 @@ class HttpTransport;
 // A watch body: the connection it arrived on belongs to it until it ends.
 class StreamedBody final : public BodyStream {
  public:
-  StreamedBody(std::unique_ptr<Connection> conn, std::unique_ptr<http::response_parser<http::buffer_body>> parser,
-               std::string where)
+  StreamedBody(std::unique_ptr<Connection> conn, std::unique_ptr<http::response_parser<http::buffer_body>> parser, std::string where)
       : conn_(std::move(conn)), parser_(std::move(parser)), where_(std::move(where)) {}
 
   asio::awaitable<Result<std::string>> read(Duration idle) override {
@@ -144,7 +143,7 @@ class HttpTransport final : public Transport {
   HttpTransport(asio::any_io_executor ex, ClientConfig config, TransportOptions options)
       : ex_(std::move(ex)), config_(std::move(config)), options_(options) {
     host_header_ = config_.host.find(':') != std::string::npos ? fmt::format("[{}]:{}", config_.host, config_.port)
-                                                                : fmt::format("{}:{}", config_.host, config_.port);
+                                                               : fmt::format("{}:{}", config_.host, config_.port);
   }
 
   Result<void> init() {
@@ -215,11 +214,12 @@ class HttpTransport final : public Transport {
   Result<void> make_context(const std::string& cert_pem, const std::string& key_pem) {
     auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
     boost::system::error_code ec;
-    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                     ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                     ssl::context::no_tlsv1_1);
     if (!config_.ca_pem.empty()) {
       ctx->add_certificate_authority(asio::buffer(config_.ca_pem), ec);
-      if (ec) return Error::config(fmt::format("{}: the certificate authority is not a valid PEM certificate: {}", config_.source, ec.message()));
+      if (ec)
+        return Error::config(fmt::format("{}: the certificate authority is not a valid PEM certificate: {}", config_.source, ec.message()));
     } else {
       ctx->set_default_verify_paths(ec);
     }
@@ -287,8 +287,7 @@ class HttpTransport final : public Transport {
   }
 
   template <class Stream>
-  asio::awaitable<Result<HttpResponse>> exchange(Connection& c, Stream& stream, const Request& req, Duration timeout,
-                                                 bool& keep_alive) {
+  asio::awaitable<Result<HttpResponse>> exchange(Connection& c, Stream& stream, const Request& req, Duration timeout, bool& keep_alive) {
     auto breq = to_beast<Stream>(req, host_header_);
     c.tcp().expires_after(timeout);
     auto [wec, wn] = co_await http::async_write(stream, breq, kTuple);

@@ -81,10 +81,14 @@ const Resource& Resource::core_events() {
 
 std::string_view content_type(PatchType t) {
   switch (t) {
-    case PatchType::kMerge: return "application/merge-patch+json";
-    case PatchType::kStrategic: return "application/strategic-merge-patch+json";
-    case PatchType::kJson: return "application/json-patch+json";
-    case PatchType::kApply: return "application/apply-patch+yaml";
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kStrategic:
+      return "application/strategic-merge-patch+json";
+    case PatchType::kJson:
+      return "application/json-patch+json";
+    case PatchType::kApply:
+      return "application/apply-patch+yaml";
   }
   return "application/json";
 }
@@ -150,8 +154,8 @@ Request create_request(const Resource& r, std::string_view ns, std::string body,
   return req;
 }
 
-Request update_request(const Resource& r, std::string_view ns, std::string_view name, std::string body,
-                       const WriteOptions& o, std::string_view subresource) {
+Request update_request(const Resource& r, std::string_view ns, std::string_view name, std::string body, const WriteOptions& o,
+                       std::string_view subresource) {
   Request req = base("PUT", resource_path(r, ns, name, subresource), body.find("\"resourceVersion\"") != std::string::npos);
   Query q;
   write_options(q, o);

@@ -83,15 +83,14 @@ struct Request {
   const std::string* header(std::string_view name) const;
 };
 
-std::string resource_path(const Resource& r, std::string_view ns, std::string_view name = {},
-                          std::string_view subresource = {});
+std::string resource_path(const Resource& r, std::string_view ns, std::string_view name = {}, std::string_view subresource = {});
 
 Request get_request(const Resource& r, std::string_view ns, std::string_view name, std::string_view subresource = {});
 Request list_request(const Resource& r, std::string_view ns, const ListOptions& o);
 Request watch_request(const Resource& r, std::string_view ns, const WatchOptions& o);
 Request create_request(const Resource& r, std::string_view ns, std::string body, const WriteOptions& o = {});
-Request update_request(const Resource& r, std::string_view ns, std::string_view name, std::string body,
-                       const WriteOptions& o = {}, std::string_view subresource = {});
+Request update_request(const Resource& r, std::string_view ns, std::string_view name, std::string body, const WriteOptions& o = {},
+                       std::string_view subresource = {});
 Request patch_request(const Resource& r, std::string_view ns, std::string_view name, PatchType type, std::string body,
                       const WriteOptions& o = {}, std::string_view subresource = {});
 Request delete_request(const Resource& r, std::string_view ns, std::string_view name, const DeleteOptions& o = {});

@@ -44,8 +44,8 @@ class BodyStream {
 struct StreamResponse {
   int status = 0;
   Headers headers;
-  std::string body;                     // the whole body when the status is not 2xx
-  std::unique_ptr<BodyStream> stream;   // the body as it comes when it is 2xx
+  std::string body;                    // the whole body when the status is not 2xx
+  std::unique_ptr<BodyStream> stream;  // the body as it comes when it is 2xx
 };
 
 class Transport {

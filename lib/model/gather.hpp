@@ -34,9 +34,7 @@ class Gather {
     ++size_;
   }
   // What was gathered so far, in order.
-  std::span<const T> items() const {
-    return size_ <= N ? std::span<const T>(in_place(), size_) : std::span<const T>(more_);
-  }
+  std::span<const T> items() const { return size_ <= N ? std::span<const T>(in_place(), size_) : std::span<const T>(more_); }
   // The values, moved out into a vector of their number; the gather is left empty.
   std::vector<T> take() {
     std::vector<T> out;

@@ -113,7 +113,5 @@ InternStats intern_stats();
 
 template <>
 struct std::hash<spotshift::model::InternedString> {
-  size_t operator()(const spotshift::model::InternedString& s) const noexcept {
-    return std::hash<const void*>()(s.id());
-  }
+  size_t operator()(const spotshift::model::InternedString& s) const noexcept { return std::hash<const void*>()(s.id()); }
 };

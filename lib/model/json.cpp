@@ -57,8 +57,8 @@ bool json_bool(const JsonValue& v, std::initializer_list<std::string_view> path,
 Result<void> parse_json(std::string_view text, JsonDocument& doc) {
   doc.Parse(text.data(), text.size());
   if (doc.HasParseError())
-    return Error::decode(fmt::format("invalid JSON at offset {}: {}", doc.GetErrorOffset(),
-                                     rapidjson::GetParseError_En(doc.GetParseError())));
+    return Error::decode(
+        fmt::format("invalid JSON at offset {}: {}", doc.GetErrorOffset(), rapidjson::GetParseError_En(doc.GetParseError())));
   return {};
 }
 
@@ -101,8 +101,7 @@ void JsonDecoder::fail_at(std::string_view message, size_t up) {
   std::string what = object_name_.empty()        ? fmt::format("decoding {}", kind_)
                      : object_namespace_.empty() ? fmt::format("decoding {} \"{}\"", kind_, object_name_)
                                                  : fmt::format("decoding {} \"{}/{}\"", kind_, object_namespace_, object_name_);
-  error_ = Error::decode(where.empty() ? fmt::format("{}: {}", what, message)
-                                       : fmt::format("{}: {}: {}", what, where, message));
+  error_ = Error::decode(where.empty() ? fmt::format("{}: {}", what, message) : fmt::format("{}: {}: {}", what, where, message));
 }
 
 void JsonDecoder::not_wanted(JsonReader& r, std::string_view want) {
@@ -239,8 +238,7 @@ std::vector<Requirement> decode_requirements(JsonDecoder& d, JsonReader& r, bool
     auto op = parse_op(op_text, node_selector);
     if (!op) {
       auto s = d.field("operator");
-      return d.fail(fmt::format("\"{}\" is not a valid {} operator", op_text,
-                                node_selector ? "node selector" : "label selector"));
+      return d.fail(fmt::format("\"{}\" is not a valid {} operator", op_text, node_selector ? "node selector" : "label selector"));
     }
     Result<Requirement> req = Error::internal("unset");
     if (fields) {

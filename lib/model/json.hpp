@@ -36,9 +36,7 @@ using JsonDocument = rapidjson::Document;
 
 // A member name for lookups. It must be a Value: a bare StringRef converts to const char* and
 // RapidJSON would then measure the key with strlen, ignoring the view's length.
-inline JsonValue json_key(std::string_view s) {
-  return JsonValue(rapidjson::StringRef(s.empty() ? "" : s.data(), s.size()));
-}
+inline JsonValue json_key(std::string_view s) { return JsonValue(rapidjson::StringRef(s.empty() ? "" : s.data(), s.size())); }
 
 // Lookups in a document, for the code that reads one (a patch built from an object, kubesim):
 // nullptr (or the fallback) when a member is absent, null or of another type.

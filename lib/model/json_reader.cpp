@@ -13,19 +13,25 @@ namespace spotshift::model {
 
 std::string_view json_type_name(JsonType t) {
   switch (t) {
-    case JsonType::kNull: return "null";
-    case JsonType::kBool: return "a boolean";
-    case JsonType::kNumber: return "a number";
-    case JsonType::kString: return "a string";
-    case JsonType::kObject: return "an object";
-    case JsonType::kArray: return "an array";
-    case JsonType::kInvalid: break;
+    case JsonType::kNull:
+      return "null";
+    case JsonType::kBool:
+      return "a boolean";
+    case JsonType::kNumber:
+      return "a number";
+    case JsonType::kString:
+      return "a string";
+    case JsonType::kObject:
+      return "an object";
+    case JsonType::kArray:
+      return "an array";
+    case JsonType::kInvalid:
+      break;
   }
   return "invalid JSON";
 }
 
-JsonReader::JsonReader(std::string_view text)
-    : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()) {
+JsonReader::JsonReader(std::string_view text) : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()) {
   stack_.reserve(16);
 }
 
@@ -177,14 +183,30 @@ bool JsonReader::unescape(const char* start, std::string_view& out) {
     if (++p_ == end_) break;
     char c = *p_++;
     switch (c) {
-      case '"': s += '"'; break;
-      case '\\': s += '\\'; break;
-      case '/': s += '/'; break;
-      case 'b': s += '\b'; break;
-      case 'f': s += '\f'; break;
-      case 'n': s += '\n'; break;
-      case 'r': s += '\r'; break;
-      case 't': s += '\t'; break;
+      case '"':
+        s += '"';
+        break;
+      case '\\':
+        s += '\\';
+        break;
+      case '/':
+        s += '/';
+        break;
+      case 'b':
+        s += '\b';
+        break;
+      case 'f':
+        s += '\f';
+        break;
+      case 'n':
+        s += '\n';
+        break;
+      case 'r':
+        s += '\r';
+        break;
+      case 't':
+        s += '\t';
+        break;
       case 'u': {
         uint32_t cp;
         if (!hex4(cp)) return fail("\\u is not followed by four hex digits");
@@ -198,7 +220,9 @@ bool JsonReader::unescape(const char* start, std::string_view& out) {
         append_utf8(s, cp);
         break;
       }
-      default: --p_; return fail(fmt::format("invalid escape '\\{}'", c));
+      default:
+        --p_;
+        return fail(fmt::format("invalid escape '\\{}'", c));
     }
   }
   if (p_ == end_) return fail("a string is not closed");
@@ -255,12 +279,24 @@ void JsonReader::skip() {
   bool flag;
   for (;;) {
     switch (peek()) {
-      case JsonType::kObject: begin_object(); break;
-      case JsonType::kArray: begin_array(); break;
-      case JsonType::kString: scan_string(ignored); break;
-      case JsonType::kNumber: read_number(ignored); break;
-      case JsonType::kBool: read_bool(flag); break;
-      case JsonType::kNull: read_null(); break;
+      case JsonType::kObject:
+        begin_object();
+        break;
+      case JsonType::kArray:
+        begin_array();
+        break;
+      case JsonType::kString:
+        scan_string(ignored);
+        break;
+      case JsonType::kNumber:
+        read_number(ignored);
+        break;
+      case JsonType::kBool:
+        read_bool(flag);
+        break;
+      case JsonType::kNull:
+        read_null();
+        break;
       case JsonType::kInvalid:
         if (ok()) expected("a value");
         return;

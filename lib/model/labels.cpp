@@ -29,8 +29,7 @@ Labels::Labels(std::vector<Entry> entries) : entries_(std::move(entries)) {
 void Labels::set(std::string_view key, std::string_view value) { set(InternedString(key), InternedString(value)); }
 
 void Labels::set(const InternedString& key, const InternedString& value) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
-                             [](const Entry& e, const InternedString& k) { return e.first < k; });
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), key, [](const Entry& e, const InternedString& k) { return e.first < k; });
   if (it != entries_.end() && it->first == key) {
     it->second = value;
   } else {

@@ -91,7 +91,8 @@ Result<void> decode_object(JsonDecoder& d, JsonReader& r, ObjectMeta& meta, OnAn
 // The same for a kind that reads no annotations.
 template <class Member>
 Result<void> decode_object(JsonDecoder& d, JsonReader& r, ObjectMeta& meta, Member&& member) {
-  return decode_object(d, r, meta, [](std::string_view, std::string_view) {}, member);
+  return decode_object(
+      d, r, meta, [](std::string_view, std::string_view) {}, member);
 }
 
 // metadata.resourceVersion of an object's JSON text, read no further than needed; empty when it

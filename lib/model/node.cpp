@@ -16,9 +16,8 @@ bool Node::has_taint(std::string_view key, TaintEffect effect) const {
 
 bool Node::same_content(const Node& other) const {
   return meta.name == other.meta.name && meta.uid == other.meta.uid && meta.labels == other.meta.labels &&
-         meta.deletion_timestamp == other.meta.deletion_timestamp && unschedulable == other.unschedulable &&
-         taints == other.taints && allocatable == other.allocatable && conditions == other.conditions &&
-         opt_out == other.opt_out;
+         meta.deletion_timestamp == other.meta.deletion_timestamp && unschedulable == other.unschedulable && taints == other.taints &&
+         allocatable == other.allocatable && conditions == other.conditions && opt_out == other.opt_out;
 }
 
 namespace {
@@ -106,6 +105,8 @@ Result<Node> decode_node(JsonReader& r) {
   return n;
 }
 
-Result<Node> decode_node(std::string_view json) { return decode_whole("node", json, [](JsonReader& r) { return decode_node(r); }); }
+Result<Node> decode_node(std::string_view json) {
+  return decode_whole("node", json, [](JsonReader& r) { return decode_node(r); });
+}
 
 }  // namespace spotshift::model

@@ -32,7 +32,8 @@ Result<PodDisruptionBudget> decode_pdb(JsonReader& r) {
     else if (key == "currentHealthy") b.status.current_healthy = int32();
     else if (key == "desiredHealthy") b.status.desired_healthy = int32();
     else if (key == "expectedPods") b.status.expected_pods = int32();
-    else if (key == "disruptedPods") d.members(r, [&](std::string_view name) {
+    else if (key == "disruptedPods")
+      d.members(r, [&](std::string_view name) {
         b.status.disrupted_pods.emplace_back(name);
         return false;  // the value (when the eviction was granted) is skipped
       });

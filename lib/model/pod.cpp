@@ -11,11 +11,16 @@ namespace spotshift::model {
 
 std::string_view to_string(PodPhase p) {
   switch (p) {
-    case PodPhase::kPending: return "Pending";
-    case PodPhase::kRunning: return "Running";
-    case PodPhase::kSucceeded: return "Succeeded";
-    case PodPhase::kFailed: return "Failed";
-    case PodPhase::kUnknown: return "Unknown";
+    case PodPhase::kPending:
+      return "Pending";
+    case PodPhase::kRunning:
+      return "Running";
+    case PodPhase::kSucceeded:
+      return "Succeeded";
+    case PodPhase::kFailed:
+      return "Failed";
+    case PodPhase::kUnknown:
+      return "Unknown";
   }
   return "Unknown";
 }
@@ -31,15 +36,13 @@ bool equal_affinity(const std::shared_ptr<const Affinity>& a, const std::shared_
 bool equal_except_rv(const Pod& a, const Pod& b) {
   ObjectMeta ma = a.meta;
   ma.resource_version = b.meta.resource_version;
-  return ma == b.meta && a.node_name == b.node_name && a.nominated_node == b.nominated_node &&
-         a.scheduler_name == b.scheduler_name && a.phase == b.phase &&
-         a.controller == b.controller && a.priority == b.priority &&
+  return ma == b.meta && a.node_name == b.node_name && a.nominated_node == b.nominated_node && a.scheduler_name == b.scheduler_name &&
+         a.phase == b.phase && a.controller == b.controller && a.priority == b.priority &&
          a.termination_grace_period_seconds == b.termination_grace_period_seconds &&
          a.deletion_grace_period_seconds == b.deletion_grace_period_seconds && a.requests == b.requests &&
-         a.node_selector == b.node_selector && equal_affinity(a.affinity, b.affinity) &&
-         a.tolerations == b.tolerations && a.topology_spread == b.topology_spread && a.host_ports == b.host_ports &&
-         a.pvc_claims == b.pvc_claims && a.mirror == b.mirror && a.has_empty_dir == b.has_empty_dir &&
-         a.has_host_path == b.has_host_path && a.best_effort == b.best_effort && a.ready == b.ready &&
+         a.node_selector == b.node_selector && equal_affinity(a.affinity, b.affinity) && a.tolerations == b.tolerations &&
+         a.topology_spread == b.topology_spread && a.host_ports == b.host_ports && a.pvc_claims == b.pvc_claims && a.mirror == b.mirror &&
+         a.has_empty_dir == b.has_empty_dir && a.has_host_path == b.has_host_path && a.best_effort == b.best_effort && a.ready == b.ready &&
          a.scheduled == b.scheduled && a.unschedulable == b.unschedulable && a.safe_to_evict == b.safe_to_evict &&
          a.do_not_disrupt == b.do_not_disrupt && a.do_not_move == b.do_not_move;
 }
@@ -78,8 +81,7 @@ void decode_container_resources(JsonDecoder& d, JsonReader& r, Container& c, boo
     return true;
   });
   for (const auto& [name, q] : limits.items())
-    if (std::ranges::find(requested.items(), name) == requested.items().end())
-      c.requests.set(name, q);
+    if (std::ranges::find(requested.items(), name) == requested.items().end()) c.requests.set(name, q);
 }
 
 void decode_host_ports(JsonDecoder& d, JsonReader& r, std::vector<HostPort>& out) {
@@ -118,8 +120,7 @@ Container decode_container(JsonDecoder& d, JsonReader& r, bool& any_cpu_or_memor
 }
 
 // matchLabelKeys (In) or mismatchLabelKeys (NotIn): requirements on the pod's own labels.
-void decode_label_keys(JsonDecoder& d, JsonReader& r, const Labels& pod_labels, SelectorOp op,
-                       std::vector<Requirement>& out) {
+void decode_label_keys(JsonDecoder& d, JsonReader& r, const Labels& pod_labels, SelectorOp op, std::vector<Requirement>& out) {
   d.elements(r, [&] {
     auto label = d.string(r);
     if (auto v = pod_labels.get(label))
@@ -219,9 +220,8 @@ std::shared_ptr<const Affinity> decode_affinity(JsonDecoder& d, JsonReader& r, c
     }
     return true;
   });
-  if (!out->node_required && out->node_preferred.empty() && out->pod_affinity_required.empty() &&
-      out->pod_affinity_preferred.empty() && out->pod_anti_affinity_required.empty() &&
-      out->pod_anti_affinity_preferred.empty())
+  if (!out->node_required && out->node_preferred.empty() && out->pod_affinity_required.empty() && out->pod_affinity_preferred.empty() &&
+      out->pod_anti_affinity_required.empty() && out->pod_anti_affinity_preferred.empty())
     return nullptr;
   return out;
 }
@@ -518,6 +518,5 @@ Result<Pod> decode_pod(JsonReader& r) {
 Result<Pod> decode_pod(std::string_view json) {
   return decode_whole("pod", json, [](JsonReader& r) { return decode_pod(r); });
 }
-
 
 }  // namespace spotshift::model

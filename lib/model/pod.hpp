@@ -26,7 +26,7 @@ struct OwnerReference {
 };
 
 struct PodAffinityTerm {
-  LabelSelector selector;  // matchLabelKeys/mismatchLabelKeys already merged in
+  LabelSelector selector;     // matchLabelKeys/mismatchLabelKeys already merged in
   bool has_selector = false;  // a term without a labelSelector matches no pods
   std::vector<InternedString> namespaces;
   std::optional<LabelSelector> namespace_selector;  // an empty one selects every namespace
@@ -96,16 +96,16 @@ struct Pod {
   // The small members last, together, so they share words (a cache holds 150,000 pods).
   int32_t priority = 0;
   PodPhase phase = PodPhase::kPending;
-  bool mirror = false;          // kubernetes.io/config.mirror
+  bool mirror = false;  // kubernetes.io/config.mirror
   bool has_empty_dir = false;
   bool has_host_path = false;
-  bool best_effort = false;     // no cpu or memory request or limit anywhere
-  bool ready = false;           // condition Ready=True
+  bool best_effort = false;                              // no cpu or memory request or limit anywhere
+  bool ready = false;                                    // condition Ready=True
   ConditionStatus scheduled = ConditionStatus::kAbsent;  // condition PodScheduled
-  bool unschedulable = false;   // PodScheduled=False with reason Unschedulable
-  std::optional<bool> safe_to_evict;  // cluster-autoscaler.kubernetes.io/safe-to-evict
-  bool do_not_disrupt = false;  // karpenter.sh/do-not-disrupt: "true"
-  bool do_not_move = false;     // spotshift.io/do-not-move: "true"
+  bool unschedulable = false;                            // PodScheduled=False with reason Unschedulable
+  std::optional<bool> safe_to_evict;                     // cluster-autoscaler.kubernetes.io/safe-to-evict
+  bool do_not_disrupt = false;                           // karpenter.sh/do-not-disrupt: "true"
+  bool do_not_move = false;                              // spotshift.io/do-not-move: "true"
 
   const std::string& name() const { return meta.name; }
   std::string key() const { return meta.key(); }

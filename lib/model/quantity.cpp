@@ -16,8 +16,7 @@ constexpr i128 kNano = 1'000'000'000;
 // Keep well inside the int128 range so the canonical formatting's x10/x100 cannot overflow.
 constexpr i128 kLimit = i128(1'000'000'000'000'000'000LL) * i128(1'000'000'000'000'000'000LL);  // 1e36
 
-constexpr const char* kFormatWrong =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+constexpr const char* kFormatWrong = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 constexpr const char* kNumeric = "unable to parse quantity's numeric part";
 constexpr const char* kSuffix = "unable to parse quantity's suffix";
 constexpr const char* kRange = "value is outside the supported range (about +-1e27)";
@@ -202,15 +201,13 @@ int64_t Quantity::value() const { return saturate(ceil_div(nanos_, kNano)); }
 
 Quantity& Quantity::operator+=(const Quantity& other) {
   if (nanos_ == 0) format_ = other.format_;
-  if (__builtin_add_overflow(nanos_, other.nanos_, &nanos_))
-    nanos_ = other.nanos_ > 0 ? kLimit : -kLimit;
+  if (__builtin_add_overflow(nanos_, other.nanos_, &nanos_)) nanos_ = other.nanos_ > 0 ? kLimit : -kLimit;
   return *this;
 }
 
 Quantity& Quantity::operator-=(const Quantity& other) {
   if (nanos_ == 0) format_ = other.format_;
-  if (__builtin_sub_overflow(nanos_, other.nanos_, &nanos_))
-    nanos_ = other.nanos_ < 0 ? kLimit : -kLimit;
+  if (__builtin_sub_overflow(nanos_, other.nanos_, &nanos_)) nanos_ = other.nanos_ < 0 ? kLimit : -kLimit;
   return *this;
 }
 
@@ -252,8 +249,7 @@ std::string Quantity::to_string() const {
     mantissa *= 100;
     exponent -= 2;
   }
-  if (format == Format::kDecimalExponent)
-    return sign + i128_to_string(mantissa) + (exponent == 0 ? "" : fmt::format("e{}", exponent));
+  if (format == Format::kDecimalExponent) return sign + i128_to_string(mantissa) + (exponent == 0 ? "" : fmt::format("e{}", exponent));
   static constexpr std::array<const char*, 10> kSuffixes = {"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
   while (exponent > 18) {  // beyond Exa there is no SI suffix: write the mantissa out
     mantissa *= 1000;

@@ -47,9 +47,9 @@ class Quantity {
   // Comparison is by value; 1Ki == 1024 even though their strings differ.
   friend bool operator==(const Quantity& a, const Quantity& b) { return a.nanos_ == b.nanos_; }
   friend std::strong_ordering operator<=>(const Quantity& a, const Quantity& b) {
-    return a.nanos_ < b.nanos_ ? std::strong_ordering::less
-         : a.nanos_ > b.nanos_ ? std::strong_ordering::greater
-                               : std::strong_ordering::equal;
+    return a.nanos_ < b.nanos_   ? std::strong_ordering::less
+           : a.nanos_ > b.nanos_ ? std::strong_ordering::greater
+                                 : std::strong_ordering::equal;
   }
 
  private:

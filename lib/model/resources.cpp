@@ -17,15 +17,13 @@ int64_t ResourceList::get(std::string_view name) const {
 }
 
 int64_t* ResourceList::scalar_slot(std::string_view name) {
-  auto it = std::lower_bound(scalars_.begin(), scalars_.end(), name,
-                             [](const Scalar& s, std::string_view n) { return s.first.view() < n; });
+  auto it =
+      std::lower_bound(scalars_.begin(), scalars_.end(), name, [](const Scalar& s, std::string_view n) { return s.first.view() < n; });
   if (it == scalars_.end() || it->first.view() != name) it = scalars_.insert(it, Scalar{InternedString(name), 0});
   return &it->second;
 }
 
-void ResourceList::set(std::string_view name, const Quantity& q) {
-  set(name, name == kResourceCpu ? q.milli_value() : q.value());
-}
+void ResourceList::set(std::string_view name, const Quantity& q) { set(name, name == kResourceCpu ? q.milli_value() : q.value()); }
 
 void ResourceList::set(std::string_view name, int64_t value) {
   if (name == kResourceCpu) cpu_milli = value;

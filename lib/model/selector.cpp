@@ -11,14 +11,22 @@ namespace spotshift::model {
 
 std::string_view to_string(SelectorOp op) {
   switch (op) {
-    case SelectorOp::kIn: return "In";
-    case SelectorOp::kNotIn: return "NotIn";
-    case SelectorOp::kExists: return "Exists";
-    case SelectorOp::kDoesNotExist: return "DoesNotExist";
-    case SelectorOp::kEquals: return "=";
-    case SelectorOp::kNotEquals: return "!=";
-    case SelectorOp::kGt: return "Gt";
-    case SelectorOp::kLt: return "Lt";
+    case SelectorOp::kIn:
+      return "In";
+    case SelectorOp::kNotIn:
+      return "NotIn";
+    case SelectorOp::kExists:
+      return "Exists";
+    case SelectorOp::kDoesNotExist:
+      return "DoesNotExist";
+    case SelectorOp::kEquals:
+      return "=";
+    case SelectorOp::kNotEquals:
+      return "!=";
+    case SelectorOp::kGt:
+      return "Gt";
+    case SelectorOp::kLt:
+      return "Lt";
   }
   return "?";
 }
@@ -31,11 +39,9 @@ bool alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 std::optional<std::string> check_name(std::string_view s, std::string_view what) {
   if (s.empty()) return fmt::format("{} must not be empty", what);
   if (s.size() > 63) return fmt::format("{} must be no more than 63 characters", what);
-  if (!alnum(s.front()) || !alnum(s.back()))
-    return fmt::format("{} must begin and end with an alphanumeric character", what);
+  if (!alnum(s.front()) || !alnum(s.back())) return fmt::format("{} must begin and end with an alphanumeric character", what);
   for (char c : s)
-    if (!alnum(c) && c != '-' && c != '_' && c != '.')
-      return fmt::format("{} may contain only alphanumerics, '-', '_' and '.'", what);
+    if (!alnum(c) && c != '-' && c != '_' && c != '.') return fmt::format("{} may contain only alphanumerics, '-', '_' and '.'", what);
   return std::nullopt;
 }
 
@@ -43,8 +49,7 @@ std::optional<std::string> check_name(std::string_view s, std::string_view what)
 std::optional<std::string> check_prefix(std::string_view s) {
   if (s.empty() || s.size() > 253) return "prefix must be a DNS subdomain of 1 to 253 characters";
   for (auto part : split(s, '.')) {
-    if (part.empty() || !alnum(part.front()) || !alnum(part.back()))
-      return "prefix must be a lowercase DNS subdomain";
+    if (part.empty() || !alnum(part.front()) || !alnum(part.back())) return "prefix must be a lowercase DNS subdomain";
     for (char c : part)
       if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-'))
         return "prefix must be a lowercase DNS subdomain";
@@ -53,8 +58,7 @@ std::optional<std::string> check_prefix(std::string_view s) {
 }
 
 bool is_ident_char(char c) {
-  return !(c == ' ' || c == '\t' || c == '\n' || c == ',' || c == '(' || c == ')' || c == '=' || c == '!' ||
-           c == '<' || c == '>');
+  return !(c == ' ' || c == '\t' || c == '\n' || c == ',' || c == '(' || c == ')' || c == '=' || c == '!' || c == '<' || c == '>');
 }
 
 class SelectorParser {
@@ -78,9 +82,7 @@ class SelectorParser {
   }
 
  private:
-  Error fail(std::string why) const {
-    return Error::invalid(fmt::format("invalid label selector \"{}\": {}", s_, why));
-  }
+  Error fail(std::string why) const { return Error::invalid(fmt::format("invalid label selector \"{}\": {}", s_, why)); }
   void skip_ws() {
     while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n')) ++pos_;
   }
@@ -182,7 +184,8 @@ Result<Requirement> Requirement::make(std::string_view key, SelectorOp op, std::
       break;
     case SelectorOp::kEquals:
     case SelectorOp::kNotEquals:
-      if (values.size() != 1) return Error::invalid(fmt::format("key \"{}\": operator {} needs exactly one value", key, model::to_string(op)));
+      if (values.size() != 1)
+        return Error::invalid(fmt::format("key \"{}\": operator {} needs exactly one value", key, model::to_string(op)));
       break;
     case SelectorOp::kExists:
     case SelectorOp::kDoesNotExist:
@@ -190,9 +193,12 @@ Result<Requirement> Requirement::make(std::string_view key, SelectorOp op, std::
       break;
     case SelectorOp::kGt:
     case SelectorOp::kLt: {
-      if (values.size() != 1) return Error::invalid(fmt::format("key \"{}\": operator {} needs exactly one value", key, model::to_string(op)));
+      if (values.size() != 1)
+        return Error::invalid(fmt::format("key \"{}\": operator {} needs exactly one value", key, model::to_string(op)));
       auto n = parse_int(values[0]);
-      if (!n) return Error::invalid(fmt::format("key \"{}\": operator {} needs an integer value, got \"{}\"", key, model::to_string(op), values[0]));
+      if (!n)
+        return Error::invalid(
+            fmt::format("key \"{}\": operator {} needs an integer value, got \"{}\"", key, model::to_string(op), values[0]));
       r.number = *n;
       r.values.emplace_back(std::to_string(*n));  // canonical, so the string form round-trips
       return r;
@@ -215,11 +221,15 @@ bool Requirement::matches_value(std::string_view value) const {
   };
   switch (op) {
     case SelectorOp::kIn:
-    case SelectorOp::kEquals: return contains();
+    case SelectorOp::kEquals:
+      return contains();
     case SelectorOp::kNotIn:
-    case SelectorOp::kNotEquals: return !contains();
-    case SelectorOp::kExists: return true;
-    case SelectorOp::kDoesNotExist: return false;
+    case SelectorOp::kNotEquals:
+      return !contains();
+    case SelectorOp::kExists:
+      return true;
+    case SelectorOp::kDoesNotExist:
+      return false;
     case SelectorOp::kGt:
     case SelectorOp::kLt: {
       auto n = parse_int(value);
@@ -245,10 +255,13 @@ bool Requirement::matches(const Labels& labels) const {
       for (const auto& v : values)
         if (v == *value) return false;
       return true;
-    case SelectorOp::kExists: return value != nullptr;
-    case SelectorOp::kDoesNotExist: return value == nullptr;
+    case SelectorOp::kExists:
+      return value != nullptr;
+    case SelectorOp::kDoesNotExist:
+      return value == nullptr;
     case SelectorOp::kGt:
-    case SelectorOp::kLt: return value && matches_value(value->view());
+    case SelectorOp::kLt:
+      return value && matches_value(value->view());
   }
   return false;
 }
@@ -264,21 +277,28 @@ std::string Requirement::to_string() const {
   };
   std::string_view k = key.view();
   switch (op) {
-    case SelectorOp::kIn: return fmt::format("{} in ({})", k, joined());
-    case SelectorOp::kNotIn: return fmt::format("{} notin ({})", k, joined());
-    case SelectorOp::kExists: return std::string(k);
-    case SelectorOp::kDoesNotExist: return fmt::format("!{}", k);
-    case SelectorOp::kEquals: return fmt::format("{}={}", k, joined());
-    case SelectorOp::kNotEquals: return fmt::format("{}!={}", k, joined());
-    case SelectorOp::kGt: return fmt::format("{}>{}", k, number);
-    case SelectorOp::kLt: return fmt::format("{}<{}", k, number);
+    case SelectorOp::kIn:
+      return fmt::format("{} in ({})", k, joined());
+    case SelectorOp::kNotIn:
+      return fmt::format("{} notin ({})", k, joined());
+    case SelectorOp::kExists:
+      return std::string(k);
+    case SelectorOp::kDoesNotExist:
+      return fmt::format("!{}", k);
+    case SelectorOp::kEquals:
+      return fmt::format("{}={}", k, joined());
+    case SelectorOp::kNotEquals:
+      return fmt::format("{}!={}", k, joined());
+    case SelectorOp::kGt:
+      return fmt::format("{}>{}", k, number);
+    case SelectorOp::kLt:
+      return fmt::format("{}<{}", k, number);
   }
   return "";
 }
 
 LabelSelector::LabelSelector(std::vector<Requirement> requirements) : requirements_(std::move(requirements)) {
-  std::stable_sort(requirements_.begin(), requirements_.end(),
-                   [](const Requirement& a, const Requirement& b) { return a.key < b.key; });
+  std::stable_sort(requirements_.begin(), requirements_.end(), [](const Requirement& a, const Requirement& b) { return a.key < b.key; });
 }
 
 Result<LabelSelector> LabelSelector::parse(std::string_view text) { return SelectorParser(text).run(); }
@@ -327,9 +347,7 @@ bool NodeSelector::matches(const Labels& node_labels, std::string_view node_name
 
 Result<FieldSelector> FieldSelector::parse(std::string_view text) {
   FieldSelector sel;
-  auto fail = [&](std::string why) {
-    return Error::invalid(fmt::format("invalid field selector \"{}\": {}", text, why));
-  };
+  auto fail = [&](std::string why) { return Error::invalid(fmt::format("invalid field selector \"{}\": {}", text, why)); };
   if (trim(text).empty()) return sel;
   // Split on unescaped commas, then each term on its operator.
   std::vector<std::string> terms(1);
@@ -352,16 +370,28 @@ Result<FieldSelector> FieldSelector::parse(std::string_view text) {
         ++i;
         continue;
       }
-      if (term.compare(i, 2, "!=") == 0) { op_pos = i; op_len = 2; r.negate = true; break; }
-      if (term.compare(i, 2, "==") == 0) { op_pos = i; op_len = 2; break; }
-      if (term[i] == '=') { op_pos = i; op_len = 1; break; }
+      if (term.compare(i, 2, "!=") == 0) {
+        op_pos = i;
+        op_len = 2;
+        r.negate = true;
+        break;
+      }
+      if (term.compare(i, 2, "==") == 0) {
+        op_pos = i;
+        op_len = 2;
+        break;
+      }
+      if (term[i] == '=') {
+        op_pos = i;
+        op_len = 1;
+        break;
+      }
     }
     if (op_pos == std::string::npos) return fail(fmt::format("\"{}\" needs an operator (=, == or !=)", term));
     r.field = std::string(trim(std::string_view(term).substr(0, op_pos)));
     if (r.field.empty()) return fail(fmt::format("\"{}\" has no field name", term));
     for (char c : r.field)
-      if (!alnum(c) && c != '.' && c != '-' && c != '_')
-        return fail(fmt::format("invalid field name \"{}\"", r.field));
+      if (!alnum(c) && c != '.' && c != '-' && c != '_') return fail(fmt::format("invalid field name \"{}\"", r.field));
     std::string_view raw = std::string_view(term).substr(op_pos + op_len);
     for (size_t i = 0; i < raw.size(); ++i) {
       if (raw[i] == '\\' && i + 1 < raw.size()) ++i;

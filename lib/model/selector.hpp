@@ -97,7 +97,7 @@ class FieldSelector {
 };
 
 // Validation helpers shared with the decoders.
-std::optional<std::string> validate_label_key(std::string_view key);    // nullopt when valid
+std::optional<std::string> validate_label_key(std::string_view key);  // nullopt when valid
 std::optional<std::string> validate_label_value(std::string_view value);
 
 }  // namespace spotshift::model

@@ -13,9 +13,12 @@ Result<TaintEffect> parse_taint_effect(std::string_view s) {
 
 std::string_view to_string(TaintEffect e) {
   switch (e) {
-    case TaintEffect::kNoSchedule: return "NoSchedule";
-    case TaintEffect::kPreferNoSchedule: return "PreferNoSchedule";
-    case TaintEffect::kNoExecute: return "NoExecute";
+    case TaintEffect::kNoSchedule:
+      return "NoSchedule";
+    case TaintEffect::kPreferNoSchedule:
+      return "PreferNoSchedule";
+    case TaintEffect::kNoExecute:
+      return "NoExecute";
   }
   return "?";
 }
@@ -44,8 +47,8 @@ bool tolerated(std::span<const Toleration> tolerations, const Taint& taint) {
   return false;
 }
 
-const Taint* first_untolerated(std::span<const Toleration> tolerations, const std::vector<Taint>& taints,
-                               bool no_schedule, bool prefer_no_schedule, bool no_execute) {
+const Taint* first_untolerated(std::span<const Toleration> tolerations, const std::vector<Taint>& taints, bool no_schedule,
+                               bool prefer_no_schedule, bool no_execute) {
   for (const auto& taint : taints) {
     bool considered = (taint.effect == TaintEffect::kNoSchedule && no_schedule) ||
                       (taint.effect == TaintEffect::kPreferNoSchedule && prefer_no_schedule) ||

@@ -30,8 +30,8 @@ struct Taint {
 enum class TolerationOp : uint8_t { kEqual, kExists };
 
 struct Toleration {
-  InternedString key;               // empty with Exists: matches every key
-  InternedString value;             // ignored with Exists
+  InternedString key;    // empty with Exists: matches every key
+  InternedString value;  // ignored with Exists
   std::optional<int64_t> toleration_seconds;
   TolerationOp op = TolerationOp::kEqual;
   std::optional<TaintEffect> effect;  // empty: matches every effect
@@ -53,7 +53,7 @@ using Tolerations = InternedList<Toleration, TolerationHash>;
 bool tolerated(std::span<const Toleration> tolerations, const Taint& taint);
 
 // The first taint with one of the given effects that no toleration tolerates, or nullptr.
-const Taint* first_untolerated(std::span<const Toleration> tolerations, const std::vector<Taint>& taints,
-                               bool no_schedule, bool prefer_no_schedule, bool no_execute);
+const Taint* first_untolerated(std::span<const Toleration> tolerations, const std::vector<Taint>& taints, bool no_schedule,
+                               bool prefer_no_schedule, bool no_execute);
 
 }  // namespace spotshift::model

@@ -7,9 +7,8 @@ namespace spotshift::model {
 
 namespace {
 // Zone and region labels a volume carries (the legacy ones are still set by some provisioners).
-constexpr std::string_view kTopologyLabels[] = {
-    "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region"};
+constexpr std::string_view kTopologyLabels[] = {"topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+                                                "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region"};
 }  // namespace
 
 Result<PersistentVolumeClaim> decode_pvc(JsonReader& r) {

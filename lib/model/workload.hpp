@@ -20,9 +20,7 @@ struct WorkloadController {
   // onExitCodes rule before it could match the evicted pod's exit code first, so it does not
   // count. Without such a rule, an evicted pod is a failed pod to the Job.
   bool ignores_disruptions = false;
-  bool same_content(const WorkloadController& o) const {
-    return meta.uid == o.meta.uid && ignores_disruptions == o.ignores_disruptions;
-  }
+  bool same_content(const WorkloadController& o) const { return meta.uid == o.meta.uid && ignores_disruptions == o.ignores_disruptions; }
 };
 
 // The kinds spotshift watches to know whether a pod's controller exists.

@@ -2,12 +2,12 @@
 
 #include "runtime/spawn.hpp"
 
+#include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
 
 #include <variant>
 
@@ -16,12 +16,7 @@ namespace spotshift::runtime {
 using namespace asio::experimental::awaitable_operators;
 
 Controller::Controller(std::string name, Reconciler& reconciler, WorkQueue& queue, Timers& timers, Options options)
-    : name_(std::move(name)),
-      reconciler_(reconciler),
-      queue_(queue),
-      timers_(timers),
-      options_(options),
-      logger_("controller." + name_) {}
+    : name_(std::move(name)), reconciler_(reconciler), queue_(queue), timers_(timers), options_(options), logger_("controller." + name_) {}
 
 asio::awaitable<void> Controller::run() {
   int n = std::max(1, options_.workers);
@@ -51,8 +46,7 @@ asio::awaitable<Result<Action>> Controller::reconcile_once(const std::string& ke
     auto outcome = co_await (reconciler_.reconcile(key) || deadline.async_wait(asio::use_awaitable));
     if (outcome.index() == 0) co_return std::get<0>(std::move(outcome));
     ++stats_.timeouts;
-    co_return Error::timeout(fmt::format("reconcile of {} did not finish within {}", key,
-                                         format_go_duration(options_.reconcile_timeout)));
+    co_return Error::timeout(fmt::format("reconcile of {} did not finish within {}", key, format_go_duration(options_.reconcile_timeout)));
   } catch (const std::exception& e) {
     ++stats_.panics;
     logger_.error("reconcile threw an exception", {{"key", key}, {"exception", e.what()}});

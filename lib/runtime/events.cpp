@@ -35,8 +35,8 @@ EventRecorder::EventRecorder(std::shared_ptr<kube::Client> client, Timers& timer
 
 std::string EventRecorder::series_key(const Pending& p, const EventRecorderOptions& o) {
   auto ref = [](const ObjectReference& r) { return fmt::format("{}/{}/{}/{}/{}", r.api_version, r.kind, r.namespace_, r.name, r.uid); };
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}", p.type, p.action, p.reason, o.reporting_controller, o.reporting_instance,
-                     ref(p.regarding), p.related ? ref(*p.related) : "");
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}", p.type, p.action, p.reason, o.reporting_controller, o.reporting_instance, ref(p.regarding),
+                     p.related ? ref(*p.related) : "");
 }
 
 std::string_view to_string(EventType t) { return t == EventType::kWarning ? "Warning" : "Normal"; }

@@ -101,8 +101,7 @@ class Informer {
   }
 
   asio::awaitable<void> run() {
-    if (options_.resync_period > Duration::zero())
-      spawn(timers_.executor(), resync_loop(), "resync of " + name_);
+    if (options_.resync_period > Duration::zero()) spawn(timers_.executor(), resync_loop(), "resync of " + name_);
     enum class State { kListing, kWatching, kBackoff } state = State::kListing;
     std::string relist_from;  // after a 410: first try the last resourceVersion seen
     while (!stopped_) {
@@ -188,15 +187,14 @@ class Informer {
     // before the whole list has read (a list that fails part-way is dropped, list_each's rule).
     std::vector<Ptr> listed;
     std::vector<Error> skipped;
-    auto rv = co_await client_->list_each(kube::ResourceTraits<T>::resource(), options_.namespace_, o,
-                                          [&](model::JsonReader& item) {
-                                            auto obj = std::make_shared<T>();
-                                            if (auto decoded = kube::read_object_into<T>(item, *obj); !decoded) {
-                                              skipped.push_back(decoded.error());
-                                              return;
-                                            }
-                                            listed.push_back(keep(std::move(obj)));
-                                          });
+    auto rv = co_await client_->list_each(kube::ResourceTraits<T>::resource(), options_.namespace_, o, [&](model::JsonReader& item) {
+      auto obj = std::make_shared<T>();
+      if (auto decoded = kube::read_object_into<T>(item, *obj); !decoded) {
+        skipped.push_back(decoded.error());
+        return;
+      }
+      listed.push_back(keep(std::move(obj)));
+    });
     if (!rv) co_return rv.error();
     for (const auto& e : skipped) skip_undecodable(e);
     // Replace: upsert everything listed, then delete what vanished, telling handlers.
@@ -206,8 +204,7 @@ class Informer {
       seen.insert(key);
       Ptr prev = store_.upsert(fresh);
       if (!prev) deliver({ObjectEvent<T>::Type::kAdded, fresh, nullptr, false});
-      else if (prev->meta.resource_version != fresh->meta.resource_version)
-        deliver({ObjectEvent<T>::Type::kUpdated, fresh, prev, false});
+      else if (prev->meta.resource_version != fresh->meta.resource_version) deliver({ObjectEvent<T>::Type::kUpdated, fresh, prev, false});
     }
     for (const auto& key : store_.keys()) {
       if (seen.count(key)) continue;
@@ -228,8 +225,7 @@ class Informer {
     o.field_selector = options_.field_selector;
     o.resource_version = rv_;
     o.allow_bookmarks = true;
-    o.timeout_seconds = std::uniform_int_distribution<int>(options_.min_watch_timeout_seconds,
-                                                           options_.max_watch_timeout_seconds)(rng_);
+    o.timeout_seconds = std::uniform_int_distribution<int>(options_.min_watch_timeout_seconds, options_.max_watch_timeout_seconds)(rng_);
     ++stats_.watches;
     auto w = co_await client_->watch<T>(options_.namespace_, o);
     if (!w) co_return w.error();

@@ -17,8 +17,8 @@ Result<void> LeaderElectionOptions::validate() const {
   if (identity.empty()) return Error::invalid("leader election needs an identity");
   if (retry_period <= Duration::zero()) return Error::invalid("leader election retry period must be positive");
   if (!(lease_duration > renew_deadline))
-    return Error::invalid(fmt::format("lease duration ({}) must be longer than the renew deadline ({})",
-                                      format_go_duration(lease_duration), format_go_duration(renew_deadline)));
+    return Error::invalid(fmt::format("lease duration ({}) must be longer than the renew deadline ({})", format_go_duration(lease_duration),
+                                      format_go_duration(renew_deadline)));
   if (!(renew_deadline > retry_period * 12 / 10))
     return Error::invalid(fmt::format("renew deadline ({}) must be longer than 1.2 times the retry period ({})",
                                       format_go_duration(renew_deadline), format_go_duration(retry_period)));
@@ -56,7 +56,8 @@ asio::awaitable<bool> LeaderElector::try_acquire_or_renew() {
   if (leading_ && have_observed_ && observed_.spec.holder_identity == options_.identity) {
     model::Lease renewed = observed_;
     renewed.spec.renew_time = now;
-    renewed.spec.lease_duration_seconds = static_cast<int32_t>(std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
+    renewed.spec.lease_duration_seconds =
+        static_cast<int32_t>(std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
     auto r = co_await client_->update(kube::Resource::leases(), ns, options_.name, model::encode_lease(renewed));
     if (r) {
       if (auto l = model::decode_lease(*r)) {
@@ -77,14 +78,14 @@ asio::awaitable<bool> LeaderElector::try_acquire_or_renew() {
     fresh.meta.name = options_.name;
     fresh.meta.namespace_ = model::InternedString(ns);
     fresh.spec.holder_identity = options_.identity;
-    fresh.spec.lease_duration_seconds = static_cast<int32_t>(std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
+    fresh.spec.lease_duration_seconds =
+        static_cast<int32_t>(std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
     fresh.spec.acquire_time = now;
     fresh.spec.renew_time = now;
     fresh.spec.lease_transitions = 0;
     auto created = co_await client_->create(kube::Resource::leases(), ns, model::encode_lease(fresh));
     if (!created) {
-      if (!created.error().is_already_exists())
-        logger.warn("cannot create the lease", {{"error", created.error()}});
+      if (!created.error().is_already_exists()) logger.warn("cannot create the lease", {{"error", created.error()}});
       co_return false;
     }
     if (auto l = model::decode_lease(*created)) {
@@ -109,7 +110,8 @@ asio::awaitable<bool> LeaderElector::try_acquire_or_renew() {
     next.spec.lease_transitions = current->spec.lease_transitions + 1;
   }
   next.spec.holder_identity = options_.identity;
-  next.spec.lease_duration_seconds = static_cast<int32_t>(std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
+  next.spec.lease_duration_seconds =
+      static_cast<int32_t>(std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
   next.spec.renew_time = now;
   auto updated = co_await client_->update(kube::Resource::leases(), ns, options_.name, model::encode_lease(next));
   if (!updated) {
@@ -164,13 +166,14 @@ asio::awaitable<void> LeaderElector::run(std::function<void()> on_started, std::
     };
     auto attempt = std::make_shared<Attempt>();
     const Duration sent = clock.monotonic();
-    spawn(timers_.executor(),
-          [](LeaderElector* self, std::shared_ptr<Attempt> a) -> asio::awaitable<void> {
-            a->renewed = co_await self->try_acquire_or_renew();
-            a->done = true;
-            self->attempt_signal_.notify();
-          }(this, attempt),
-          "lease renewal");
+    spawn(
+        timers_.executor(),
+        [](LeaderElector* self, std::shared_ptr<Attempt> a) -> asio::awaitable<void> {
+          a->renewed = co_await self->try_acquire_or_renew();
+          a->done = true;
+          self->attempt_signal_.notify();
+        }(this, attempt),
+        "lease renewal");
     while (!attempt->done) {
       const Duration left = renewed_at + options_.renew_deadline - clock.monotonic();
       if (left <= Duration::zero()) {

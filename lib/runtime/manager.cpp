@@ -3,10 +3,10 @@
 #include "runtime/spawn.hpp"
 #include "runtime/telemetry.hpp"
 
+#include <fmt/format.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <fmt/format.h>
 
 #include <csignal>
 
@@ -43,8 +43,7 @@ Result<void> Manager::start_servers() {
   if (!probe_addr) return probe_addr.error().wrap("--health-probe-bind-address");
   if (!metrics_addr->disabled) {
     metrics_server_ = std::make_unique<HttpServer>(executor_, [this](std::string_view path) {
-      if (path == "/metrics")
-        return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
+      if (path == "/metrics") return HttpReply{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render()};
       return HttpReply{404, "text/plain; charset=utf-8", "not found\n"};
     });
     auto port = metrics_server_->listen(*metrics_addr);
@@ -80,8 +79,8 @@ asio::awaitable<void> Manager::lead() {
   }
   for (Controller* c : controllers_) {
     ++controllers_running_;
-    spawn(executor_,
-          [](Controller* c) -> asio::awaitable<void> { co_await c->run(); }(c), "controller " + c->name());
+    spawn(
+        executor_, [](Controller* c) -> asio::awaitable<void> { co_await c->run(); }(c), "controller " + c->name());
   }
   // Count controllers down as they finish.
   co_return;

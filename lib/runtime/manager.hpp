@@ -36,14 +36,13 @@ struct ManagerOptions {
 
 class Manager {
  public:
-  Manager(asio::any_io_executor executor, std::shared_ptr<kube::Client> client, Timers& timers, Metrics& metrics,
-          ManagerOptions options);
+  Manager(asio::any_io_executor executor, std::shared_ptr<kube::Client> client, Timers& timers, Metrics& metrics, ManagerOptions options);
   ~Manager();
 
   template <class T>
   void add_informer(Informer<T>& informer) {
-    sources_.push_back(Source{informer.name(), [&informer] { return informer.run(); },
-                              [&informer] { return informer.synced(); }, [&informer] { informer.stop(); }});
+    sources_.push_back(Source{informer.name(), [&informer] { return informer.run(); }, [&informer] { return informer.synced(); },
+                              [&informer] { informer.stop(); }});
   }
   void add_controller(Controller& c) { controllers_.push_back(&c); }
   // Tasks a reconciler runs beyond its reconciles (drains): waited for on shutdown like in-flight

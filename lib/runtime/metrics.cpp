@@ -6,12 +6,12 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <dirent.h>
-#include <fstream>
-#include <sstream>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <cmath>
+#include <fstream>
+#include <sstream>
 
 namespace spotshift::runtime {
 
@@ -56,11 +56,10 @@ std::string number(double v) {
   return fmt::format("{}", v);
 }
 
-std::string labels_text(const std::vector<std::string>& names, const std::vector<std::string>& values,
-                        const std::string& extra_name = "", const std::string& extra_value = "") {
+std::string labels_text(const std::vector<std::string>& names, const std::vector<std::string>& values, const std::string& extra_name = "",
+                        const std::string& extra_value = "") {
   std::string out;
-  for (size_t i = 0; i < names.size(); ++i)
-    out += fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", names[i], escape_value(values[i]));
+  for (size_t i = 0; i < names.size(); ++i) out += fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", names[i], escape_value(values[i]));
   if (!extra_name.empty()) out += fmt::format("{}{}=\"{}\"", out.empty() ? "" : ",", extra_name, extra_value);
   return out.empty() ? "" : "{" + out + "}";
 }
@@ -126,8 +125,8 @@ Metrics::Metrics() {
 
 std::vector<double> Metrics::default_buckets() { return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}; }
 
-Metrics::Family& Metrics::family(const std::string& name, const std::string& help, Type type,
-                                 std::vector<std::string> labels, std::vector<double> bounds) {
+Metrics::Family& Metrics::family(const std::string& name, const std::string& help, Type type, std::vector<std::string> labels,
+                                 std::vector<double> bounds) {
   std::lock_guard lock(mutex_);
   if (!valid_name(name, true)) throw std::invalid_argument(fmt::format("invalid metric name \"{}\"", name));
   for (const auto& l : labels)

@@ -33,17 +33,17 @@ class Metrics {
 
   class Series {
    public:
-    void inc(double v = 1);       // counters and gauges
-    void dec(double v = 1);       // gauges
-    void set(double v);           // gauges
-    void observe(double v);       // histograms
+    void inc(double v = 1);  // counters and gauges
+    void dec(double v = 1);  // gauges
+    void set(double v);      // gauges
+    void observe(double v);  // histograms
     double value() const;
-    uint64_t count() const;       // histograms: observations
+    uint64_t count() const;  // histograms: observations
    private:
     friend class Metrics;
     std::mutex* mutex_ = nullptr;
     Type type_ = Type::kCounter;
-    double value_ = 0;            // counter/gauge value, histogram sum
+    double value_ = 0;  // counter/gauge value, histogram sum
     uint64_t count_ = 0;
     std::vector<double> bounds_;
     std::vector<uint64_t> buckets_;  // cumulative counts are computed when rendering
@@ -54,6 +54,7 @@ class Metrics {
     // The series for these label values (in the order of the family's label names).
     Series& with(const std::vector<std::string>& values);
     Series& get() { return with({}); }
+
    private:
     friend class Metrics;
     std::mutex* mutex_ = nullptr;
@@ -80,8 +81,7 @@ class Metrics {
   std::string render();
 
  private:
-  Family& family(const std::string& name, const std::string& help, Type type, std::vector<std::string> labels,
-                 std::vector<double> bounds);
+  Family& family(const std::string& name, const std::string& help, Type type, std::vector<std::string> labels, std::vector<double> bounds);
   void update_process_metrics();
 
   std::mutex mutex_;

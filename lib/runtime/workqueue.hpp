@@ -73,9 +73,9 @@ class WorkQueue {
   Timers& timers_;
   RateLimiter limiter_;
   std::deque<std::string> queue_;
-  std::set<std::string> queued_;      // keys in queue_
+  std::set<std::string> queued_;  // keys in queue_
   std::set<std::string> processing_;
-  std::set<std::string> dirty_;       // added while processing
+  std::set<std::string> dirty_;  // added while processing
   std::multimap<Time, std::string> delayed_;
   std::map<std::string, Time> delayed_at_;  // the earliest wanted time per delayed key
   Signal ready_;

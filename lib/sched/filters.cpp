@@ -36,8 +36,7 @@ class NodeConditions final : public FilterPlugin {
     if (c.network_unavailable == ConditionStatus::kTrue) return Status::unresolvable("node(s) had unavailable network");
     if (c.disk_pressure == ConditionStatus::kTrue) return Status::unresolvable("node(s) had disk pressure");
     if (c.pid_pressure == ConditionStatus::kTrue) return Status::unresolvable("node(s) had PID pressure");
-    if (c.memory_pressure == ConditionStatus::kTrue && pod.best_effort)
-      return Status::unresolvable("node(s) had memory pressure");
+    if (c.memory_pressure == ConditionStatus::kTrue && pod.best_effort) return Status::unresolvable("node(s) had memory pressure");
     return Status::success();
   }
 };
@@ -46,7 +45,9 @@ class NodeName final : public FilterPlugin, public PreFilter {
  public:
   NodeName() : FilterPlugin(kNodeStatic) {}
   std::string_view name() const override { return "NodeName"; }
-  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override { return run_if(!pod.node_name.empty()); }
+  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override {
+    return run_if(!pod.node_name.empty());
+  }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     if (pod.node_name.empty() || pod.node_name.view() == fork.base().node(n).name) return Status::success();
     return Status::unresolvable("node(s) didn't match the requested node name");
@@ -81,7 +82,9 @@ class VolumeZone final : public FilterPlugin, public PreFilter {
  public:
   VolumeZone() : FilterPlugin(kNodeStatic) {}
   std::string_view name() const override { return "VolumeZone"; }
-  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override { return run_if(!pod.pvc_claims.empty()); }
+  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override {
+    return run_if(!pod.pvc_claims.empty());
+  }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const auto& volumes = fork.base().volumes();
     if (volumes.empty()) return Status::success();
@@ -116,8 +119,7 @@ bool fits_basic(const BasicResources& used, const BasicResources& a, const model
 class NodeResourcesFit final : public FilterPlugin, public FilterNodes {
  public:
   std::string_view name() const override { return "NodeResourcesFit"; }
-  void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork,
-                    std::vector<int>& nodes) const override {
+  void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const override {
     const model::ResourceList& r = pod.requests;
     // Extended resources: filter() node by node.
     if (!r.scalars().empty()) return filter_each(cs, slot, pod, fork, nodes);
@@ -155,7 +157,9 @@ bool ports_conflict(const model::HostPort& a, const model::HostPort& b) {
 class NodePorts final : public FilterPlugin, public PreFilter {
  public:
   std::string_view name() const override { return "NodePorts"; }
-  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override { return run_if(!pod.host_ports.empty()); }
+  PreFilterResult pre_filter(CycleState&, size_t, const model::Pod& pod, const Fork&) const override {
+    return run_if(!pod.host_ports.empty());
+  }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     bool conflict = false;
     fork.for_each_pod(n, [&](const model::Pod& other) {

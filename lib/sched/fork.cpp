@@ -8,9 +8,7 @@ namespace spotshift::sched {
 namespace {
 bool has_anti_affinity(const model::Pod& p) { return p.affinity && !p.affinity->pod_anti_affinity_required.empty(); }
 // Whether two pods have the same namespace/name, without building either key.
-bool same_key(const model::Pod& a, const model::Pod& b) {
-  return a.meta.namespace_ == b.meta.namespace_ && a.meta.name == b.meta.name;
-}
+bool same_key(const model::Pod& a, const model::Pod& b) { return a.meta.namespace_ == b.meta.namespace_ && a.meta.name == b.meta.name; }
 }  // namespace
 
 Fork::Fork(const ClusterSnapshot& base) : base_(&base), bits_((static_cast<size_t>(base.size()) + 63) / 64, 0) {}

@@ -43,9 +43,7 @@ class Fork {
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
   const std::set<std::pair<int64_t, int>>& tracked_by_free_cpu() const { return by_free_cpu_; }
   // Whether this fork itself (not an ancestor) changed the node, and each node it changed.
-  bool changed_here(int node) const {
-    return !index_.empty() && index_[static_cast<size_t>(node)] >= 0;
-  }
+  bool changed_here(int node) const { return !index_.empty() && index_[static_cast<size_t>(node)] >= 0; }
   template <class F>
   void for_each_changed_here(F&& f) const {
     for (const auto& d : deltas_) f(d.node);
@@ -57,8 +55,7 @@ class Fork {
     for (const Fork* f = this; f; f = f->parent_) {
       if (!f->dense_used_.empty()) return f->dense_used_[static_cast<size_t>(node)];
       if (!f->index_.empty())
-        if (int32_t at = f->index_[static_cast<size_t>(node)]; at >= 0)
-          return BasicResources::of(f->deltas_[static_cast<size_t>(at)].used);
+        if (int32_t at = f->index_[static_cast<size_t>(node)]; at >= 0) return BasicResources::of(f->deltas_[static_cast<size_t>(at)].used);
     }
     return base_->used_basic()[static_cast<size_t>(node)];
   }
@@ -158,17 +155,17 @@ class Fork {
 
   const ClusterSnapshot* base_;
   const Fork* parent_ = nullptr;
-  std::vector<uint64_t> bits_;   // nodes touched here or in an ancestor
-  std::vector<Delta> deltas_;    // this fork's own, in the order first edited
-  std::vector<int32_t> index_;   // node -> position in deltas_ or -1; empty until the first edit
+  std::vector<uint64_t> bits_;  // nodes touched here or in an ancestor
+  std::vector<Delta> deltas_;   // this fork's own, in the order first edited
+  std::vector<int32_t> index_;  // node -> position in deltas_ or -1; empty until the first edit
   // A fork without a parent (the one a planner commits into) keeps every node's basic usage
   // packed once it has changed anything, so used_basic() ends at it without a delta lookup.
   std::vector<BasicResources> dense_used_;
   std::vector<int> tracked_;
   std::vector<bool> is_tracked_;
   std::set<std::pair<int64_t, int>> by_free_cpu_;  // (free CPU, node) of the tracked nodes
-  int added_anti_affinity_ = 0;  // over every effective delta, ancestors' included
-  AntiAffinityTerms added_anti_terms_;  // of the pods added in this fork itself
+  int added_anti_affinity_ = 0;                    // over every effective delta, ancestors' included
+  AntiAffinityTerms added_anti_terms_;             // of the pods added in this fork itself
   // The pods added in this fork itself, by label key and value (a pod may appear again after a
   // remove and re-add; still_added() filters the removed).
   LabelBuckets<PlacedPod> added_by_label_;

@@ -270,8 +270,7 @@ void each_bit(uint64_t set, F&& f) {
 }
 }  // namespace
 
-void Framework::prepare(CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t& statics,
-                        uint64_t& dynamics) const {
+void Framework::prepare(CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t& statics, uint64_t& dynamics) const {
   // Bit sets over filters_ (a profile lists each filter once, and there are fewer than 64), so a
   // placement allocates nothing for them.
   statics = dynamics = 0;
@@ -281,8 +280,8 @@ void Framework::prepare(CycleState& state, const model::Pod& pod, const Fork& fo
   }
 }
 
-const std::vector<uint8_t>& Framework::static_verdicts(const CycleState& state, const model::Pod& pod, const Fork& fork,
-                                                       uint64_t statics, PlacementCache& cache) const {
+const std::vector<uint8_t>& Framework::static_verdicts(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics,
+                                                       PlacementCache& cache) const {
   thread_local std::string sig;
   signature(pod, sig);
   auto it = cache.static_verdicts_.find(std::string_view(sig));
@@ -346,8 +345,7 @@ void Framework::add_scores(const CycleState& state, const model::Pod& pod, const
   }
 }
 
-Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
-                           PlacementCache* cache) const {
+Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates, PlacementCache* cache) const {
   Placement out;
   CycleState state(cache);
   uint64_t statics, dynamics;
@@ -411,8 +409,7 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
   return place(pod, fork, top->tracked(), &cache);
 }
 
-std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top,
-                                                  PlacementCache& cache) const {
+std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top, PlacementCache& cache) const {
   CycleState state(&cache);
   // Every other weighted score must give every node the same value for this pod.
   const uint64_t uniform = pre_score(state, pod, fork);
@@ -476,8 +473,7 @@ std::vector<std::pair<std::string, Status>> Framework::check(const model::Pod& p
     const Filter& f = filters_[i];
     if (f.pre && f.pre->pre_filter(state, i, pod, fork) == PreFilterResult::kSkip)
       out.emplace_back(std::string(f.plugin->name()), Status::success());
-    else
-      out.emplace_back(std::string(f.plugin->name()), f.plugin->filter(state, i, pod, fork, node));
+    else out.emplace_back(std::string(f.plugin->name()), f.plugin->filter(state, i, pod, fork, node));
   }
   return out;
 }

@@ -54,11 +54,17 @@ struct Status {
 
   static Status success() { return {}; }
   template <class R>
-  static Status unschedulable(R&& reason) { return with(Code::kUnschedulable, std::forward<R>(reason)); }
+  static Status unschedulable(R&& reason) {
+    return with(Code::kUnschedulable, std::forward<R>(reason));
+  }
   template <class R>
-  static Status unresolvable(R&& reason) { return with(Code::kUnschedulableAndUnresolvable, std::forward<R>(reason)); }
+  static Status unresolvable(R&& reason) {
+    return with(Code::kUnschedulableAndUnresolvable, std::forward<R>(reason));
+  }
   template <class R>
-  static Status error(R&& reason) { return with(Code::kError, std::forward<R>(reason)); }
+  static Status error(R&& reason) {
+    return with(Code::kError, std::forward<R>(reason));
+  }
   bool ok() const { return code == Code::kSuccess; }
 
  private:
@@ -172,8 +178,8 @@ class PreScore {
 class ScoreNodes {
  public:
   virtual ~ScoreNodes() = default;
-  virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
-                           const std::vector<int>& nodes, std::vector<int64_t>& out) const = 0;
+  virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
+                           std::vector<int64_t>& out) const = 0;
 };
 
 // Optional, for a score (kube-scheduler's NormalizeScore): maps the raw scores of every feasible
@@ -276,8 +282,7 @@ class Framework {
   // picks the highest weighted score; ties go to the node first by name. A pod's spec.nodeName
   // is a constraint (NodeName): to ask where a running pod would go if its controller recreated
   // it, pass a copy with node_name cleared.
-  Placement place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates,
-                  PlacementCache* cache = nullptr) const;
+  Placement place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates, PlacementCache* cache = nullptr) const;
   // place() over the nodes the fork, or the fork it was forked from, tracks
   // (Fork::track_candidates). When the only score that tells nodes apart is FreeCPU fullest
   // first, it visits the tracked nodes from the least free CPU up and stops at the first that
@@ -306,12 +311,12 @@ class Framework {
   // The filters relevant to the pod, pre-filtered, as bit sets over filters_.
   void prepare(CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t& statics, uint64_t& dynamics) const;
   // The cached node-static verdicts for the pod's signature (computed on first use).
-  const std::vector<uint8_t>& static_verdicts(const CycleState& state, const model::Pod& pod, const Fork& fork,
-                                              uint64_t statics, PlacementCache& cache) const;
+  const std::vector<uint8_t>& static_verdicts(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics,
+                                              PlacementCache& cache) const;
   // Appends the candidates passing the node-static filters to `out`: the cache's verdicts when
   // it is this snapshot's, otherwise filter by filter.
-  void filter_static(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics,
-                     const std::vector<int>& candidates, PlacementCache* cache, std::vector<int>& out) const;
+  void filter_static(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics, const std::vector<int>& candidates,
+                     PlacementCache* cache, std::vector<int>& out) const;
   std::optional<Placement> place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top, PlacementCache& cache) const;
   // Runs each weighted score's pre-score; returns the set (bits over scores_) of those that
   // score every node alike for this pod.

@@ -12,7 +12,7 @@ namespace {
 
 struct TermCounts {
   const std::vector<int>* node_domain;  // node index -> domain id of key
-  std::vector<int> per_domain;  // matching pods per domain of key
+  std::vector<int> per_domain;          // matching pods per domain of key
   int total = 0;
 };
 
@@ -82,8 +82,7 @@ class InterPodAffinity final : public FilterPlugin, public PreFilter, public Fil
       if (!(fork.touched(t.node) && fork.is_removed(t.node, t.pod))) consider_term(*t.pod, t.node, *t.term);
     });
     // Added pods: the same index, kept by the fork.
-    fork.for_each_added_anti_affinity_term(pod.meta.labels,
-                                           [&](const AntiAffinityTerm& t) { consider_term(*t.pod, t.node, *t.term); });
+    fork.for_each_added_anti_affinity_term(pod.meta.labels, [&](const AntiAffinityTerm& t) { consider_term(*t.pod, t.node, *t.term); });
     cs.put(slot, std::move(st));
     return PreFilterResult::kRun;
   }
@@ -98,8 +97,7 @@ class InterPodAffinity final : public FilterPlugin, public PreFilter, public Fil
   // filter() for many nodes without a Status each, and without a look at any node when no rule
   // applies to this pod (the common case: some pods of the cluster have anti-affinity, so the
   // plugin is relevant, but none selects this one).
-  void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork,
-                    std::vector<int>& nodes) const override {
+  void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const override {
     const auto* st = cs.get<InterPodState>(slot);
     if (!st) return filter_each(cs, slot, pod, fork, nodes);
     if (st->forbidden.empty() && st->affinity.empty() && st->anti_affinity.empty()) return;
@@ -132,8 +130,7 @@ class InterPodAffinity final : public FilterPlugin, public PreFilter, public Fil
     }
     for (const auto& c : st.anti_affinity) {
       int d = (*c.node_domain)[node];
-      if (d >= 0 && c.per_domain[static_cast<size_t>(d)] > 0)
-        return {Code::kUnschedulable, "node(s) didn't match pod anti-affinity rules"};
+      if (d >= 0 && c.per_domain[static_cast<size_t>(d)] > 0) return {Code::kUnschedulable, "node(s) didn't match pod anti-affinity rules"};
     }
     return {Code::kSuccess, nullptr};
   }

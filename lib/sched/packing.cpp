@@ -32,8 +32,7 @@ Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
   const BasicResources& a = fork.base().allocatable_basic(n);
   const BasicResources u = fork.used_basic(n);
   return {a.cpu_milli - u.cpu_milli, a.memory - u.memory,
-          resource.empty() ? 0 : fork.base().node(n).allocatable.get(resource.view()) - fork.used(n).scalar(resource),
-          a.pods - u.pods};
+          resource.empty() ? 0 : fork.base().node(n).allocatable.get(resource.view()) - fork.used(n).scalar(resource), a.pods - u.pods};
 }
 
 double fragmentation(const Free& f, const Demand& d) {
@@ -108,8 +107,8 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
     }
     for (size_t k = 0; k < nodes.size(); ++k) {
       const Free& f = after[k];
-      double left = weight[0] * static_cast<double>(f.cpu) + weight[1] * static_cast<double>(f.memory) +
-                    weight[2] * static_cast<double>(f.scarce);
+      double left =
+          weight[0] * static_cast<double>(f.cpu) + weight[1] * static_cast<double>(f.memory) + weight[2] * static_cast<double>(f.scarce);
       out[k] = std::llround(left * 1e6);
     }
   }

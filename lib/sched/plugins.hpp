@@ -24,11 +24,11 @@ struct Registry {
 };
 const Registry& registry();
 
-void add_basic_filters(Registry& r);         // filters.cpp
-void add_inter_pod_affinity(Registry& r);    // interpod.cpp
-void add_topology_spread(Registry& r);       // spread.cpp: the filter and the score
-void add_allocation_scores(Registry& r);     // scores.cpp
-void add_packing_scores(Registry& r);        // packing.cpp
+void add_basic_filters(Registry& r);       // filters.cpp
+void add_inter_pod_affinity(Registry& r);  // interpod.cpp
+void add_topology_spread(Registry& r);     // spread.cpp: the filter and the score
+void add_allocation_scores(Registry& r);   // scores.cpp
+void add_packing_scores(Registry& r);      // packing.cpp
 
 // A factory for a score that takes no arguments.
 Result<void> no_args(const ScoreConfig& config);
@@ -57,8 +57,7 @@ NamespaceScope term_scope(const model::PodAffinityTerm& term, const model::Inter
 
 // Calls f(pod, node) for each pod in the what-if whose labels match the selector (a nil selector
 // matches nothing), visiting only the index bucket of its most selective positive requirement.
-void for_each_matching(const Fork& fork, const model::LabelSelector& selector,
-                       const std::function<void(const model::Pod&, int node)>& f);
+void for_each_matching(const Fork& fork, const model::LabelSelector& selector, const std::function<void(const model::Pod&, int node)>& f);
 
 // Min-max scaling of raw scores to 0..100: the lowest (or highest) raw score gets 100; all equal
 // gives every node 100.

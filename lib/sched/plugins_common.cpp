@@ -21,8 +21,7 @@ NamespaceScope term_scope(const model::PodAffinityTerm& term, const model::Inter
   return NamespaceScope::kOut;
 }
 
-void for_each_matching(const Fork& fork, const model::LabelSelector& selector,
-                       const std::function<void(const model::Pod&, int node)>& f) {
+void for_each_matching(const Fork& fork, const model::LabelSelector& selector, const std::function<void(const model::Pod&, int node)>& f) {
   const ClusterSnapshot& snap = fork.base();
   // The smallest candidate set a positive requirement allows.
   const std::vector<PlacedPod>* best = nullptr;

@@ -35,8 +35,8 @@ class MostAllocated final : public ScorePlugin {
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const auto& a = fork.base().allocatable_basic(n);
     const auto u = fork.used_basic(n);
-    return static_cast<int64_t>((fraction(u.cpu_milli, pod.requests.cpu_milli, a.cpu_milli) +
-                                 fraction(u.memory, pod.requests.memory, a.memory)) * 50.0);
+    return static_cast<int64_t>(
+        (fraction(u.cpu_milli, pod.requests.cpu_milli, a.cpu_milli) + fraction(u.memory, pod.requests.memory, a.memory)) * 50.0);
   }
 };
 
@@ -64,7 +64,8 @@ class TaintTolerationScore final : public ScorePlugin, public NormalizeScore {
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override {
     int64_t max = raw.empty() ? 0 : *std::max_element(raw.begin(), raw.end());
-    for (size_t k = 0; k < raw.size(); ++k) out[k] = max == 0 ? 100.0 : 100.0 * static_cast<double>(max - raw[k]) / static_cast<double>(max);
+    for (size_t k = 0; k < raw.size(); ++k)
+      out[k] = max == 0 ? 100.0 : 100.0 * static_cast<double>(max - raw[k]) / static_cast<double>(max);
   }
 };
 
@@ -117,10 +118,13 @@ void add_allocation_scores(Registry& r) {
   r.scores.push_back({"FreeCPU", [](const ScoreConfig& c) -> Result<std::unique_ptr<ScorePlugin>> {
                         bool fullest = true;
                         for (const auto& [k, v] : c.args) {
-                          if (k != "order") return Error::invalid(fmt::format("score plugin FreeCPU: unknown arg \"{}\" (valid: order)", k));
+                          if (k != "order")
+                            return Error::invalid(fmt::format("score plugin FreeCPU: unknown arg \"{}\" (valid: order)", k));
                           if (v == "fullest") fullest = true;
                           else if (v == "emptiest") fullest = false;
-                          else return Error::invalid(fmt::format("score plugin FreeCPU: args.order must be fullest or emptiest, got \"{}\"", v));
+                          else
+                            return Error::invalid(
+                                fmt::format("score plugin FreeCPU: args.order must be fullest or emptiest, got \"{}\"", v));
                         }
                         return fullest ? std::unique_ptr<ScorePlugin>(std::make_unique<FreeCPUFullest>()) : std::make_unique<FreeCPU>();
                       }});

@@ -64,8 +64,7 @@ ClusterSnapshot& ClusterSnapshot::operator=(ClusterSnapshot&& o) noexcept {
 
 ClusterSnapshot::~ClusterSnapshot() = default;
 
-ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::vector<PodPtr>& pods,
-                                       VolumeRequirements volumes) {
+ClusterSnapshot ClusterSnapshot::build(std::vector<NodePtr> nodes, const std::vector<PodPtr>& pods, VolumeRequirements volumes) {
   ClusterSnapshot s;
   sort_by_name(nodes);
   s.nodes_.reserve(nodes.size());
@@ -111,8 +110,7 @@ bool ClusterSnapshot::refresh_nodes(std::vector<NodePtr> nodes) {
   sort_by_name(nodes);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeInfo& info = nodes_[i];
-    if (nodes[i]->name() != info.name || nodes[i]->allocatable != info.allocatable ||
-        nodes[i]->meta.labels != info.node->meta.labels)
+    if (nodes[i]->name() != info.name || nodes[i]->allocatable != info.allocatable || nodes[i]->meta.labels != info.node->meta.labels)
       return false;
   }
   for (size_t i = 0; i < nodes.size(); ++i) nodes_[i].node = std::move(nodes[i]);
@@ -184,7 +182,7 @@ const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label(const model::Inte
 }
 
 const std::vector<PlacedPod>& ClusterSnapshot::pods_with_label_value(const model::InternedString& key,
-                                                                    const model::InternedString& value) const {
+                                                                     const model::InternedString& value) const {
   static const std::vector<PlacedPod> kNone;
   std::lock_guard lock(lazy_mutex_);
   auto it = label_value_index_.find(key);

@@ -52,8 +52,8 @@ struct NodeInfo {
   std::string name;
   int index = 0;
   model::ResourceList allocatable;
-  Usage used;                  // by the pods below
-  std::vector<PodPtr> pods;    // non-terminal pods bound here, sorted by key
+  Usage used;                // by the pods below
+  std::vector<PodPtr> pods;  // non-terminal pods bound here, sorted by key
   bool any_required_anti_affinity = false;
 };
 
@@ -108,8 +108,7 @@ class SelectorIndex {
   void add(const model::LabelSelector& selector, T item) {
     if (const model::Requirement* anchor = single_value_requirement(selector))
       by_label_.add(anchor->key, anchor->values[0], std::move(item));
-    else
-      unanchored_.push_back(std::move(item));
+    else unanchored_.push_back(std::move(item));
   }
   void merge(SelectorIndex&& other) {
     by_label_.merge(std::move(other.by_label_));
@@ -149,8 +148,7 @@ class AntiAffinityTerms : public SelectorIndex<AntiAffinityTerm> {
 class ClusterSnapshot {
  public:
   // Pods that are terminal or not bound are ignored; pods on unknown nodes too.
-  static ClusterSnapshot build(std::vector<NodePtr> nodes, const std::vector<PodPtr>& pods,
-                               VolumeRequirements volumes = {});
+  static ClusterSnapshot build(std::vector<NodePtr> nodes, const std::vector<PodPtr>& pods, VolumeRequirements volumes = {});
   // Takes newer objects of the same nodes (in any order): when they are these nodes by name,
   // with the same allocatable resources and labels (all the snapshot derives from a node; its
   // conditions, taints and cordon are read from the node object when pods are placed), the
@@ -215,8 +213,7 @@ class ClusterSnapshot {
   mutable std::mutex lazy_mutex_;
   mutable std::unordered_map<model::InternedString, std::unique_ptr<TopologyKey>> topology_;
   mutable std::unordered_map<model::InternedString, std::vector<PlacedPod>> label_index_;
-  mutable std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<PlacedPod>>>
-      label_value_index_;
+  mutable std::unordered_map<model::InternedString, std::unordered_map<model::InternedString, std::vector<PlacedPod>>> label_value_index_;
   mutable std::optional<std::vector<PlacedPod>> all_pods_;
 };
 
@@ -230,8 +227,7 @@ class ClusterSnapshot {
 class SnapshotCache {
  public:
   // The snapshot for these inputs; valid until the next call.
-  const ClusterSnapshot& get(const std::vector<NodePtr>& nodes, const std::vector<PodPtr>& pods,
-                             const VolumeRequirements& volumes);
+  const ClusterSnapshot& get(const std::vector<NodePtr>& nodes, const std::vector<PodPtr>& pods, const VolumeRequirements& volumes);
   int builds() const { return builds_; }
   int reuses() const { return reuses_; }
 

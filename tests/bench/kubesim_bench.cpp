@@ -159,8 +159,8 @@ struct ReactionSample {
 struct ReactionSetup {
   std::string scenario;
   std::string spot_node;
-  bool dry_run = false;        // at scale: plan only (the first drain would start before the flip)
-  std::string status_field;    // a status count that grows by one with the new plan
+  bool dry_run = false;      // at scale: plan only (the first drain would start before the flip)
+  std::string status_field;  // a status count that grows by one with the new plan
   std::chrono::seconds first_plan_timeout{30};
 };
 
@@ -196,9 +196,10 @@ spec:
                                        setup.dry_run));
   kubectl("apply -f " + dir.file("policy.yaml"));
   std::string log = dir.file("operator.log");
-  auto pid = testing::run(fmt::format("{} run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "
-                            ">{} 2>&1 & echo $!",
-                            SPOTSHIFT_BIN, dir.file("kubeconfig"), log));
+  auto pid =
+      testing::run(fmt::format("{} run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "
+                               ">{} 2>&1 & echo $!",
+                               SPOTSHIFT_BIN, dir.file("kubeconfig"), log));
   auto stop = [&] { testing::run("kill -9 " + std::string(pid.output.substr(0, pid.output.find('\n'))) + " 2>/dev/null"); };
   // Reads the policy's status inside kubesim's store.
   auto with_status = [&](auto&& read) {
@@ -265,8 +266,8 @@ void figure_reaction() {
   std::vector<double> plan, eviction;
   for (int i = 0; i < 5; ++i) {
     auto s = one_reaction(small, i);
-    std::fprintf(stderr, "reaction (1 on-demand node, 3 pods) run %d: plan in the status after %.1f ms, first eviction after %.1f ms\n",
-                 i, s.plan_ms, s.eviction_ms);
+    std::fprintf(stderr, "reaction (1 on-demand node, 3 pods) run %d: plan in the status after %.1f ms, first eviction after %.1f ms\n", i,
+                 s.plan_ms, s.eviction_ms);
     plan.push_back(s.plan_ms);
     eviction.push_back(s.eviction_ms);
   }
@@ -287,8 +288,8 @@ void figure_reaction() {
   std::vector<double> big_plan;
   for (int i = 0; i < 3; ++i) {
     auto s = one_reaction(big, i);
-    std::fprintf(stderr, "reaction (1,000 nodes, 30,000 pods, dry run) run %d: plan in the status after %.1f ms (the plan itself %s)\n",
-                 i, s.plan_ms, s.plan_duration.c_str());
+    std::fprintf(stderr, "reaction (1,000 nodes, 30,000 pods, dry run) run %d: plan in the status after %.1f ms (the plan itself %s)\n", i,
+                 s.plan_ms, s.plan_duration.c_str());
     big_plan.push_back(s.plan_ms);
   }
   bench::report("reaction_spot_ready_to_plan_in_status_1000_nodes_30000_pods_median", median(big_plan), "ms", "<= 50 ms");

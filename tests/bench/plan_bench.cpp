@@ -24,6 +24,7 @@
 
 #include <fmt/format.h>
 
+#include <malloc.h>
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -35,7 +36,6 @@
 #include <map>
 #include <numeric>
 #include <set>
-#include <malloc.h>
 
 using namespace spotshift;
 using clock_type = std::chrono::steady_clock;
@@ -66,8 +66,8 @@ void figure_plan() {
       best = std::min(best, seconds_since(t));
     }
     std::fprintf(stderr, "plan (%s): %zu nodes, %zu pods; %d drainable on-demand nodes of %d, %d pods to move\n",
-                 share > 0 ? "20% constrained" : "plain", snap.input.nodes.size(), snap.input.pods.size(),
-                 plan.summary.drainable_nodes, plan.summary.on_demand_nodes, plan.summary.pods_to_move);
+                 share > 0 ? "20% constrained" : "plain", snap.input.nodes.size(), snap.input.pods.size(), plan.summary.drainable_nodes,
+                 plan.summary.on_demand_nodes, plan.summary.pods_to_move);
     bench::report(share > 0 ? "plan_5000_nodes_150000_pods_affinity_spread" : "plan_5000_nodes_150000_pods_plain", best, "s",
                   share > 0 ? "<= 4 s" : "<= 1 s");
   }
@@ -95,7 +95,8 @@ void figure_gpu_plan() {
   packing.drain_order = drain::DrainOrder::kScarceResources;
   packing.search_iterations = 2000;
   packing.profile.scores = {sched::ScoreConfig{"Fragmentation", 100, {}}, sched::ScoreConfig{"BestFit", 1, {}}};
-  for (const auto& [label, spec] : {std::pair<const char*, drain::PolicySpec>{"default", drain::default_policy_spec()}, {"packing", packing}}) {
+  for (const auto& [label, spec] :
+       {std::pair<const char*, drain::PolicySpec>{"default", drain::default_policy_spec()}, {"packing", packing}}) {
     drain::Plan plan;
     std::vector<double> runs;
     for (int i = 0; i < 3; ++i) {
@@ -103,8 +104,8 @@ void figure_gpu_plan() {
       plan = drain::make_plan(snap.input, spec);
       runs.push_back(seconds_since(t));
     }
-    std::fprintf(stderr, "gpu (%s): %zu nodes, %zu pods; %d drainable on-demand nodes of %d, %d pods to move; %.3f, %.3f, %.3f s\n",
-                 label, snap.input.nodes.size(), snap.input.pods.size(), plan.summary.drainable_nodes, plan.summary.on_demand_nodes,
+    std::fprintf(stderr, "gpu (%s): %zu nodes, %zu pods; %d drainable on-demand nodes of %d, %d pods to move; %.3f, %.3f, %.3f s\n", label,
+                 snap.input.nodes.size(), snap.input.pods.size(), plan.summary.drainable_nodes, plan.summary.on_demand_nodes,
                  plan.summary.pods_to_move, runs[0], runs[1], runs[2]);
     const bool is_default = std::string_view(label) == "default";
     bench::report(is_default ? "plan_5000_gpu_nodes_default_profile" : "plan_5000_gpu_nodes_packing_profile",
@@ -165,8 +166,8 @@ void figure_decode() {
     }));
     pods = listed.size();
   }
-  std::fprintf(stderr, "decode: %zu bytes, %zu pods in %.3f, %.3f, %.3f s (the first on a heap not yet faulted in)\n",
-               json.size(), pods, passes[0], passes[1], passes[2]);
+  std::fprintf(stderr, "decode: %zu bytes, %zu pods in %.3f, %.3f, %.3f s (the first on a heap not yet faulted in)\n", json.size(), pods,
+               passes[0], passes[1], passes[2]);
   const double best = *std::min_element(passes.begin(), passes.end());
   bench::report("json_decode_throughput", static_cast<double>(json.size()) / best / 1e6, "MB/s", ">= 400 MB/s");
 }
@@ -209,10 +210,12 @@ void figure_memory() {
   model::JsonDocument doc;
   if (!model::parse_json(json, doc)) std::exit(1);
   size_t pods = 0, nodes = 0;
-  double per_pod = bytes_per_object<model::Pod>(doc, "Pod", [](std::string_view v) { return model::decode_pod(v); }, pods);
-  double per_node = bytes_per_object<model::Node>(doc, "Node", [](std::string_view v) { return model::decode_node(v); }, nodes);
-  std::fprintf(stderr, "memory: %zu pods at %.0f B, %zu nodes at %.0f B (heap in use, store and index overhead included)\n", pods,
-               per_pod, nodes, per_node);
+  double per_pod = bytes_per_object<model::Pod>(
+      doc, "Pod", [](std::string_view v) { return model::decode_pod(v); }, pods);
+  double per_node = bytes_per_object<model::Node>(
+      doc, "Node", [](std::string_view v) { return model::decode_node(v); }, nodes);
+  std::fprintf(stderr, "memory: %zu pods at %.0f B, %zu nodes at %.0f B (heap in use, store and index overhead included)\n", pods, per_pod,
+               nodes, per_node);
   bench::report("memory_per_cached_pod", per_pod, "bytes", "<= 1536 bytes");
   bench::report("memory_per_cached_node", per_node, "bytes", "<= 4096 bytes");
 }
@@ -379,14 +382,16 @@ int upper_bound(const Cluster& c) {
                    +[](const Capacity& x) { return x.gpu; }, +[](const Capacity& x) { return x.pods; }}) {
     int64_t free = 0;
     for (const auto* s : c.spot) free += get(free_of(s));
-    bound = std::min(bound, smallest_k(
-                                [&](const std::vector<const model::Pod*>& pods) {
-                                  Capacity need;
-                                  for (const auto* p : pods) need = {need.cpu + p->requests.cpu_milli, need.mem + p->requests.memory,
-                                                                     need.gpu + p->requests.get(kGpu), need.pods + 1};
-                                  return get(need);
-                                },
-                                free));
+    bound = std::min(
+        bound,
+        smallest_k(
+            [&](const std::vector<const model::Pod*>& pods) {
+              Capacity need;
+              for (const auto* p : pods)
+                need = {need.cpu + p->requests.cpu_milli, need.mem + p->requests.memory, need.gpu + p->requests.get(kGpu), need.pods + 1};
+              return get(need);
+            },
+            free));
   }
   std::vector<const model::Pod*> gpu_pods;
   for (const auto* n : c.on_demand)
@@ -481,22 +486,23 @@ void figure_quality(const std::vector<uint64_t>& seeds) {
                  "openb seed %llu: %zu on-demand, %zu spot nodes, %zu pods; default profile %d drained (%d moved, %.3f s); "
                  "packing profile %d drained (%d moved, %.3f s); FreeCPU alone %d drained (%d moved); best greedy %d (%d moved); "
                  "upper bound %d; packing closes %.0f %% of the gap\n",
-                 static_cast<unsigned long long>(seed), c.on_demand.size(), c.spot.size(), snap.input.pods.size(), def.drained,
-                 def.moved, def.seconds, packing.drained, packing.moved, packing.seconds, cpu_only.drained, cpu_only.moved,
-                 best_greedy.drained, best_greedy.moved, bound, gap_closed * 100);
+                 static_cast<unsigned long long>(seed), c.on_demand.size(), c.spot.size(), snap.input.pods.size(), def.drained, def.moved,
+                 def.seconds, packing.drained, packing.moved, packing.seconds, cpu_only.drained, cpu_only.moved, best_greedy.drained,
+                 best_greedy.moved, bound, gap_closed * 100);
     bench::report(fmt::format("openb_seed{}_drained_default_profile", seed), def.drained, "nodes",
                   fmt::format(">= {:.1f} (98% of the best greedy order, {})", best_greedy.drained * 0.98, best_greedy.drained));
     bench::report(fmt::format("openb_seed{}_drained_packing_profile", seed), packing.drained, "nodes",
                   fmt::format(">= {:.1f} (half way from the best greedy order, {}, to the bound, {})",
                               best_greedy.drained + (bound - best_greedy.drained) / 2.0, best_greedy.drained, bound));
-    bench::report(fmt::format("openb_seed{}_evictions_per_drained_node_packing", seed), per_node(packing.moved, packing.drained),
-                  "pods", fmt::format("<= {:.2f} (the best greedy order's)", per_node(best_greedy.moved, best_greedy.drained)));
+    bench::report(fmt::format("openb_seed{}_evictions_per_drained_node_packing", seed), per_node(packing.moved, packing.drained), "pods",
+                  fmt::format("<= {:.2f} (the best greedy order's)", per_node(best_greedy.moved, best_greedy.drained)));
     bench::report(fmt::format("openb_seed{}_drained_best_greedy", seed), best_greedy.drained, "nodes", "reference");
     bench::report(fmt::format("openb_seed{}_drained_upper_bound", seed), bound, "nodes", "reference");
     if (best_greedy.drained > 0) worst_ratio = std::min(worst_ratio, double(def.drained) / best_greedy.drained);
     worst_gap_closed = std::min(worst_gap_closed, gap_closed);
     worst_margin = std::min(worst_margin, double(packing.drained - best_greedy.drained));
-    worst_evictions = std::max(worst_evictions, per_node(packing.moved, packing.drained) - per_node(best_greedy.moved, best_greedy.drained));
+    worst_evictions =
+        std::max(worst_evictions, per_node(packing.moved, packing.drained) - per_node(best_greedy.moved, best_greedy.drained));
   }
   bench::report("openb_default_profile_vs_best_greedy_worst_seed", worst_ratio, "ratio", ">= 0.98");
   bench::report("openb_packing_more_drained_than_best_greedy_worst_seed", worst_margin, "nodes", "> 0");
@@ -521,8 +527,7 @@ int main(int argc, char** argv) {
     seeds.push_back(seed);
   }
   if (seeds.empty()) seeds = {1, 2, 3, 4, 5, 6, 7, 8};
-  if ((!all && which != "plan" && which != "gpu" && which != "decode" && which != "snapshot" && which != "memory" &&
-       which != "quality") ||
+  if ((!all && which != "plan" && which != "gpu" && which != "decode" && which != "snapshot" && which != "memory" && which != "quality") ||
       (which != "quality" && argc > 2)) {
     std::fprintf(stderr, "usage: plan_bench [plan|gpu|decode|snapshot|memory|quality [seed...]]\n");
     return 2;

@@ -19,7 +19,10 @@ namespace {
 // The List writer: items separated by commas.
 class ListWriter {
  public:
-  ListWriter() { out_.reserve(1 << 20); out_ += R"({"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[)"; }
+  ListWriter() {
+    out_.reserve(1 << 20);
+    out_ += R"({"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[)";
+  }
   std::string& item() {
     if (items_++) out_ += ',';
     return out_;
@@ -65,40 +68,45 @@ struct PodSpec {
 };
 
 void write_pod(std::string& out, const PodSpec& p) {
-  fmt::format_to(std::back_inserter(out),
-                 R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{0}","namespace":"{1}","uid":"pod-{1}-{0}","resourceVersion":"1",)"
-                 R"("labels":{{"app":"{2}","pod-template-hash":"5d8f7"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet",)"
-                 R"("name":"{2}-5d8f7","uid":"rs-{1}-{2}","controller":true,"blockOwnerDeletion":true}}]}},)"
-                 R"("spec":{{"nodeName":"{3}","containers":[{{"name":"app","image":"registry.example/{2}:1","resources":{{"requests":{{)"
-                 R"("cpu":"{4}","memory":"{5}Mi")",
-                 p.name, p.ns, p.app, p.node, cpu_text(p.cpu_milli), p.memory_mib);
+  fmt::format_to(
+      std::back_inserter(out),
+      R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{0}","namespace":"{1}","uid":"pod-{1}-{0}","resourceVersion":"1",)"
+      R"("labels":{{"app":"{2}","pod-template-hash":"5d8f7"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet",)"
+      R"("name":"{2}-5d8f7","uid":"rs-{1}-{2}","controller":true,"blockOwnerDeletion":true}}]}},)"
+      R"("spec":{{"nodeName":"{3}","containers":[{{"name":"app","image":"registry.example/{2}:1","resources":{{"requests":{{)"
+      R"("cpu":"{4}","memory":"{5}Mi")",
+      p.name, p.ns, p.app, p.node, cpu_text(p.cpu_milli), p.memory_mib);
   if (p.gpu_milli) fmt::format_to(std::back_inserter(out), R"(,"alibabacloud.com/gpu-milli":"{}")", p.gpu_milli);
   out += R"(}}}],"tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300},)"
          R"({"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}])";
   if (p.constraint == 1)
-    fmt::format_to(std::back_inserter(out),
-                   R"(,"affinity":{{"podAntiAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":[{{"labelSelector":{{"matchLabels":{{"app":"{}"}}}},"topologyKey":"kubernetes.io/hostname"}}]}}}})",
-                   p.app);
+    fmt::format_to(
+        std::back_inserter(out),
+        R"(,"affinity":{{"podAntiAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":[{{"labelSelector":{{"matchLabels":{{"app":"{}"}}}},"topologyKey":"kubernetes.io/hostname"}}]}}}})",
+        p.app);
   if (p.constraint == 2)
-    fmt::format_to(std::back_inserter(out),
-                   R"(,"topologySpreadConstraints":[{{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{{"matchLabels":{{"app":"{}"}}}}}}])",
-                   p.app);
+    fmt::format_to(
+        std::back_inserter(out),
+        R"(,"topologySpreadConstraints":[{{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{{"matchLabels":{{"app":"{}"}}}}}}])",
+        p.app);
   if (!p.gpu_spec.empty()) {
     std::string values;
     for (auto m : split(p.gpu_spec, '|')) values += fmt::format("{}\"{}\"", values.empty() ? "" : ",", m);
-    fmt::format_to(std::back_inserter(out),
-                   R"(,"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":{{"nodeSelectorTerms":[{{"matchExpressions":[{{"key":"alibabacloud.com/gpu-model","operator":"In","values":[{}]}}]}}]}}}}}})",
-                   values);
+    fmt::format_to(
+        std::back_inserter(out),
+        R"(,"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":{{"nodeSelectorTerms":[{{"matchExpressions":[{{"key":"alibabacloud.com/gpu-model","operator":"In","values":[{}]}}]}}]}}}}}})",
+        values);
   }
   out += R"(},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}})";
 }
 
 void write_pdb(std::string& out, const std::string& ns, const std::string& app, int replicas) {
-  fmt::format_to(std::back_inserter(out),
-                 R"({{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{{"name":"{1}","namespace":"{0}","uid":"pdb-{0}-{1}",)"
-                 R"("resourceVersion":"1","generation":1}},"spec":{{"maxUnavailable":1,"selector":{{"matchLabels":{{"app":"{1}"}}}}}},)"
-                 R"("status":{{"observedGeneration":1,"currentHealthy":{2},"desiredHealthy":{3},"disruptionsAllowed":1,"expectedPods":{2}}}}})",
-                 ns, app, replicas, replicas - 1);
+  fmt::format_to(
+      std::back_inserter(out),
+      R"({{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{{"name":"{1}","namespace":"{0}","uid":"pdb-{0}-{1}",)"
+      R"("resourceVersion":"1","generation":1}},"spec":{{"maxUnavailable":1,"selector":{{"matchLabels":{{"app":"{1}"}}}}}},)"
+      R"("status":{{"observedGeneration":1,"currentHealthy":{2},"desiredHealthy":{3},"disruptionsAllowed":1,"expectedPods":{2}}}}})",
+      ns, app, replicas, replicas - 1);
 }
 
 }  // namespace
@@ -183,8 +191,7 @@ std::string default_openb_dir() {
 Result<std::string> openb_cluster(const OpenbOptions& o) {
   auto node_rows = read_csv(o.data_dir + "/openb_node_list_gpu_node.csv");
   auto pod_rows = read_csv(o.data_dir + "/" + o.pod_list);
-  if (node_rows.empty() || pod_rows.empty())
-    return Error::invalid(fmt::format("no openb trace in {} (set SPOTSHIFT_OPENB)", o.data_dir));
+  if (node_rows.empty() || pod_rows.empty()) return Error::invalid(fmt::format("no openb trace in {} (set SPOTSHIFT_OPENB)", o.data_dir));
   std::mt19937_64 rng(o.seed);
   std::vector<SimNode> nodes;
   for (int copy = 0; copy < std::max(1, o.copies); ++copy)
@@ -262,8 +269,7 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
     const int replicas = std::min(pick(5, 60), o.web_pods - made);
     const std::string ns = fmt::format("team-{:02d}", w % 50), app = fmt::format("web-{:05d}", w);
     const int64_t cpu = kCpu[static_cast<size_t>(pick(0, 5))], mem = kMem[static_cast<size_t>(pick(0, 4))];
-    for (int r = 0; r < replicas; ++r, ++made)
-      place(PodSpec{fmt::format("{}-5d8f7-{:04d}", app, r), ns, app, "", cpu, mem, 0, 0, ""});
+    for (int r = 0; r < replicas; ++r, ++made) place(PodSpec{fmt::format("{}-5d8f7-{:04d}", app, r), ns, app, "", cpu, mem, 0, 0, ""});
   }
   ListWriter list;
   for (const auto& n : nodes) write_node(list.item(), n.name, n.on_demand, n.shape, "");

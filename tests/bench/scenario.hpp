@@ -37,7 +37,7 @@ struct OpenbOptions {
   std::string pod_list = "openb_pod_list_default.csv";
   int on_demand_nodes = 457;
   double spot_available_share = 0.7;  // of the spot nodes, present while the pods were placed
-  double fill = 1.0;  // tasks are drawn until they ask for this multiple of the present nodes' GPUs
+  double fill = 1.0;                  // tasks are drawn until they ask for this multiple of the present nodes' GPUs
   uint64_t seed = 1;
   // Scaling (figure a3): the trace's node list this many times over (copies named sn-rN), and
   // small CPU/memory web pods (as the synthetic scenario's) placed after the trace's tasks.

@@ -17,8 +17,9 @@ using namespace spotshift;
 
 int main(int argc, char** argv) {
   if (argc < 2 || (std::string(argv[1]) != "synthetic" && std::string(argv[1]) != "openb")) {
-    std::fprintf(stderr, "usage: scenario_gen synthetic|openb [--nodes N] [--pods N] [--constrained SHARE] [--pods-file F] [--seed S]\n"
-                         "                                   [--copies N] [--max-nodes N] [--on-demand N] [--web-pods N]\n");
+    std::fprintf(stderr,
+                 "usage: scenario_gen synthetic|openb [--nodes N] [--pods N] [--constrained SHARE] [--pods-file F] [--seed S]\n"
+                 "                                   [--copies N] [--max-nodes N] [--on-demand N] [--web-pods N]\n");
     return 2;
   }
   bench::SyntheticOptions s;

@@ -13,9 +13,7 @@ using namespace spotshift::sched;
 
 namespace {
 
-PodPtr pod_from(const std::string& json) {
-  return std::make_shared<const model::Pod>(model::decode_pod(std::string_view(json)).value());
-}
+PodPtr pod_from(const std::string& json) { return std::make_shared<const model::Pod>(model::decode_pod(std::string_view(json)).value()); }
 
 NodePtr node_from(const std::string& json) {
   return std::make_shared<const model::Node>(model::decode_node(std::string_view(json)).value());
@@ -54,17 +52,19 @@ int main(int argc, char** argv) {
   std::vector<int> one = {1234};
 
   PodPtr plain = pod_from(pod_json("incoming", "app-7", "", ""));
-  PodPtr anti = pod_from(pod_json("incoming-anti", "app-7", "",
-                                  R"(,"affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"app-7"}},"topologyKey":"kubernetes.io/hostname"}]}})"));
-  PodPtr spread = pod_from(pod_json("incoming-spread", "app-7", "",
-                                    R"(,"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"app-7"}}}])"));
+  PodPtr anti = pod_from(pod_json(
+      "incoming-anti", "app-7", "",
+      R"(,"affinity":{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"app-7"}},"topologyKey":"kubernetes.io/hostname"}]}})"));
+  PodPtr spread = pod_from(pod_json(
+      "incoming-spread", "app-7", "",
+      R"(,"topologySpreadConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"app-7"}}}])"));
   if (fw.place(*plain, fork, all, &cache).node < 0 || fw.place(*anti, fork, all, &cache).node < 0 ||
       fw.place(*spread, fork, all, &cache).node < 0) {
     std::fprintf(stderr, "sched_bench: a benchmark pod did not fit\n");
     return 1;
   }
-  double one_node = bench::time_per_call_ns([&] { fw.place(*plain, fork, one, &cache); },
-                                            std::chrono::milliseconds(only_one_node ? 5000 : 500));
+  double one_node =
+      bench::time_per_call_ns([&] { fw.place(*plain, fork, one, &cache); }, std::chrono::milliseconds(only_one_node ? 5000 : 500));
   if (only_one_node) {
     bench::report("sched_fit_check_one_node", one_node, "ns", "< 200 ns per plain node check");
     return 0;

@@ -7,8 +7,7 @@ using namespace spotshift;
 using namespace std::chrono;
 
 TEST_CASE("backoff doubles up to its cap without jitter", "[backoff]") {
-  Backoff b({.initial = milliseconds(800), .max = seconds(30), .factor = 2.0, .jitter = 0.0,
-             .reset_after = minutes(2)});
+  Backoff b({.initial = milliseconds(800), .max = seconds(30), .factor = 2.0, .jitter = 0.0, .reset_after = minutes(2)});
   Time t{};
   std::vector<long> got;
   for (int i = 0; i < 8; ++i) got.push_back(duration_cast<milliseconds>(b.next(t += seconds(1))).count());
@@ -16,9 +15,7 @@ TEST_CASE("backoff doubles up to its cap without jitter", "[backoff]") {
 }
 
 TEST_CASE("full jitter stays within [0, delay] and a healthy gap resets", "[backoff]") {
-  Backoff b({.initial = milliseconds(100), .max = seconds(10), .factor = 2.0, .jitter = 1.0,
-             .reset_after = seconds(60)},
-            42);
+  Backoff b({.initial = milliseconds(100), .max = seconds(10), .factor = 2.0, .jitter = 1.0, .reset_after = seconds(60)}, 42);
   Time t{};
   for (int i = 0; i < 50; ++i) {
     auto d = b.next(t);

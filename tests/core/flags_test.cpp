@@ -17,7 +17,8 @@ struct Parsed {
     flags.add_string("name", &name, "A name.", "n");
     flags.add_bool("verbose", &verbose, "Say more.");
     flags.add_int("level", &level, "A level.");
-    flags.add_checked("mode", &mode, "text or json.", [](const std::string& v) { return v == "text" || v == "json" ? "" : "must be text or json"; });
+    flags.add_checked("mode", &mode, "text or json.",
+                      [](const std::string& v) { return v == "text" || v == "json" ? "" : "must be text or json"; });
     flags.add_value("ratio", "float", "1", "A positive ratio.", [this](const std::string& v) {
       double x = std::stod(v.empty() ? "0" : v);
       if (!(x > 0)) return std::string("want a positive number");

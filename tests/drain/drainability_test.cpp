@@ -1,7 +1,7 @@
 // The drainability chain, rule by rule, and the PodDisruptionBudget charge.
 
-#include "drain/budget.hpp"
 #include "drain/drainability.hpp"
+#include "drain/budget.hpp"
 #include "helpers.hpp"
 #include "model/workload.hpp"
 #include "support/catch.hpp"
@@ -27,8 +27,8 @@ struct Case {
 
 void run(const std::vector<Case>& cases) {
   // One spot node with a dedicated taint nobody tolerates but "gpu" pods, labelled pool=spot.
-  SpotReach reach({spot("spot-1").label("pool", "spot").taint("dedicated", "gpu", "NoSchedule").build(),
-                   spot("spot-2").label("pool", "spot")});
+  SpotReach reach(
+      {spot("spot-1").label("pool", "spot").taint("dedicated", "gpu", "NoSchedule").build(), spot("spot-2").label("pool", "spot")});
   auto pdbs = std::vector<PdbPtr>{make_pdb("dns-pdb", "kube-system", "dns", 1)};
   BudgetIndex budgets(pdbs);
   model::Labels team_a;
@@ -36,8 +36,7 @@ void run(const std::vector<Case>& cases) {
   for (const auto& c : cases) {
     SECTION(c.name) {
       PolicySpec spec = spec_from(c.spec_json).value();
-      DrainContext ctx{spec,
-                       [&](std::string_view ns) -> const model::Labels* { return ns == "team-a" ? &team_a : nullptr; },
+      DrainContext ctx{spec, [&](std::string_view ns) -> const model::Labels* { return ns == "team-a" ? &team_a : nullptr; },
                        [&](const model::Pod& p) { return budgets.covers(p); }, &reach, nullptr};
       PodVerdict v = classify(*c.pod, ctx);
       INFO("reason: " << v.reason);
@@ -66,14 +65,14 @@ TEST_CASE("pods that stay where they are are skipped", "[drainability]") {
 
 TEST_CASE("annotations block a pod", "[drainability]") {
   run({
-      {"spotshift.io/do-not-move blocks", replica("w").annotation("spotshift.io/do-not-move", "true"), "{}", Verdict::kBlock,
-       "annotation", "spotshift.io/do-not-move"},
-      {"karpenter.sh/do-not-disrupt blocks", replica("w").annotation("karpenter.sh/do-not-disrupt", "true"), "{}",
-       Verdict::kBlock, "annotation", "karpenter.sh/do-not-disrupt"},
+      {"spotshift.io/do-not-move blocks", replica("w").annotation("spotshift.io/do-not-move", "true"), "{}", Verdict::kBlock, "annotation",
+       "spotshift.io/do-not-move"},
+      {"karpenter.sh/do-not-disrupt blocks", replica("w").annotation("karpenter.sh/do-not-disrupt", "true"), "{}", Verdict::kBlock,
+       "annotation", "karpenter.sh/do-not-disrupt"},
       {"safe-to-evict=false blocks", replica("w").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "false"), "{}",
        Verdict::kBlock, "annotation", "safe-to-evict=false"},
-      {"do-not-move=false does not block", replica("w").annotation("spotshift.io/do-not-move", "false"), "{}", Verdict::kMove,
-       "default", ""},
+      {"do-not-move=false does not block", replica("w").annotation("spotshift.io/do-not-move", "false"), "{}", Verdict::kMove, "default",
+       ""},
       {"safe-to-evict=true does not lift do-not-move",
        replica("w").annotation("spotshift.io/do-not-move", "true").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
        "{}", Verdict::kBlock, "annotation", "do-not-move"},
@@ -82,14 +81,14 @@ TEST_CASE("annotations block a pod", "[drainability]") {
 
 TEST_CASE("the policy's pod and namespace selectors protect the pods they leave out", "[drainability]") {
   run({
-      {"a pod outside podSelector blocks", replica("w", "db"), R"({"podSelector":{"matchLabels":{"app":"web"}}})",
-       Verdict::kBlock, "selection", "podSelector"},
-      {"a pod inside podSelector moves", replica("w", "web"), R"({"podSelector":{"matchLabels":{"app":"web"}}})",
+      {"a pod outside podSelector blocks", replica("w", "db"), R"({"podSelector":{"matchLabels":{"app":"web"}}})", Verdict::kBlock,
+       "selection", "podSelector"},
+      {"a pod inside podSelector moves", replica("w", "web"), R"({"podSelector":{"matchLabels":{"app":"web"}}})", Verdict::kMove, "default",
+       ""},
+      {"a namespace outside namespaceSelector blocks", replica("w").ns("team-a"), R"({"namespaceSelector":{"matchLabels":{"team":"b"}}})",
+       Verdict::kBlock, "selection", "namespaceSelector"},
+      {"a namespace inside namespaceSelector moves", replica("w").ns("team-a"), R"({"namespaceSelector":{"matchLabels":{"team":"a"}}})",
        Verdict::kMove, "default", ""},
-      {"a namespace outside namespaceSelector blocks", replica("w").ns("team-a"),
-       R"({"namespaceSelector":{"matchLabels":{"team":"b"}}})", Verdict::kBlock, "selection", "namespaceSelector"},
-      {"a namespace inside namespaceSelector moves", replica("w").ns("team-a"),
-       R"({"namespaceSelector":{"matchLabels":{"team":"a"}}})", Verdict::kMove, "default", ""},
       {"an unknown namespace blocks under a namespaceSelector", replica("w").ns("elsewhere"),
        R"({"namespaceSelector":{"matchLabels":{"team":"a"}}})", Verdict::kBlock, "selection", "not known"},
       {"safe-to-evict=true does not lift the podSelector",
@@ -100,12 +99,11 @@ TEST_CASE("the policy's pod and namespace selectors protect the pods they leave 
 
 TEST_CASE("bare pods block unless the policy deletes non-replicated pods", "[drainability]") {
   run({
-      {"a pod without a controller blocks by default", make_pod("bare"), "{}", Verdict::kBlock, "controller",
-       "has no controller"},
-      {"deleteNonReplicatedPods moves it with a warning", make_pod("bare"), R"({"deleteNonReplicatedPods":true})",
-       Verdict::kMove, "controller", "deleteNonReplicatedPods is true"},
-      {"a bare pod the policy lets go still obeys later rules", make_pod("bare").host_path(),
-       R"({"deleteNonReplicatedPods":true})", Verdict::kBlock, "local-storage", "hostPath"},
+      {"a pod without a controller blocks by default", make_pod("bare"), "{}", Verdict::kBlock, "controller", "has no controller"},
+      {"deleteNonReplicatedPods moves it with a warning", make_pod("bare"), R"({"deleteNonReplicatedPods":true})", Verdict::kMove,
+       "controller", "deleteNonReplicatedPods is true"},
+      {"a bare pod the policy lets go still obeys later rules", make_pod("bare").host_path(), R"({"deleteNonReplicatedPods":true})",
+       Verdict::kBlock, "local-storage", "hostPath"},
       {"safe-to-evict=true lifts the bare-pod rule", make_pod("bare").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
        "{}", Verdict::kMove, "default", ""},
   });
@@ -117,21 +115,20 @@ TEST_CASE("local storage: emptyDir moves and hostPath blocks by default, both co
       {"an emptyDir pod blocks when the policy says so", replica("w").empty_dir(), R"({"localStorage":{"emptyDir":"Block"}})",
        Verdict::kBlock, "local-storage", "emptyDir"},
       {"a hostPath pod blocks by default", replica("w").host_path(), "{}", Verdict::kBlock, "local-storage", "hostPath"},
-      {"a hostPath pod moves when the policy says so", replica("w").host_path(), R"({"localStorage":{"hostPath":"Move"}})",
-       Verdict::kMove, "default", ""},
-      {"safe-to-evict=true lifts the hostPath rule",
-       replica("w").host_path().annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"), "{}", Verdict::kMove,
+      {"a hostPath pod moves when the policy says so", replica("w").host_path(), R"({"localStorage":{"hostPath":"Move"}})", Verdict::kMove,
        "default", ""},
+      {"safe-to-evict=true lifts the hostPath rule",
+       replica("w").host_path().annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"), "{}", Verdict::kMove, "default", ""},
   });
 }
 
 TEST_CASE("kube-system pods need a PodDisruptionBudget", "[drainability]") {
   run({
-      {"a kube-system pod without a budget blocks", replica("metrics", "metrics").ns("kube-system"), "{}", Verdict::kBlock,
-       "kube-system", "no PodDisruptionBudget"},
+      {"a kube-system pod without a budget blocks", replica("metrics", "metrics").ns("kube-system"), "{}", Verdict::kBlock, "kube-system",
+       "no PodDisruptionBudget"},
       {"a kube-system pod under a budget moves", replica("dns", "dns").ns("kube-system"), "{}", Verdict::kMove, "default", ""},
-      {"kubeSystemPodsWithoutPDB: Move moves it", replica("metrics", "metrics").ns("kube-system"),
-       R"({"kubeSystemPodsWithoutPDB":"Move"})", Verdict::kMove, "default", ""},
+      {"kubeSystemPodsWithoutPDB: Move moves it", replica("metrics", "metrics").ns("kube-system"), R"({"kubeSystemPodsWithoutPDB":"Move"})",
+       Verdict::kMove, "default", ""},
       {"safe-to-evict=true lifts the kube-system rule",
        replica("metrics", "metrics").ns("kube-system").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"), "{}",
        Verdict::kMove, "default", ""},
@@ -144,7 +141,8 @@ TEST_CASE("pods pinned to on-demand nodes block", "[drainability]") {
        Verdict::kBlock, "pinned", "pinned to on-demand"},
       {"a nodeSelector a spot node has moves", replica("w").selector("pool", "spot"), "{}", Verdict::kMove, "default", ""},
       {"required node affinity ruling out every spot node blocks",
-       replica("w").affinity(R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["spot"]}]}]}}})"),
+       replica("w").affinity(
+           R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["spot"]}]}]}}})"),
        "{}", Verdict::kBlock, "pinned", "pinned to on-demand"},
       {"a pod that needs the tainted spot node but lacks its toleration, with the other ruled out, blocks",
        replica("w").selector("kubernetes.io/hostname", "spot-1"), "{}", Verdict::kBlock, "pinned", "tolerations"},
@@ -152,7 +150,9 @@ TEST_CASE("pods pinned to on-demand nodes block", "[drainability]") {
        replica("w").selector("kubernetes.io/hostname", "spot-1").toleration(R"({"key":"dedicated","value":"gpu","effect":"NoSchedule"})"),
        "{}", Verdict::kMove, "default", ""},
       {"safe-to-evict=true does not lift the pinned rule",
-       replica("billing").selector("karpenter.sh/capacity-type", "on-demand").annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
+       replica("billing")
+           .selector("karpenter.sh/capacity-type", "on-demand")
+           .annotation("cluster-autoscaler.kubernetes.io/safe-to-evict", "true"),
        "{}", Verdict::kBlock, "pinned", "pinned"},
   });
 }
@@ -197,7 +197,8 @@ TEST_CASE("budgets are charged for all of a node's pods together", "[budget]") {
     BudgetIndex two_index(two);
     auto c = check_budgets({both.get()}, two_index);
     CHECK_FALSE(c.ok);
-    CHECK(c.reasons.at(0) == "pod default/x is covered by more than one PodDisruptionBudget (default/a, default/b), which the Eviction API refuses");
+    CHECK(c.reasons.at(0) ==
+          "pod default/x is covered by more than one PodDisruptionBudget (default/a, default/b), which the Eviction API refuses");
   }
   SECTION("budgets in other namespaces do not apply") {
     auto other = replica("w9", "web").ns("other").build();
@@ -226,8 +227,13 @@ TEST_CASE("the budget index finds what checking every budget finds, in input ord
       pdb("tier-in", "default", R"({"matchExpressions":[{"key":"tier","operator":"In","values":["fe"]}],"matchLabels":{"app":"api"}})"),
   };
   BudgetIndex index(pdbs);
-  std::vector<PodPtr> pods = {replica("a", "web"), replica("b", "web").label("tier", "fe"), replica("c", "api").label("tier", "fe"),
-                              replica("d", "db"), replica("e", "web").ns("other"), replica("f", "api"), replica("g", "none").ns("nowhere")};
+  std::vector<PodPtr> pods = {replica("a", "web"),
+                              replica("b", "web").label("tier", "fe"),
+                              replica("c", "api").label("tier", "fe"),
+                              replica("d", "db"),
+                              replica("e", "web").ns("other"),
+                              replica("f", "api"),
+                              replica("g", "none").ns("nowhere")};
   for (const auto& pod : pods) {
     INFO(pod->key());
     std::vector<std::string> every, indexed;
@@ -247,9 +253,10 @@ TEST_CASE("the budget index finds what checking every budget finds, in input ord
 
 TEST_CASE("a budget whose selector is {} covers every pod of its namespace, and beside another budget makes two", "[budget]") {
   auto pdb = [](std::string name, std::string selector) {
-    std::string json = fmt::format(R"({{"metadata":{{"name":"{}","namespace":"default","generation":1}},"spec":{{"minAvailable":1{}}},)"
-                                   R"("status":{{"observedGeneration":1,"disruptionsAllowed":5,"currentHealthy":6,"desiredHealthy":1,"expectedPods":6}}}})",
-                                   name, selector.empty() ? "" : ",\"selector\":" + selector);
+    std::string json = fmt::format(
+        R"({{"metadata":{{"name":"{}","namespace":"default","generation":1}},"spec":{{"minAvailable":1{}}},)"
+        R"("status":{{"observedGeneration":1,"disruptionsAllowed":5,"currentHealthy":6,"desiredHealthy":1,"expectedPods":6}}}})",
+        name, selector.empty() ? "" : ",\"selector\":" + selector);
     return std::make_shared<const model::PodDisruptionBudget>(model::decode_pdb(std::string_view(json)).value());
   };
   auto w = replica("w1", "web").build();
@@ -268,8 +275,9 @@ TEST_CASE("a budget whose selector is {} covers every pod of its namespace, and 
     BudgetIndex index(two);
     auto c = check_budgets({w.get()}, index);
     CHECK_FALSE(c.ok);
-    CHECK(c.reasons.at(0) ==
-          "pod default/w1 is covered by more than one PodDisruptionBudget (default/everything, default/web), which the Eviction API refuses");
+    CHECK(
+        c.reasons.at(0) ==
+        "pod default/w1 is covered by more than one PodDisruptionBudget (default/everything, default/web), which the Eviction API refuses");
   }
   SECTION("a null selector covers nothing") {
     std::vector<PdbPtr> none = {pdb("nothing", "")};
@@ -315,7 +323,8 @@ TEST_CASE("a pod whose controller is gone blocks, and a Job's pod unless its pod
   PodVerdict gone = classify_with(make_pod("x").owner("ReplicaSet", "gone-rs"), "{}");
   CHECK(gone.verdict == Verdict::kBlock);
   CHECK(gone.rule == "owner");
-  CHECK(gone.reason == "its controller ReplicaSet gone-rs no longer exists, so nothing would recreate it (deleteNonReplicatedPods is false)");
+  CHECK(gone.reason ==
+        "its controller ReplicaSet gone-rs no longer exists, so nothing would recreate it (deleteNonReplicatedPods is false)");
   // The name is there again, but it is another object: not this pod's controller.
   CHECK(classify_with(make_pod("db-0").owner("StatefulSet", "db"), "{}").reason.find("StatefulSet db no longer exists") !=
         std::string::npos);

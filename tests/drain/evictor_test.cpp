@@ -12,8 +12,8 @@
 #include "support/sim_client.hpp"
 #include "support/small_cluster.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
+#include <boost/asio/io_context.hpp>
 
 #include <atomic>
 #include <thread>
@@ -31,8 +31,9 @@ std::string scenario(int web_min_available = 0, const std::string& web_a_annotat
   using namespace spotshift::testing;
   std::string s = node_yaml("od-1", "node-role.kubernetes.io/worker", true) + node_yaml("od-2", "node-role.kubernetes.io/worker", true) +
                   node_yaml("spot-1", "node-role.kubernetes.io/spot-worker") + node_yaml("spot-2", "node-role.kubernetes.io/spot-worker") +
-                  replicaset_yaml("web", 2) + replicaset_yaml("api", 1) + replica_pod_yaml("web-a", "web", "od-1", "500m", web_a_annotations) +
-                  replica_pod_yaml("web-b", "web", "od-1") + replica_pod_yaml("api-a", "api", "od-1");
+                  replicaset_yaml("web", 2) + replicaset_yaml("api", 1) +
+                  replica_pod_yaml("web-a", "web", "od-1", "500m", web_a_annotations) + replica_pod_yaml("web-b", "web", "od-1") +
+                  replica_pod_yaml("api-a", "api", "od-1");
   s += fmt::format(R"(---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
@@ -114,12 +115,11 @@ struct Env {
   DrainReport drain(NodePlan plan, DrainObserver* observer = nullptr, Evictor::Recheck recheck = {}) {
     Evictor e = evictor(options);
     if (!recheck) recheck = [plan]() -> Result<NodePlan> { return plan; };
-    return run_sync(ioc, e.drain(plan, recheck, [](std::string_view n) { return n.starts_with("spot-"); }, observer));
+    return run_sync(ioc, e.drain(
+                             plan, recheck, [](std::string_view n) { return n.starts_with("spot-"); }, observer));
   }
 
-  std::vector<model::Taint> taints(const std::string& node) {
-    return run_sync(ioc, client->get<model::Node>("", node)).value().taints;
-  }
+  std::vector<model::Taint> taints(const std::string& node) { return run_sync(ioc, client->get<model::Node>("", node)).value().taints; }
   bool has_our_taint(const std::string& node) {
     for (const auto& t : taints(node))
       if (t.key.view() == kDrainingTaint) return true;
@@ -199,7 +199,8 @@ TEST_CASE("a drain evicts one pod at a time, budget-covered first, and leaves th
   for (const auto& rq : env.requests("/pods/")) order.push_back(rq);
   // Between two evictions there is a GET of the first pod answering 404.
   auto pos = [&](const std::string& needle) {
-    return std::find_if(order.begin(), order.end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; }) - order.begin();
+    return std::find_if(order.begin(), order.end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; }) -
+           order.begin();
   };
   auto first = plan.moves[0].pod->name(), second = plan.moves[1].pod->name();
   CHECK(pos("GET /api/v1/namespaces/default/pods/" + first + " 404") < pos("POST /api/v1/namespaces/default/pods/" + second + "/eviction"));
@@ -527,7 +528,11 @@ TEST_CASE("the taint keeps other taints and is set with a resourceVersion precon
   CHECK_FALSE(run_sync(env.ioc, evictor.set_taint("no-such-node", false)).value());
 
   // Another policy's drain is not ours to take over.
-  Evictor other = env.evictor([&] { auto o = env.options; o.policy = "other"; return o; }());
+  Evictor other = env.evictor([&] {
+    auto o = env.options;
+    o.policy = "other";
+    return o;
+  }());
   CHECK(run_sync(env.ioc, other.set_taint("od-2", true)).value());
   auto clash = run_sync(env.ioc, evictor.set_taint("od-2", true));
   REQUIRE_FALSE(clash);
@@ -536,7 +541,8 @@ TEST_CASE("the taint keeps other taints and is set with a resourceVersion precon
 
 TEST_CASE("a plan that no longer holds touches nothing", "[evictor]") {
   Env env(scenario());
-  DrainReport r = env.drain(env.node_plan(), nullptr, []() -> Result<NodePlan> { return Error::invalid("pod default/new-pod: has no controller"); });
+  DrainReport r =
+      env.drain(env.node_plan(), nullptr, []() -> Result<NodePlan> { return Error::invalid("pod default/new-pod: has no controller"); });
   CHECK(r.outcome == DrainOutcome::kStale);
   CHECK(r.reason == "the plan no longer holds: pod default/new-pod: has no controller");
   CHECK(env.requests("PATCH").empty());
@@ -563,8 +569,8 @@ TEST_CASE("stopping a drain part-way evicts nothing more and removes the taint",
   Recorder rec;
   rec.after_first_eviction = [&] { evictor.stop(); };
   NodePlan plan = env.node_plan();
-  DrainReport r = run_sync(env.ioc, evictor.drain(plan, [plan]() -> Result<NodePlan> { return plan; },
-                                                  [](std::string_view) { return true; }, &rec));
+  DrainReport r = run_sync(env.ioc, evictor.drain(
+                                        plan, [plan]() -> Result<NodePlan> { return plan; }, [](std::string_view) { return true; }, &rec));
   CHECK(r.outcome == DrainOutcome::kAborted);
   CHECK(r.evicted.size() == 1);
   CHECK(r.remaining == 2);
@@ -585,8 +591,9 @@ TEST_CASE("a pod the policy no longer lets move stops the drain before it is evi
     if (pod.key() == protected_pod) return Error::invalid("annotated spotshift.io/do-not-move=true");
     return {};
   };
-  DrainReport r = run_sync(env.ioc, evictor.drain(plan, [plan]() -> Result<NodePlan> { return plan; },
-                                                  [](std::string_view n) { return n.starts_with("spot-"); }, nullptr, still_movable));
+  DrainReport r = run_sync(env.ioc, evictor.drain(
+                                        plan, [plan]() -> Result<NodePlan> { return plan; },
+                                        [](std::string_view n) { return n.starts_with("spot-"); }, nullptr, still_movable));
   CHECK(r.outcome == DrainOutcome::kAborted);
   CHECK(r.evicted == std::vector<std::string>{plan.moves[0].pod->key()});
   CHECK(r.remaining == 2);
@@ -613,8 +620,9 @@ TEST_CASE("after each eviction the plan is re-checked, and a drain whose rest no
   CHECK(r.outcome == DrainOutcome::kAborted);
   CHECK(r.evicted.size() == 1);
   CHECK(r.remaining == 2);
-  CHECK(r.reason == "the plan for the rest of the node no longer holds: pod default/web-b fits on no spot node: 0/2 nodes are "
-                    "available: 2 node(s) were not Ready");
+  CHECK(r.reason ==
+        "the plan for the rest of the node no longer holds: pod default/web-b fits on no spot node: 0/2 nodes are "
+        "available: 2 node(s) were not Ready");
   CHECK(env.requests("/eviction").size() == 1);
   CHECK_FALSE(env.has_our_taint("od-1"));
 }

@@ -17,8 +17,8 @@ using sched::testing::make_node;
 using sched::testing::make_pod;
 
 // A budget with its status as the disruption controller would have written it.
-inline PdbPtr make_pdb(std::string name, std::string ns, std::string app, int disruptions_allowed,
-                       int64_t generation = 1, int64_t observed = 1, int healthy = 3, int desired = 2) {
+inline PdbPtr make_pdb(std::string name, std::string ns, std::string app, int disruptions_allowed, int64_t generation = 1,
+                       int64_t observed = 1, int healthy = 3, int desired = 2) {
   std::string json = fmt::format(
       R"({{"metadata":{{"name":"{}","namespace":"{}","generation":{}}},"spec":{{"minAvailable":{},"selector":{{"matchLabels":{{"app":"{}"}}}}}},
          "status":{{"observedGeneration":{},"disruptionsAllowed":{},"currentHealthy":{},"desiredHealthy":{},"expectedPods":{}}}}})",

@@ -1,9 +1,9 @@
 // The whole-node planner, including the cases from k8s-spot-rescheduler's test suite.
 
-#include "drain/plan_format.hpp"
 #include "drain/planner.hpp"
-#include "model/volume.hpp"
+#include "drain/plan_format.hpp"
 #include "helpers.hpp"
+#include "model/volume.hpp"
 #include "support/catch.hpp"
 
 using namespace spotshift;
@@ -322,7 +322,8 @@ TEST_CASE("claims are listed with their volumes' zones; a claim whose volume is 
 }
 
 TEST_CASE("a node annotated to opt out of disruption is not drained, whichever tool's annotation it carries", "[planner]") {
-  for (const char* key : {"spotshift.io/do-not-drain", "karpenter.sh/do-not-disrupt", "cluster-autoscaler.kubernetes.io/scale-down-disabled"}) {
+  for (const char* key :
+       {"spotshift.io/do-not-drain", "karpenter.sh/do-not-disrupt", "cluster-autoscaler.kubernetes.io/scale-down-disabled"}) {
     INFO(key);
     PlanInput in;
     in.nodes.push_back(spot("spot-a").cpu("4"));
@@ -496,8 +497,7 @@ TEST_CASE("searchIterations: the plan search finds the set of nodes planning nod
   CHECK(searched.drainable[0].node == "od-1");  // the drain order is kept
   CHECK(targets(searched.drainable[0])["cpu-only"] == "gpu-full");
   CHECK(targets(searched.drainable[1])["trainer"] == "gpu-free");
-  CHECK(table.find("The plan search (spec.searchIterations) found 1 more drainable node than planning node by node.") !=
-        std::string::npos);
+  CHECK(table.find("The plan search (spec.searchIterations) found 1 more drainable node than planning node by node.") != std::string::npos);
   CHECK(plan_to_json(searched).find(R"("searchedNodes":1)") != std::string::npos);
   // The same input plans the same way.
   Plan again = make_plan(in, free_cpu_spec(true));

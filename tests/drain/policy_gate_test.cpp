@@ -46,7 +46,8 @@ TEST_CASE("every spec field decodes", "[policy]") {
     "kubeSystemPodsWithoutPDB": "Move", "unschedulablePodsGate": "SpotOnly", "dryRun": true, "suspend": true,
     "drainOrder": "ScarceResources", "searchIterations": 2000,
     "profile": {"filters": ["NodeResourcesFit"], "scores": [{"name": "FreeCPU", "weight": 5, "args": {"order": "emptiest"}}]}
-  })").value();
+  })")
+                     .value();
   CHECK(s.on_demand_selector.to_string() == "karpenter.sh/capacity-type=on-demand");
   CHECK(s.spot_selector.to_string() == "karpenter.sh/capacity-type in (spot)");
   CHECK(s.pod_selector->to_string() == "movable=yes");
@@ -79,7 +80,8 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
   };
   CHECK(error(R"({"nodeDrainDelay":"ten minutes"})") ==
         "decoding ReschedulePolicy: spec.nodeDrainDelay: must be a duration such as 90s, 10m or 1h30m, got \"ten minutes\"");
-  CHECK(error(R"({"housekeepingInterval":"100ms"})") == "decoding ReschedulePolicy: spec.housekeepingInterval: must be at least 1s, got 100ms");
+  CHECK(error(R"({"housekeepingInterval":"100ms"})") ==
+        "decoding ReschedulePolicy: spec.housekeepingInterval: must be at least 1s, got 100ms");
   // A grace period of 0 is a force deletion: refused, as the CRD's rule refuses it.
   CHECK(error(R"({"maxGracefulTermination":"0s"})") ==
         "decoding ReschedulePolicy: spec.maxGracefulTermination: must be at least 1s, got 0s");

@@ -13,7 +13,8 @@ namespace {
 // What `kubectl apply` prints after "is invalid: " for a policy with this spec, or "" if it is
 // accepted.
 std::string rejection(Env& env, const std::string& name, const std::string& spec) {
-  env.dir.write(name + ".yaml", fmt::format("apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata:\n  name: {}\nspec:\n{}", name, spec));
+  env.dir.write(name + ".yaml",
+                fmt::format("apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata:\n  name: {}\nspec:\n{}", name, spec));
   std::string out = env.kubectl("apply -f " + env.dir.file(name + ".yaml"), false);
   auto at = out.find("is invalid: ");
   return at == std::string::npos ? "" : std::string(trim(out.substr(at + 12)));
@@ -77,24 +78,32 @@ TEST_CASE("the status subresource: writes to the policy keep the status, writes 
 TEST_CASE("invalid policies are refused with the messages the policy reference shows", "[crd]") {
   Env env({}, empty_cluster());
   // Each line of docs/policy-reference.md's "What the API server refuses" table.
-  CHECK(rejection(env, "a", "  nodeDrainDelay: 5 minutes\n") ==
-        R"(spec.nodeDrainDelay: Invalid value: "5 minutes": spec.nodeDrainDelay in body should match '^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$')");
+  CHECK(
+      rejection(env, "a", "  nodeDrainDelay: 5 minutes\n") ==
+      R"(spec.nodeDrainDelay: Invalid value: "5 minutes": spec.nodeDrainDelay in body should match '^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$')");
   CHECK(rejection(env, "b", "  unschedulablePodsGate: Some\n") ==
-        "* " R"(spec.unschedulablePodsGate: Unsupported value: "Some": supported values: "Any", "SpotOnly", "Disabled")" + kRulesNotChecked);
+        "* "
+        R"(spec.unschedulablePodsGate: Unsupported value: "Some": supported values: "Any", "SpotOnly", "Disabled")" +
+            kRulesNotChecked);
   CHECK(rejection(env, "c", "  searchIterations: -1\n") ==
         "spec.searchIterations: Invalid value: -1: spec.searchIterations in body should be greater than or equal to 0");
   CHECK(rejection(env, "d", "  profile:\n    scores: [{name: FreeCPU, weight: 101}]\n") ==
         "spec.profile.scores[0].weight: Invalid value: 101: spec.profile.scores[0].weight in body should be less than or equal to 100");
   std::string e = rejection(env, "e", "  profile:\n    filters: [Fit]\n");
-  CHECK(e.starts_with("* " R"(spec.profile.filters[0]: Unsupported value: "Fit": supported values: )"));
+  CHECK(
+      e.starts_with("* "
+                    R"(spec.profile.filters[0]: Unsupported value: "Fit": supported values: )"));
   CHECK(e.ends_with(kRulesNotChecked));
-  CHECK(rejection(env, "j", "  housekeepingInterval: 100ms\n") == R"(spec.housekeepingInterval: Invalid value: "100ms": must be at least 1s)");
+  CHECK(rejection(env, "j", "  housekeepingInterval: 100ms\n") ==
+        R"(spec.housekeepingInterval: Invalid value: "100ms": must be at least 1s)");
   CHECK(rejection(env, "k", "  podEvictionTimeout: 0s\n") == R"(spec.podEvictionTimeout: Invalid value: "0s": must be at least 1s)");
   CHECK(rejection(env, "h", "  maxGracefulTermination: 0s\n") ==
         R"(spec.maxGracefulTermination: Invalid value: "0s": must be at least 1s (a grace period of 0 is a force deletion))");
   CHECK(rejection(env, "i", "  maxGracefulTermination: 1s\n").empty());
   CHECK(rejection(env, "f", "  dryRun: maybe\n") ==
-        "* " R"(spec.dryRun: Invalid value: "string": spec.dryRun in body must be of type boolean: "string")" + kRulesNotChecked);
+        "* "
+        R"(spec.dryRun: Invalid value: "string": spec.dryRun in body must be of type boolean: "string")" +
+            kRulesNotChecked);
   // A valid one is accepted.
   CHECK(rejection(env, "g", "  nodeDrainDelay: 90s\n").empty());
   CHECK(env.kubectl("get rsp -o name") == "reschedulepolicy.spotshift.io/g\nreschedulepolicy.spotshift.io/i\n");

@@ -28,7 +28,6 @@ using spotshift::testing::run;
 using spotshift::testing::shell_quote;
 using spotshift::testing::TempDir;
 
-
 inline const std::string kSource = SOURCE_ROOT;
 
 inline std::string read_all(const std::string& path) {
@@ -39,7 +38,8 @@ inline std::string read_all(const std::string& path) {
 }
 
 inline std::string policy_yaml(const std::string& name, const std::string& extra_spec, const std::string& delay = "3s") {
-  return fmt::format(R"(apiVersion: spotshift.io/v1alpha1
+  return fmt::format(
+      R"(apiVersion: spotshift.io/v1alpha1
 kind: ReschedulePolicy
 metadata:
   name: {}
@@ -47,7 +47,8 @@ spec:
   nodeDrainDelay: {}
   podEvictionTimeout: 20s
 {})",
-                     name, delay, extra_spec.find("maxGracefulTermination") == std::string::npos ? "  maxGracefulTermination: 20s\n" + extra_spec : extra_spec);
+      name, delay,
+      extra_spec.find("maxGracefulTermination") == std::string::npos ? "  maxGracefulTermination: 20s\n" + extra_spec : extra_spec);
 }
 
 class Operator {
@@ -63,8 +64,7 @@ class Operator {
     {
       std::ofstream script(log + ".sh");
       script << fmt::format("{} {} >{} 2>&1 &\necho $! >{}.pid\nwait $!\necho $? >{}.status.tmp && mv {}.status.tmp {}.status\n",
-                            SPOTSHIFT_BIN, args, shell_quote(log), shell_quote(log), shell_quote(log), shell_quote(log),
-                            shell_quote(log));
+                            SPOTSHIFT_BIN, args, shell_quote(log), shell_quote(log), shell_quote(log), shell_quote(log), shell_quote(log));
     }
     run(fmt::format("rm -f {0}.pid {0}.status; sh {0}.sh >/dev/null 2>&1 &", shell_quote(log)));
     eventually([&] { return !trim(read_all(log + ".pid")).empty(); }, 10s, 5ms);
@@ -91,7 +91,8 @@ class Operator {
     std::smatch m;
     std::string l = log();
     if (!std::regex_search(l, m, std::regex(R"(serving metrics address=127\.0\.0\.1:([0-9]+))"))) return "";
-    return run(fmt::format("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{}; printf \"GET /metrics HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'", m[1].str()))
+    return run(fmt::format("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{}; printf \"GET /metrics HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'",
+                           m[1].str()))
         .output;
   }
 
@@ -144,8 +145,9 @@ class Env {
         kubectl("wait --for condition=Established --timeout 30s crd/reschedulepolicies.spotshift.io");
         // A real API server publishes a new CRD's schema (what kubectl explain and kubectl's
         // field validation read) a moment after it is Established, later on a busy machine.
-        REQUIRE(eventually([&] { return kubectl("explain rsp.spec.nodeDrainDelay", false).find("FIELD: nodeDrainDelay") != std::string::npos; },
-                           30s, 200ms));
+        REQUIRE(
+            eventually([&] { return kubectl("explain rsp.spec.nodeDrainDelay", false).find("FIELD: nodeDrainDelay") != std::string::npos; },
+                       30s, 200ms));
       }
     }
     REQUIRE(eventually([&] { return all_running(); }, 30s));
@@ -197,8 +199,8 @@ class Env {
       });
       return;
     }
-    auto r = run(fmt::format("kubectl --kubeconfig {} --cache-dir {} get {} -A -o json 2>/dev/null", kubeconfig_,
-                             dir.file("kubectl-cache"), resource));
+    auto r = run(fmt::format("kubectl --kubeconfig {} --cache-dir {} get {} -A -o json 2>/dev/null", kubeconfig_, dir.file("kubectl-cache"),
+                             resource));
     rapidjson::Document d;
     if (r.status != 0 || d.Parse(r.output.c_str()).HasParseError() || !d.IsObject() || !d.HasMember("items")) return;
     for (const auto& o : d["items"].GetArray()) fn(o);
@@ -335,6 +337,5 @@ class BudgetWatch {
   std::atomic<int> min_{1000};
   std::thread thread_;
 };
-
 
 }  // namespace spotshift::e2e

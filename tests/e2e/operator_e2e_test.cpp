@@ -3,7 +3,6 @@
 // real control plane. Scenarios that inject kubesim's faults or reach into its cluster run on
 // kubesim only.
 
-
 #include "env.hpp"
 #include "support/metrics_text.hpp"
 
@@ -21,19 +20,23 @@ void replanned(Env& env, const Operator& op, const std::string& policy) {
   const std::string count = fmt::format(R"(spotshift_plan_duration_seconds_count{{policy="{}"}})", policy);
   const double target = std::max(0.0, metric_sample(op.metrics(), count)) + 3;
   int nudge = 0;
-  REQUIRE(eventually([&] {
-    if (metric_sample(op.metrics(), count) >= target) return true;
-    env.kubectl(fmt::format("label nodes --all spotshift.io/e2e-nudge={} --overwrite", ++nudge));
-    return false;
-  }, 30s, 200ms));
+  REQUIRE(eventually(
+      [&] {
+        if (metric_sample(op.metrics(), count) >= target) return true;
+        env.kubectl(fmt::format("label nodes --all spotshift.io/e2e-nudge={} --overwrite", ++nudge));
+        return false;
+      },
+      30s, 200ms));
 }
 
 // Returns once the drain delay the policy's status records has passed.
 void past_drain_delay(Env& env, const std::string& policy) {
-  REQUIRE(eventually([&] {
-    auto next = parse_time(env.status(policy, {"nextDrainAfter"}));
-    return next && std::chrono::system_clock::now() >= *next;
-  }, 60s, 100ms));
+  REQUIRE(eventually(
+      [&] {
+        auto next = parse_time(env.status(policy, {"nextDrainAfter"}));
+        return next && std::chrono::system_clock::now() >= *next;
+      },
+      60s, 100ms));
 }
 }  // namespace
 
@@ -128,7 +131,8 @@ TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   env.apply("policy", policy_yaml("default", "  dryRun: true\n"));
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return !env.events("WouldDrain").empty(); }, 20s));
-  CHECK(env.events("WouldDrain")[0] == "Node/ondemand-1: Policy default would drain ondemand-1 now (2 pods fit on spot nodes); dryRun is true, so nothing is touched");
+  CHECK(env.events("WouldDrain")[0] ==
+        "Node/ondemand-1: Policy default would drain ondemand-1 now (2 pods fit on spot nodes); dryRun is true, so nothing is touched");
   REQUIRE(eventually([&] { return env.condition("default", "Blocked", "reason") == "DryRun"; }, 10s));
   CHECK(env.status("default", {"drainableNodes"}) == "2");
   replanned(env, *op, "default");
@@ -219,8 +223,8 @@ TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, a
   while (std::chrono::steady_clock::now() - started < 1500ms) {
     env.sim->run([&](kubesim::Cluster& c) {
       c.mutate(*c.registry().pods(), pod, [&](kubesim::Value& o, kubesim::Alloc& a) {
-        kubesim::set_str(kubesim::ensure_object(kubesim::ensure_object(o, "metadata", a), "labels", a), "churn",
-                         std::to_string(changes), a);
+        kubesim::set_str(kubesim::ensure_object(kubesim::ensure_object(o, "metadata", a), "labels", a), "churn", std::to_string(changes),
+                         a);
       });
     });
     ++changes;
@@ -258,8 +262,7 @@ spec:
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 20s));
 }
 
-TEST_CASE("a budget whose selector is {} covers every pod of its namespace: pods it shares with another budget block their node",
-          "[e2e]") {
+TEST_CASE("a budget whose selector is {} covers every pod of its namespace: pods it shares with another budget block their node", "[e2e]") {
   Env env(R"(
 ---
 apiVersion: policy/v1
@@ -277,7 +280,8 @@ spec:
   CHECK(undrainable.find("pod shop/web-7d4b9c-x1a2b is covered by more than one PodDisruptionBudget (shop/everything, shop/web-pdb), "
                          "which the Eviction API refuses") != std::string::npos);
   // The API server's Eviction API says the same.
-  env.dir.write("eviction.json", R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-7d4b9c-x1a2b","namespace":"shop"}})");
+  env.dir.write("eviction.json",
+                R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-7d4b9c-x1a2b","namespace":"shop"}})");
   std::string refused =
       env.kubectl("create --raw /api/v1/namespaces/shop/pods/web-7d4b9c-x1a2b/eviction -f " + env.dir.file("eviction.json"), false);
   CHECK(refused.find("more than one PodDisruptionBudget") != std::string::npos);
@@ -317,8 +321,9 @@ spec:
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
 }
 
-TEST_CASE("pods of a Job that counts evictions as failures block their node until its podFailurePolicy ignores disruptions; so does a pod whose controller is gone",
-          "[e2e]") {
+TEST_CASE(
+    "pods of a Job that counts evictions as failures block their node until its podFailurePolicy ignores disruptions; so does a pod whose controller is gone",
+    "[e2e]") {
   // report-x7k2p runs on ondemand-1 for Job report (backoffLimit 0: one failed pod fails the
   // Job); cache-0 on ondemand-2 names a StatefulSet that is not there.
   Env env(read_all(kSource + "/tests/e2e/job-and-orphan.yaml"));
@@ -335,7 +340,8 @@ TEST_CASE("pods of a Job that counts evictions as failures block their node unti
   CHECK(env.operator_requests("/eviction").empty());
   // A Job that tolerates disruptions: its pod moves, and the node drains. (kubesim runs no Job
   // controller, so the drain waits out the replacement timeout for the Job pod's replacement.)
-  env.kubectl(R"(patch job report -n shop --type merge -p '{"spec":{"podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]}}}')");
+  env.kubectl(
+      R"(patch job report -n shop --type merge -p '{"spec":{"podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]}}}')");
   REQUIRE(eventually([&] { return env.draining("ondemand-1"); }, 20s));
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 60s));
   CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
@@ -508,11 +514,13 @@ TEST_CASE("when the spot nodes go away in the middle of a drain, the rest of the
   // ondemand-1 drains web-7d4b9c-x1a2b first (budget-covered), then api-7d4b9c-k8s2q. Once the
   // first eviction is in (its pod takes a moment to terminate), both spot nodes turn NotReady:
   // a spot interruption.
-  REQUIRE(eventually([&] {
-    for (const auto& r : env.operator_requests("/eviction"))
-      if (r.find("web-7d4b9c-x1a2b") != std::string::npos && r.ends_with(" 201")) return true;
-    return false;
-  }, 30s, 2ms));
+  REQUIRE(eventually(
+      [&] {
+        for (const auto& r : env.operator_requests("/eviction"))
+          if (r.find("web-7d4b9c-x1a2b") != std::string::npos && r.ends_with(" 201")) return true;
+        return false;
+      },
+      30s, 2ms));
   bool flipped = true;
   env.sim->run([&](kubesim::Cluster& c) {
     for (const char* node : {"spot-1", "spot-2"}) flipped = c.set_node_condition(node, "Ready", "False").has_value() && flipped;
@@ -521,7 +529,7 @@ TEST_CASE("when the spot nodes go away in the middle of a drain, the rest of the
   REQUIRE(eventually([&] { return !env.events("DrainAborted").empty(); }, 20s, 10ms));
   INFO(env.events("DrainAborted")[0]);
   CHECK(env.events("DrainAborted")[0].find("after 1 of 2 pods: the plan for the rest of the node no longer holds: no Ready, "
-                                            "schedulable node matches the spotNodeSelector") != std::string::npos);
+                                           "schedulable node matches the spotNodeSelector") != std::string::npos);
   CHECK(env.operator_requests("/eviction").size() == 1);  // api-7d4b9c-k8s2q was left alone
   CHECK(env.pods().at("shop/api-7d4b9c-k8s2q") == "ondemand-1");
   REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
@@ -561,8 +569,9 @@ TEST_CASE("an invalid policy is reported while a valid one keeps working; overla
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return env.condition("bad", "Valid") == "False"; }, 20s));
   CHECK(op->log().find("reconcile failed; retrying") != std::string::npos);
-  CHECK(env.condition("bad", "Valid", "message") ==
-        "decoding ReschedulePolicy \"bad\": spec.profile.scores[0]: score plugin FreeCPU: args.order must be fullest or emptiest, got \"most\"");
+  CHECK(
+      env.condition("bad", "Valid", "message") ==
+      "decoding ReschedulePolicy \"bad\": spec.profile.scores[0]: score plugin FreeCPU: args.order must be fullest or emptiest, got \"most\"");
   REQUIRE(eventually([&] { return !env.events("PolicyInvalid").empty(); }, 10s));
   CHECK(env.events("PolicyInvalid")[0].starts_with("ReschedulePolicy/bad: The policy is not applied until its spec is fixed"));
 
@@ -603,9 +612,7 @@ namespace {
 // ondemand-1's web pod never finishes terminating: a drain of it hangs until maxGracefulTermination.
 const std::string kStuckPolicy = R"(  maxGracefulTermination: 60s
 )";
-void make_stuck(Env& env) {
-  env.make_pod_hang("shop", "web-7d4b9c-x1a2b");
-}
+void make_stuck(Env& env) { env.make_pod_hang("shop", "web-7d4b9c-x1a2b"); }
 // After a restart at `restarted_at`: the drain the status recorded is Aborted as interrupted, and
 // the gate stays closed for nodeDrainDelay (30 s) from the restart: nothing else drains meanwhile.
 void expect_interrupted_drain_keeps_gate(Env& env, const Operator& op, std::chrono::system_clock::time_point restarted_at) {

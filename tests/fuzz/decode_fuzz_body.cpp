@@ -48,8 +48,7 @@ int fuzz_one_input(const uint8_t* data, size_t size) {
   (void)decode_workload_controller(text, "Job");
   if (auto lease = decode_lease(text)) {
     auto back = decode_lease(std::string_view(encode_lease(*lease)));
-    if (!back || back->spec.holder_identity != lease->spec.holder_identity ||
-        back->spec.lease_transitions != lease->spec.lease_transitions)
+    if (!back || back->spec.holder_identity != lease->spec.holder_identity || back->spec.lease_transitions != lease->spec.lease_transitions)
       invariant_broken("lease round trip", text);
   }
 

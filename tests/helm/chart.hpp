@@ -59,7 +59,8 @@ inline Rendered render(const testing::TempDir& dir, const std::string& args) {
   static int n = 0;
   std::string out = dir.file(fmt::format("render-{}.yaml", ++n)), err = dir.file(fmt::format("render-{}.err", n));
   Rendered r;
-  r.status = testing::run(fmt::format("{{ {} --chart {} {} >{} 2>{}; }}", HELM_RENDER, testing::shell_quote(kChart), args, out, err)).status;
+  r.status =
+      testing::run(fmt::format("{{ {} --chart {} {} >{} 2>{}; }}", HELM_RENDER, testing::shell_quote(kChart), args, out, err)).status;
   r.text = read_all(out);
   r.error = read_all(err);
   if (r.status == 0) {
@@ -144,8 +145,7 @@ inline bool is_crd(const std::string& kind) { return kind == "CustomResourceDefi
 
 // What `helm install --create-namespace` does, as kubectl: the namespace, the CRDs first, then
 // everything else (already in install order).
-inline void install(e2e::Env& env, const testing::TempDir& dir, const std::string& ns, const std::string& crds,
-                    const std::string& rest) {
+inline void install(e2e::Env& env, const testing::TempDir& dir, const std::string& ns, const std::string& crds, const std::string& rest) {
   env.kubectl("create namespace " + ns, false);  // may exist already
   if (!crds.empty()) {
     dir.write("crds.yaml", crds);

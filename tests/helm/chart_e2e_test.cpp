@@ -96,18 +96,22 @@ TEST_CASE("taking away any one permission the chart grants gets a request of the
     if (atom.resource == "events" && atom.verb == "patch") {
       // A repeated event becomes a series with a patch: have a node's reason reported again by
       // tightening the budget that keeps ondemand-4 from draining.
-      REQUIRE(eventually([&] {
-        for (const auto& e : env.events("NodeNotDrainable"))
-          if (e.starts_with("Node/ondemand-4")) return true;
-        return false;
-      }, 30s));
+      REQUIRE(eventually(
+          [&] {
+            for (const auto& e : env.events("NodeNotDrainable"))
+              if (e.starts_with("Node/ondemand-4")) return true;
+            return false;
+          },
+          30s));
       env.kubectl(R"(patch pdb web-pdb -n shop --type merge -p '{"spec":{"minAvailable":6}}')");
     }
     std::string want = fmt::format("{} {}", atom.verb, atom.resource);
-    bool refused = eventually([&] {
-      auto f = forbidden(env);
-      return std::find(f.begin(), f.end(), want) != f.end();
-    }, 30s, 20ms);
+    bool refused = eventually(
+        [&] {
+          auto f = forbidden(env);
+          return std::find(f.begin(), f.end(), want) != f.end();
+        },
+        30s, 20ms);
     if (!refused) unused.push_back(atom.text() + "\n" + op.log());
   }
   INFO("permissions the operator never needed:\n" << fmt::format("{}", fmt::join(unused, "\n\n")));

@@ -94,9 +94,8 @@ TEST_CASE("helm install, the operator as the chart's ServiceAccount, helm upgrad
   env.kubectl("wait --for condition=Established --timeout 30s crd/reschedulepolicies.spotshift.io");
   const std::string crd_version = env.kubectl("get crd reschedulepolicies.spotshift.io -o jsonpath={.metadata.resourceVersion}");
   // The Deployment's pods run on the fake node the values name.
-  REQUIRE(eventually([&] {
-    return env.kubectl("get deploy -n spotshift spotshift -o jsonpath={.status.readyReplicas}") == "2";
-  }, 60s, 500ms));
+  REQUIRE(
+      eventually([&] { return env.kubectl("get deploy -n spotshift spotshift -o jsonpath={.status.readyReplicas}") == "2"; }, 60s, 500ms));
 
   // The operator as the Deployment runs it, with a token the TokenRequest API issued for the
   // chart's ServiceAccount.
@@ -145,14 +144,17 @@ TEST_CASE("helm install, the operator as the chart's ServiceAccount, helm upgrad
   // Uninstalling leaves the CRD (and so every policy) and nothing else of the release (the
   // garbage collector removes the Deployment's pods after it).
   helm(env, "uninstall spotshift -n spotshift --wait");
-  CHECK(env.kubectl("get crd reschedulepolicies.spotshift.io -o name") == "customresourcedefinition.apiextensions.k8s.io/reschedulepolicies.spotshift.io\n");
+  CHECK(env.kubectl("get crd reschedulepolicies.spotshift.io -o name") ==
+        "customresourcedefinition.apiextensions.k8s.io/reschedulepolicies.spotshift.io\n");
   CHECK(env.kubectl("get rsp -o name") == "reschedulepolicy.spotshift.io/default\n");
   std::string left;
-  eventually([&] {
-    left = env.kubectl("get deploy,rs,pods,sa,svc,role,rolebinding,pdb -n spotshift -l app.kubernetes.io/instance=spotshift -o name");
-    left += env.kubectl("get clusterrole,clusterrolebinding -l app.kubernetes.io/instance=spotshift -o name");
-    return left.empty();
-  }, 30s, 500ms);
+  eventually(
+      [&] {
+        left = env.kubectl("get deploy,rs,pods,sa,svc,role,rolebinding,pdb -n spotshift -l app.kubernetes.io/instance=spotshift -o name");
+        left += env.kubectl("get clusterrole,clusterrolebinding -l app.kubernetes.io/instance=spotshift -o name");
+        return left.empty();
+      },
+      30s, 500ms);
   INFO(left);
   CHECK(left.empty());
 }
@@ -180,7 +182,8 @@ std::string demo_copy(const std::string& copy) {
 
 }  // namespace
 
-TEST_CASE("every permission the chart grants is needed on the real RBAC authorizer: taking one away gets a request refused", "[helm-real]") {
+TEST_CASE("every permission the chart grants is needed on the real RBAC authorizer: taking one away gets a request refused",
+          "[helm-real]") {
   REQUIRE(testing::real_backend());
   EnvOptions empty;
   empty.demo = false;
@@ -206,32 +209,41 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
     auto loaded = run(fmt::format("{}/scripts/realkube.sh load {} {} 2>&1", kSource, env.real->dir(), env.dir.file(copy + ".yaml")));
     INFO(loaded.output);
     REQUIRE(loaded.status == 0);
-    env.kubectl(fmt::format("label node {0}-ondemand-1 {0}-ondemand-2 {0}-ondemand-3 {0}-ondemand-4 {0}-spot-1 {0}-spot-2 spotshift.io/copy={0}", copy));
+    env.kubectl(fmt::format(
+        "label node {0}-ondemand-1 {0}-ondemand-2 {0}-ondemand-3 {0}-ondemand-4 {0}-spot-1 {0}-spot-2 spotshift.io/copy={0}", copy));
     REQUIRE(eventually([&] { return env.all_running(); }, 30s, 200ms));
     env.dir.write("role.json", role_without(r.one(atom.role_kind), atom));
     env.kubectl("apply -f " + env.dir.file("role.json"));
-    env.apply(copy + "-policy", policy_yaml(copy, fmt::format(R"(  onDemandNodeSelector: {{matchLabels: {{node-role.kubernetes.io/worker: "", spotshift.io/copy: {0}}}}}
+    env.apply(
+        copy + "-policy",
+        policy_yaml(copy,
+                    fmt::format(R"(  onDemandNodeSelector: {{matchLabels: {{node-role.kubernetes.io/worker: "", spotshift.io/copy: {0}}}}}
   spotNodeSelector: {{matchLabels: {{node-role.kubernetes.io/spot-worker: "", spotshift.io/copy: {0}}}}}
-)", copy)));
+)",
+                                copy)));
     const size_t seen = env.real->audit().size();
     Operator op(args, env.dir.file(copy + ".log"));
     if (atom.resource == "events" && atom.verb == "patch") {
       // A repeated event becomes a series with a patch: have a node's reason reported again.
-      REQUIRE(eventually([&] {
-        for (const auto& e : env.events("NodeNotDrainable"))
-          if (e.starts_with(fmt::format("Node/{}-ondemand-4", copy))) return true;
-        return false;
-      }, 30s));
+      REQUIRE(eventually(
+          [&] {
+            for (const auto& e : env.events("NodeNotDrainable"))
+              if (e.starts_with(fmt::format("Node/{}-ondemand-4", copy))) return true;
+            return false;
+          },
+          30s));
       env.kubectl(fmt::format(R"(patch pdb web-pdb -n shop-{} --type merge -p '{{"spec":{{"minAvailable":6}}}}')", copy));
     }
     const std::string want = fmt::format("{} {}", atom.verb, atom.resource);
-    bool refused = eventually([&] {
-      auto records = env.real->audit();
-      for (size_t k = seen; k < records.size(); ++k)
-        if (records[k].user == kUser && records[k].code == 403 && fmt::format("{} {}", records[k].verb, records[k].resource) == want)
-          return true;
-      return false;
-    }, 30s, 100ms);
+    bool refused = eventually(
+        [&] {
+          auto records = env.real->audit();
+          for (size_t k = seen; k < records.size(); ++k)
+            if (records[k].user == kUser && records[k].code == 403 && fmt::format("{} {}", records[k].verb, records[k].resource) == want)
+              return true;
+          return false;
+        },
+        30s, 100ms);
     if (!refused) unused.push_back(atom.text() + "\n" + op.log());
     op.stop(SIGKILL);
     // The next operator takes the Lease at once, and this copy's policy stops.

@@ -64,8 +64,8 @@ TEST_CASE("the default values render every object, with least privilege and a ha
   INFO(r.error);
   REQUIRE(r.status == 0);
   // Helm's install order, CRDs first.
-  CHECK(r.kinds() == std::vector<std::string>{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                              "Role", "RoleBinding", "Service", "Deployment"});
+  CHECK(r.kinds() == std::vector<std::string>{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                                              "RoleBinding", "Service", "Deployment"});
   std::smatch m;
   std::string chart_yaml = read_all(kChart + "/Chart.yaml");
   REQUIRE(std::regex_search(chart_yaml, m, std::regex(R"re(\nappVersion: "([^"]+)")re")));
@@ -136,17 +136,23 @@ TEST_CASE("the default values render every object, with least privilege and a ha
   no_crd.apply_crd = false;
   Env env({}, no_crd);
   install(env, dir, "spotshift", r);
-  CHECK(env.kubectl("get crd reschedulepolicies.spotshift.io -o name") == "customresourcedefinition.apiextensions.k8s.io/reschedulepolicies.spotshift.io\n");
+  CHECK(env.kubectl("get crd reschedulepolicies.spotshift.io -o name") ==
+        "customresourcedefinition.apiextensions.k8s.io/reschedulepolicies.spotshift.io\n");
   std::string listed = env.kubectl("get -n spotshift serviceaccount,service,deployment,role,rolebinding -o name");
-  for (auto name : {"serviceaccount/spotshift", "service/spotshift-metrics", "deployment.apps/spotshift",
-                    "role.rbac.authorization.k8s.io/spotshift-leader-election", "rolebinding.rbac.authorization.k8s.io/spotshift-leader-election"})
+  for (auto name :
+       {"serviceaccount/spotshift", "service/spotshift-metrics", "deployment.apps/spotshift",
+        "role.rbac.authorization.k8s.io/spotshift-leader-election", "rolebinding.rbac.authorization.k8s.io/spotshift-leader-election"})
     CHECK(listed.find(name) != std::string::npos);
-  CHECK(env.kubectl("get clusterrole,clusterrolebinding spotshift -o name").find("clusterrolebinding.rbac.authorization.k8s.io/spotshift") != std::string::npos);
-  REQUIRE(eventually([&] {
-    auto out = env.kubectl("get pods -n spotshift -l app.kubernetes.io/instance=spotshift --no-headers", false);
-    return std::count(out.begin(), out.end(), '\n') == 2 && out.find("Running") != std::string::npos &&
-           out.find("Pending") == std::string::npos;
-  }, 20s));
+  CHECK(
+      env.kubectl("get clusterrole,clusterrolebinding spotshift -o name").find("clusterrolebinding.rbac.authorization.k8s.io/spotshift") !=
+      std::string::npos);
+  REQUIRE(eventually(
+      [&] {
+        auto out = env.kubectl("get pods -n spotshift -l app.kubernetes.io/instance=spotshift --no-headers", false);
+        return std::count(out.begin(), out.end(), '\n') == 2 && out.find("Running") != std::string::npos &&
+               out.find("Pending") == std::string::npos;
+      },
+      20s));
   // The operator's pods are protected from itself.
   std::string annotations = env.kubectl("get pods -n spotshift -o jsonpath={.items[*].metadata.annotations}");
   CHECK(annotations.find(R"("spotshift.io/do-not-move":"true")") != std::string::npos);
@@ -188,7 +194,8 @@ defaultPolicy:
     suspend: true
     podSelector: {matchLabels: {movable: "yes"}}
 )");
-  auto r = render(dir, "--name prod --namespace ops -f " + dir.file("values.yaml") + " --set image.tag=1.2.3 --set resources.limits.memory=2Gi");
+  auto r =
+      render(dir, "--name prod --namespace ops -f " + dir.file("values.yaml") + " --set image.tag=1.2.3 --set resources.limits.memory=2Gi");
   INFO(r.error);
   REQUIRE(r.status == 0);
   CHECK(r.kinds() == std::vector<std::string>{"PodDisruptionBudget", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
@@ -198,7 +205,8 @@ defaultPolicy:
   CHECK(rules.size() == kMinimalClusterRules.size() - 1);
   CHECK_FALSE(has(rules, " persistentvolumeclaims,persistentvolumes: list,watch"));
   auto args = container_args(r);
-  for (auto a : {"--watch-volumes=false", "--max-planning-cpu=25", "--workers=2", "--log-format=text", "--v=2", "--lease-name=shift", "--leader-election-namespace=ops"})
+  for (auto a : {"--watch-volumes=false", "--max-planning-cpu=25", "--workers=2", "--log-format=text", "--v=2", "--lease-name=shift",
+                 "--leader-election-namespace=ops"})
     CHECK(has(args, a));
   const auto& c = container(r);
   CHECK(kubesim::json_string(c, {"image"}) == "ghcr.io/spotshift/spotshift:1.2.3");
@@ -207,7 +215,8 @@ defaultPolicy:
   auto annotations = string_map(kubesim::json_path(pod, {"metadata", "annotations"}));
   CHECK(annotations["prometheus.io/scrape"] == "true");
   CHECK(annotations["spotshift.io/do-not-move"] == "true");  // user annotations never drop the protection
-  CHECK(string_map(kubesim::json_path(pod, {"spec", "nodeSelector"})) == std::map<std::string, std::string>{{"node-role.kubernetes.io/worker", ""}});
+  CHECK(string_map(kubesim::json_path(pod, {"spec", "nodeSelector"})) ==
+        std::map<std::string, std::string>{{"node-role.kubernetes.io/worker", ""}});
   CHECK(kubesim::to_json(*kubesim::json_path(pod, {"spec", "tolerations"})) ==
         R"([{"effect":"PreferNoSchedule","key":"spotshift.io/on-demand","operator":"Exists"}])");
   CHECK(kubesim::json_path(pod, {"spec", "affinity", "nodeAffinity"}));
@@ -245,11 +254,13 @@ spec:
   CHECK(env.kubectl("get reschedulepolicy pool-a -o jsonpath={.spec.podEvictionTimeout}") == "2m");
   CHECK(env.kubectl("get servicemonitor -n ops shift -o name") == "servicemonitor.monitoring.coreos.com/shift\n");
   CHECK(env.kubectl("get pdb -n ops shift -o jsonpath={.spec.maxUnavailable}") == "1");
-  REQUIRE(eventually([&] {
-    auto out = env.kubectl("get pods -n ops -o jsonpath={.items[*].spec.nodeName}", false);
-    return std::count(out.begin(), out.end(), ' ') == 2 && out.find("ondemand-1") == std::string::npos &&
-           out.find("ondemand-2") == std::string::npos && out.find("spot") == std::string::npos;
-  }, 20s));
+  REQUIRE(eventually(
+      [&] {
+        auto out = env.kubectl("get pods -n ops -o jsonpath={.items[*].spec.nodeName}", false);
+        return std::count(out.begin(), out.end(), ' ') == 2 && out.find("ondemand-1") == std::string::npos &&
+               out.find("ondemand-2") == std::string::npos && out.find("spot") == std::string::npos;
+      },
+      20s));
 }
 
 TEST_CASE("one replica without leader election, and no RBAC or ServiceAccount when told so", "[chart]") {
@@ -280,7 +291,8 @@ TEST_CASE("values that cannot work fail the render with a message that says why"
            {"serviceAccount.create=false", "serviceAccount.name is required when serviceAccount.create is false"},
            {"log.format=xml", "log.format must be text or json, not \"xml\""},
            {"image.repository=", "image.repository is required"},
-           {"metrics.service.enabled=false,metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.enabled needs metrics.service.enabled"},
+           {"metrics.service.enabled=false,metrics.serviceMonitor.enabled=true",
+            "metrics.serviceMonitor.enabled needs metrics.service.enabled"},
            {"defaultPolicy.create=true,defaultPolicy.name=", "defaultPolicy.name is required"},
        }) {
     auto r = render(dir, "--set " + shell_quote(c.set));
@@ -383,8 +395,8 @@ TEST_CASE("the Dockerfile's build configures without test dependencies and ships
 
   // The build stage's configuration: the operator without tests, Catch2 or Go.
   TempDir dir;
-  auto setup = run(fmt::format("cd {} && meson setup {} --buildtype=release -Db_ndebug=true -Dtests=disabled", shell_quote(SOURCE_ROOT),
-                               dir.file("b")));
+  auto setup = run(
+      fmt::format("cd {} && meson setup {} --buildtype=release -Db_ndebug=true -Dtests=disabled", shell_quote(SOURCE_ROOT), dir.file("b")));
   INFO(setup.output);
   REQUIRE(setup.status == 0);
   CHECK(dockerfile.find("-Dtests=disabled") != std::string::npos);

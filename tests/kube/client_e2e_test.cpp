@@ -7,8 +7,8 @@
 #include "support/catch.hpp"
 #include "support/process.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
+#include <boost/asio/io_context.hpp>
 
 #include <map>
 
@@ -22,7 +22,9 @@ namespace {
 std::string pods_scenario(int n) {
   std::string s = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"100\", memory: 100Gi, pods: \"500\"}}\n";
   for (int i = 0; i < n; ++i)
-    s += fmt::format("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{:03}, labels: {{app: demo}}}}\nspec: {{nodeName: n1, containers: [{{name: c}}]}}\n", i);
+    s += fmt::format(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{:03}, labels: {{app: demo}}}}\nspec: {{nodeName: n1, containers: [{{name: c}}]}}\n",
+        i);
   return s;
 }
 
@@ -54,7 +56,9 @@ std::shared_ptr<Client> client_for(boost::asio::io_context& ioc, const ClientCon
 }
 
 std::string pod_body(const std::string& name) {
-  return fmt::format(R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}","labels":{{"app":"demo"}}}},"spec":{{"containers":[{{"name":"c"}}]}}}})", name);
+  return fmt::format(
+      R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}","labels":{{"app":"demo"}}}},"spec":{{"containers":[{{"name":"c"}}]}}}})",
+      name);
 }
 
 // The objects kubesim holds: key -> resourceVersion.
@@ -229,8 +233,9 @@ TEST_CASE("client certificates and exec plugins authenticate", "[e2e][tls]") {
   CHECK((refused.error().kind == ErrorKind::kTls || refused.error().kind == ErrorKind::kNetwork || refused.error().code == 401));
 
   TempDir dir;
-  dir.write("plugin.sh", "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
-                         "\"status\":{\"token\":\"good-token\"}}'\n");
+  dir.write("plugin.sh",
+            "#!/bin/sh\nprintf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+            "\"status\":{\"token\":\"good-token\"}}'\n");
   spotshift::testing::run("chmod +x " + dir.file("plugin.sh"));
   ClientConfig x = config_for(sim, "");
   x.exec = ExecConfig{dir.file("plugin.sh"), {}, {}, "client.authentication.k8s.io/v1", "Never", true};
@@ -278,9 +283,11 @@ TEST_CASE("writes, status subresources, preconditions and evictions against kube
                                            R"({"metadata":{"resourceVersion":"1"},"spec":{"unschedulable":true}})"));
   REQUIRE_FALSE(stale);
   CHECK(stale.error().is_conflict());
-  auto fresh = run_sync(ioc, client->patch(Resource::nodes(), "", "n1", PatchType::kMerge,
-                                           fmt::format(R"({{"metadata":{{"resourceVersion":"{}"}},"spec":{{"taints":[{{"key":"k","effect":"NoSchedule"}}]}}}})",
-                                                       node->meta.resource_version)));
+  auto fresh = run_sync(
+      ioc,
+      client->patch(Resource::nodes(), "", "n1", PatchType::kMerge,
+                    fmt::format(R"({{"metadata":{{"resourceVersion":"{}"}},"spec":{{"taints":[{{"key":"k","effect":"NoSchedule"}}]}}}})",
+                                node->meta.resource_version)));
   REQUIRE(fresh);
 
   model::Lease lease;
@@ -301,8 +308,8 @@ TEST_CASE("writes, status subresources, preconditions and evictions against kube
   REQUIRE_FALSE(conflict);  // the same resourceVersion again
   CHECK(conflict.error().is_conflict());
 
-  auto status = run_sync(ioc, client->patch_status(Resource::pods(), "default", "p000", PatchType::kMerge,
-                                                   R"({"status":{"phase":"Failed"}})"));
+  auto status =
+      run_sync(ioc, client->patch_status(Resource::pods(), "default", "p000", PatchType::kMerge, R"({"status":{"phase":"Failed"}})"));
   REQUIRE(status);
   DeleteOptions d;
   d.grace_period_seconds = 5;

@@ -16,7 +16,8 @@ using spotshift::testing::run_sync;
 
 namespace {
 
-constexpr const char* kPod = R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p1","namespace":"ns","resourceVersion":"5"},"spec":{"nodeName":"n1","containers":[{"name":"c"}]},"status":{"phase":"Running"}})";
+constexpr const char* kPod =
+    R"({"kind":"Pod","apiVersion":"v1","metadata":{"name":"p1","namespace":"ns","resourceVersion":"5"},"spec":{"nodeName":"n1","containers":[{"name":"c"}]},"status":{"phase":"Running"}})";
 
 std::string node_list(std::vector<std::string> names, std::string rv, std::string cont) {
   std::string items;
@@ -48,8 +49,9 @@ struct Fixture {
 TEST_CASE("get decodes the object and a 404 becomes a NotFound error", "[client]") {
   Fixture f;
   f.transport->expect("GET", "/api/v1/namespaces/ns/pods/p1", 200, kPod);
-  f.transport->expect("GET", "/api/v1/namespaces/ns/pods/nope", 404,
-                      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"pods"},"code":404})");
+  f.transport->expect(
+      "GET", "/api/v1/namespaces/ns/pods/nope", 404,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"pods"},"code":404})");
   Client c = f.client();
   auto pod = run_sync(f.ioc, c.get<model::Pod>("ns", "p1"));
   REQUIRE(pod);
@@ -82,8 +84,9 @@ TEST_CASE("list follows continue tokens page by page", "[client]") {
 TEST_CASE("an expired continue token after items were delivered tells the caller to list again", "[client]") {
   Fixture f;
   f.transport->expect("GET", "/api/v1/nodes?limit=2", 200, node_list({"a", "b"}, "100", "tok1"));
-  f.transport->expect("GET", "/api/v1/nodes?limit=2&continue=tok1", 410,
-                      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"The provided continue parameter is too old","reason":"Expired","code":410})");
+  f.transport->expect(
+      "GET", "/api/v1/nodes?limit=2&continue=tok1", 410,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"The provided continue parameter is too old","reason":"Expired","code":410})");
   Client c = f.client();
   ListOptions o;
   o.limit = 2;
@@ -94,8 +97,9 @@ TEST_CASE("an expired continue token after items were delivered tells the caller
 
 TEST_CASE("objects that do not decode are skipped and reported, not fatal", "[client]") {
   Fixture f;
-  f.transport->expect("GET", "/api/v1/nodes?limit=500", 200,
-                      R"({"metadata":{"resourceVersion":"3"},"items":[{"metadata":{"name":"ok"}},{"metadata":{"name":"bad"},"spec":{"taints":[{"key":"k","effect":"Sometimes"}]}}]})");
+  f.transport->expect(
+      "GET", "/api/v1/nodes?limit=500", 200,
+      R"({"metadata":{"resourceVersion":"3"},"items":[{"metadata":{"name":"ok"}},{"metadata":{"name":"bad"},"spec":{"taints":[{"key":"k","effect":"Sometimes"}]}}]})");
   Client c = f.client();
   auto list = run_sync(f.ioc, c.list<model::Node>(""));
   REQUIRE(list);
@@ -123,8 +127,7 @@ TEST_CASE("a list page is read in one pass, in whatever order its members come",
 TEST_CASE("a malformed list page fails the whole list, with what was wrong", "[client]") {
   auto page = GENERATE(as<std::pair<std::string, std::string>>{},
                        // cut short after a whole item: the items read so far are not returned
-                       std::pair{std::string(R"({"metadata":{"resourceVersion":"1"},"items":[)") + kPod + ",",
-                                 "invalid JSON at offset"},
+                       std::pair{std::string(R"({"metadata":{"resourceVersion":"1"},"items":[)") + kPod + ",", "invalid JSON at offset"},
                        std::pair{std::string(R"({"metadata":{"resourceVersion":"1"}})"), "list of pods has no items array"},
                        std::pair{std::string(R"({"metadata":{"resourceVersion":"1"},"items":{}})"), "items is not an array"},
                        std::pair{std::string(R"({"items":[],"items":[)") + kPod + "]}", "items is given twice"},
@@ -141,8 +144,7 @@ TEST_CASE("throttled reads are retried after Retry-After, failing the 1st, 2nd, 
   for (int failures = 0; failures <= 4; ++failures) {
     DYNAMIC_SECTION("fail " << failures << " times") {
       Fixture f;
-      for (int i = 0; i < failures; ++i)
-        f.transport->expect("GET", "/api/v1/nodes/n1", i % 2 ? 503 : 429, "{}", {{"Retry-After", "1"}});
+      for (int i = 0; i < failures; ++i) f.transport->expect("GET", "/api/v1/nodes/n1", i % 2 ? 503 : 429, "{}", {{"Retry-After", "1"}});
       f.transport->expect("GET", "/api/v1/nodes/n1", 200, R"({"metadata":{"name":"n1"}})");
       Client c = f.client();
       auto node = run_sync(f.ioc, c.get<model::Node>("", "n1"));
@@ -156,8 +158,9 @@ TEST_CASE("retries stop after the attempt limit and without Retry-After", "[clie
   Fixture f;
   f.options.max_attempts = 3;
   for (int i = 0; i < 3; ++i) f.transport->expect("GET", "/api/v1/nodes/n1", 429, "{}", {{"Retry-After", "1"}});
-  f.transport->expect("GET", "/api/v1/nodes/n2", 500,
-                      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"boom","reason":"InternalError","code":500})");
+  f.transport->expect(
+      "GET", "/api/v1/nodes/n2", 500,
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"boom","reason":"InternalError","code":500})");
   f.transport->expect("POST", "/api/v1/namespaces/ns/pods", 503, "{}", {{"Retry-After", "1"}});
   Client c = f.client();
   auto limited = run_sync(f.ioc, c.get<model::Node>("", "n1"));
@@ -241,7 +244,8 @@ TEST_CASE("a 401 re-reads the token and retries once", "[client]") {
   rotated.method = "GET";
   rotated.target = "/api/v1/nodes/n1";
   rotated.status = 401;
-  rotated.body = R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})";
+  rotated.body =
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})";
   f.transport->expect(rotated);
   f.transport->expect("GET", "/api/v1/nodes/n1", 200, R"({"metadata":{"name":"n1"}})");
   f.transport->expect(rotated);
@@ -325,11 +329,13 @@ TEST_CASE("a watch ERROR event or a broken stream is an error; a 410 is Expired"
   Step expired;
   expired.method = "GET";
   expired.target = "/api/v1/nodes?watch=true&resourceVersion=1&allowWatchBookmarks=true";
-  expired.chunks = {R"x({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (50)","reason":"Expired","code":410}})x"
-                    "\n"};
+  expired.chunks = {
+      R"x({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (50)","reason":"Expired","code":410}})x"
+      "\n"};
   f.transport->expect(expired);
   Step broken = expired;
-  broken.chunks = {R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})" "\n"};
+  broken.chunks = {R"({"type":"ADDED","object":{"metadata":{"name":"a"}}})"
+                   "\n"};
   broken.stream_failure = Error::network("connection reset by peer");
   f.transport->expect(broken);
   Step refused = expired;

@@ -1,5 +1,5 @@
-#include "core/strings.hpp"
 #include "kube/config.hpp"
+#include "core/strings.hpp"
 #include "kube/credentials.hpp"
 #include "support/catch.hpp"
 #include "support/process.hpp"
@@ -206,10 +206,11 @@ TEST_CASE("a token file is re-read after a minute and after a 401", "[config]") 
 TEST_CASE("an exec plugin's credential is cached until it expires", "[config]") {
   TempDir dir;
   // The plugin counts its runs and echoes what it was told in KUBERNETES_EXEC_INFO.
-  dir.write("plugin.sh", "#!/bin/sh\nn=$(cat \"$COUNT\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$COUNT\"\n"
-                         "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) exit 3;; esac\n"
-                         "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
-                         "\"status\":{\"token\":\"tok-%s\",\"expirationTimestamp\":\"%s\"}}' \"$n\" \"$EXPIRY\"\n");
+  dir.write("plugin.sh",
+            "#!/bin/sh\nn=$(cat \"$COUNT\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$COUNT\"\n"
+            "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) exit 3;; esac\n"
+            "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+            "\"status\":{\"token\":\"tok-%s\",\"expirationTimestamp\":\"%s\"}}' \"$n\" \"$EXPIRY\"\n");
   spotshift::testing::run("chmod +x " + dir.file("plugin.sh"));
   ExecConfig e;
   e.command = dir.file("plugin.sh");

@@ -22,8 +22,9 @@ TEST_CASE("list and watch requests escape selectors and carry paging and watch p
   o.continue_token = "abc+/=";
   auto r = list_request(Resource::pods(), "", o);
   CHECK(r.method == "GET");
-  CHECK(r.target() == "/api/v1/pods?labelSelector=app%20in%20%28web%2Cagent%29%2C%21multi&fieldSelector=spec.nodeName%3Dnode-b"
-                      "&limit=500&continue=abc%2B%2F%3D");
+  CHECK(r.target() ==
+        "/api/v1/pods?labelSelector=app%20in%20%28web%2Cagent%29%2C%21multi&fieldSelector=spec.nodeName%3Dnode-b"
+        "&limit=500&continue=abc%2B%2F%3D");
   CHECK(r.idempotent);
   CHECK(*r.header("Accept") == "application/json");
   ListOptions relist;
@@ -37,7 +38,8 @@ TEST_CASE("list and watch requests escape selectors and carry paging and watch p
   w.field_selector = "metadata.name=x";
   auto wr = watch_request(Resource::nodes(), "", w);
   CHECK(wr.watch);
-  CHECK(wr.target() == "/api/v1/nodes?watch=true&fieldSelector=metadata.name%3Dx&resourceVersion=1013&allowWatchBookmarks=true&timeoutSeconds=385");
+  CHECK(wr.target() ==
+        "/api/v1/nodes?watch=true&fieldSelector=metadata.name%3Dx&resourceVersion=1013&allowWatchBookmarks=true&timeoutSeconds=385");
   WatchOptions streaming;
   streaming.send_initial_events = true;
   CHECK(watch_request(Resource::pods(), "ns", streaming).target() ==
@@ -54,8 +56,7 @@ TEST_CASE("writes carry content types, write options and preconditions", "[reque
   CHECK(*c.header("Content-Type") == "application/json");
   CHECK_FALSE(c.idempotent);
 
-  auto p = patch_request(Resource::nodes(), "", "n1", PatchType::kMerge,
-                         R"({"metadata":{"resourceVersion":"7"},"spec":{"taints":[]}})");
+  auto p = patch_request(Resource::nodes(), "", "n1", PatchType::kMerge, R"({"metadata":{"resourceVersion":"7"},"spec":{"taints":[]}})");
   CHECK(p.method == "PATCH");
   CHECK(*p.header("Content-Type") == "application/merge-patch+json");
   CHECK(p.idempotent);  // a resourceVersion precondition makes it safe to resend
@@ -72,7 +73,9 @@ TEST_CASE("writes carry content types, write options and preconditions", "[reque
   d.propagation_policy = "Background";
   auto del = delete_request(Resource::pods(), "ns", "p", d);
   CHECK(del.method == "DELETE");
-  CHECK(del.body == R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":30,"preconditions":{"uid":"u-1","resourceVersion":"9"},"propagationPolicy":"Background"})");
+  CHECK(
+      del.body ==
+      R"({"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":30,"preconditions":{"uid":"u-1","resourceVersion":"9"},"propagationPolicy":"Background"})");
   CHECK(del.idempotent);
 
   DeleteOptions grace;
@@ -80,7 +83,9 @@ TEST_CASE("writes carry content types, write options and preconditions", "[reque
   auto e = eviction_request("default", "web-abc-1", grace);
   CHECK(e.method == "POST");
   CHECK(e.path == "/api/v1/namespaces/default/pods/web-abc-1/eviction");
-  CHECK(e.body == R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-abc-1","namespace":"default"},"deleteOptions":{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":20}})");
+  CHECK(
+      e.body ==
+      R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-abc-1","namespace":"default"},"deleteOptions":{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":20}})");
   CHECK_FALSE(e.idempotent);
 }
 

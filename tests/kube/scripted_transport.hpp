@@ -16,8 +16,8 @@ struct Step {
   int status = 200;
   Headers headers;
   std::string body;
-  std::optional<Error> failure;      // a transport error instead of a response
-  std::vector<std::string> chunks;   // for watches: the streamed body, chunk by chunk
+  std::optional<Error> failure;         // a transport error instead of a response
+  std::vector<std::string> chunks;      // for watches: the streamed body, chunk by chunk
   std::optional<Error> stream_failure;  // for watches: the stream breaks after the chunks
   std::function<void(const Request&)> check;
 };

@@ -149,7 +149,8 @@ std::string go_pdb_spec(const Value& spec) {
       std::vector<std::string> exprs;
       for (const auto& e : me->GetArray()) {
         std::string x = fmt::format(R"({{"key":{},"operator":{})", json(json_member(e, "key")), json(json_member(e, "operator")));
-        if (const Value* vals = json_member(e, "values"); vals && vals->IsArray() && vals->Size() > 0) x += R"(,"values":)" + to_json(*vals);
+        if (const Value* vals = json_member(e, "values"); vals && vals->IsArray() && vals->Size() > 0)
+          x += R"(,"values":)" + to_json(*vals);
         exprs.push_back(x + "}");
       }
       parts.push_back(fmt::format(R"("matchExpressions":[{}])", fmt::join(exprs, ",")));
@@ -233,8 +234,8 @@ Result<void> Cluster::admit_node(const ResourceType& /*rt*/, Value& obj, Alloc& 
   const Value* conds = json_member(st, "conditions");
   if (!conds || !conds->IsArray() || conds->Empty()) {
     Value list(rapidjson::kArrayType);
-    for (auto [type, status] : {std::pair{"MemoryPressure", "False"}, {"DiskPressure", "False"}, {"PIDPressure", "False"},
-                                {"Ready", "True"}}) {
+    for (auto [type, status] :
+         {std::pair{"MemoryPressure", "False"}, {"DiskPressure", "False"}, {"PIDPressure", "False"}, {"Ready", "True"}}) {
       Value c(rapidjson::kObjectType);
       set_str(c, "type", type, a);
       set_str(c, "status", status, a);
@@ -248,8 +249,8 @@ Result<void> Cluster::admit_node(const ResourceType& /*rt*/, Value& obj, Alloc& 
   if (!json_member(st, "addresses")) {
     uint32_t n = next_node_ip_++;
     Value list(rapidjson::kArrayType);
-    for (auto [type, address] : {std::pair<std::string_view, std::string>{"InternalIP", fmt::format("10.0.{}.{}", (n >> 8) & 255, n & 255)},
-                                 {"Hostname", name}}) {
+    for (auto [type, address] :
+         {std::pair<std::string_view, std::string>{"InternalIP", fmt::format("10.0.{}.{}", (n >> 8) & 255, n & 255)}, {"Hostname", name}}) {
       Value addr(rapidjson::kObjectType);
       set_str(addr, "type", type, a);
       set_str(addr, "address", address, a);
@@ -259,9 +260,12 @@ Result<void> Cluster::admit_node(const ResourceType& /*rt*/, Value& obj, Alloc& 
   }
   // What the kubelet reports about itself; these nodes say they are simulated.
   Value& info = ensure_object(st, "nodeInfo", a);
-  for (auto [key, value] : {std::pair{"kubeletVersion", "v1.32.0"}, {"kubeProxyVersion", "v1.32.0"},
-                            {"osImage", "kubesim simulated node"}, {"kernelVersion", "none (simulated)"},
-                            {"containerRuntimeVersion", "kubesim://1"}, {"operatingSystem", "linux"},
+  for (auto [key, value] : {std::pair{"kubeletVersion", "v1.32.0"},
+                            {"kubeProxyVersion", "v1.32.0"},
+                            {"osImage", "kubesim simulated node"},
+                            {"kernelVersion", "none (simulated)"},
+                            {"containerRuntimeVersion", "kubesim://1"},
+                            {"operatingSystem", "linux"},
                             {"architecture", "amd64"}})
     if (json_string(info, {key}).empty()) set_str(info, key, value, a);
   // Identifiers a kubelet always reports (strict clients, such as the official Python client,
@@ -274,9 +278,10 @@ Result<void> Cluster::admit_node(const ResourceType& /*rt*/, Value& obj, Alloc& 
 Result<void> Cluster::admit_pdb(const ResourceType& rt, Value& obj, Alloc& /*a*/, const Value* /*old*/, bool /*load*/) {
   const std::string name(name_of(obj));
   if (json_path(obj, {"spec", "minAvailable"}) && json_path(obj, {"spec", "maxUnavailable"}))
-    return invalid(rt, name, {{"FieldValueInvalid", "spec",
-                               fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set",
-                                           go_pdb_spec(*json_path(obj, {"spec"})))}});
+    return invalid(
+        rt, name,
+        {{"FieldValueInvalid", "spec",
+          fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set", go_pdb_spec(*json_path(obj, {"spec"})))}});
   return {};
 }
 
@@ -301,8 +306,8 @@ Result<void> Cluster::admit_crd(const ResourceType& rt, Value& obj, Alloc& a, co
   if (plural.empty()) causes.push_back({"FieldValueRequired", "spec.names.plural", "Required value"});
   if (kind.empty()) causes.push_back({"FieldValueRequired", "spec.names.kind", "Required value"});
   if (causes.empty() && name != fmt::format("{}.{}", plural, group))
-    causes.push_back({"FieldValueInvalid", "metadata.name",
-                      fmt::format("Invalid value: \"{}\": must be spec.names.plural+\".\"+spec.group", name)});
+    causes.push_back(
+        {"FieldValueInvalid", "metadata.name", fmt::format("Invalid value: \"{}\": must be spec.names.plural+\".\"+spec.group", name)});
   const Value* versions = json_path(obj, {"spec", "versions"});
   if (!versions || !versions->IsArray() || versions->Size() == 0)
     causes.push_back({"FieldValueRequired", "spec.versions", "Required value: must have exactly one version marked as storage version"});

@@ -60,7 +60,8 @@ Result<Doc> parse_body(const HttpRequest& r) {
   std::string_view ct = r.content_type;
   if (ct.find("yaml") != std::string_view::npos) return parse_yaml(r.body);
   Doc d;
-  if (auto p = parse_json(r.body, d); !p) return Error::api(400, "BadRequest", fmt::format("the request body is not valid JSON: {}", p.error().message));
+  if (auto p = parse_json(r.body, d); !p)
+    return Error::api(400, "BadRequest", fmt::format("the request body is not valid JSON: {}", p.error().message));
   return d;
 }
 
@@ -68,8 +69,8 @@ Result<Doc> parse_body(const HttpRequest& r) {
 // field label conversion of their own (core Pods, Nodes, Namespaces, Secrets, Services, Events,
 // and custom resources) say "field label not supported", the others fall back on metadata's.
 std::string unsupported_field_message(const ResourceType& rt, std::string_view f) {
-  static const std::set<std::string_view> kOwnConversion = {"pods", "nodes", "namespaces", "secrets", "services",
-                                                            "replicationcontrollers", "events"};
+  static const std::set<std::string_view> kOwnConversion = {"pods",  "nodes", "namespaces", "secrets", "services", "replicationcontrollers",
+                                                            "events"};
   if (rt.crd || ((rt.group.empty() || rt.group == "events.k8s.io") && kOwnConversion.count(rt.plural)))
     return fmt::format("field label not supported: {}", f);
   return fmt::format(R"("{}" is not a known field selector: only "metadata.name", "metadata.namespace")", f);
@@ -82,9 +83,10 @@ Result<Doc> parse_create_body(const HttpRequest& r, const ResourceType& rt) {
   if (!r.content_type.starts_with("application/vnd.kubernetes.protobuf")) return parse_body(r);
   if (rt.group.empty() && rt.plural == "namespaces") return decode_namespace_protobuf(r.body);
   if (rt.group.empty() && (rt.plural == "configmaps" || rt.plural == "secrets")) return decode_config_protobuf(r.body, rt.kind);
-  return Error::api(415, "UnsupportedMediaType",
-                    fmt::format("kubesim reads protobuf bodies only for namespaces, configmaps, secrets and DeleteOptions, not {}: send JSON",
-                                rt.plural));
+  return Error::api(
+      415, "UnsupportedMediaType",
+      fmt::format("kubesim reads protobuf bodies only for namespaces, configmaps, secrets and DeleteOptions, not {}: send JSON",
+                  rt.plural));
 }
 
 }  // namespace
@@ -218,8 +220,8 @@ HttpResponse Api::handle(const HttpRequest& req) {
     return r;
   };
   if (!req.impersonate_user)
-    return refuse(Cluster::bad_request(fmt::format("requested groups [{}] without impersonating a user",
-                                                   fmt::join(req.impersonate_groups, ", "))));
+    return refuse(
+        Cluster::bad_request(fmt::format("requested groups [{}] without impersonating a user", fmt::join(req.impersonate_groups, ", "))));
   const std::string& name = *req.impersonate_user;
   if (req.user && !req.user->superuser()) {
     std::vector<RequestAttributes> needed;
@@ -235,8 +237,7 @@ HttpResponse Api::handle(const HttpRequest& req) {
   }
   UserInfo as{name, req.impersonate_groups};
   if (as.groups.empty() && as.is_service_account()) as.groups = service_account_groups(name);
-  if (std::find(as.groups.begin(), as.groups.end(), "system:authenticated") == as.groups.end())
-    as.groups.push_back("system:authenticated");
+  if (std::find(as.groups.begin(), as.groups.end(), "system:authenticated") == as.groups.end()) as.groups.push_back("system:authenticated");
   HttpRequest impersonated = req;
   impersonated.user = std::move(as);
   impersonated.impersonate_user.reset();
@@ -443,8 +444,7 @@ HttpResponse Api::list(const HttpRequest& req, const Target& t) {
                    t);
   } else if (!rv_text.empty() && rv_text != "0") {
     auto rv = parse_int(rv_text);
-    if (!rv || *rv < 0)
-      return error(Cluster::bad_request(fmt::format("invalid resource version \"{}\"", rv_text)), t);
+    if (!rv || *rv < 0) return error(Cluster::bad_request(fmt::format("invalid resource version \"{}\"", rv_text)), t);
     if (static_cast<uint64_t>(*rv) > store.resource_version()) {
       Error e = Error::api(504, "Timeout", fmt::format("Too large resource version: {}, current: {}", *rv, store.resource_version()));
       e.causes.push_back({"ResourceVersionTooLarge", "", "Too large resource version"});
@@ -465,8 +465,7 @@ HttpResponse Api::list(const HttpRequest& req, const Target& t) {
   auto match = [&](const StoredObject& o) {
     if (!prefix.empty() && !o.key.starts_with(prefix)) return false;
     if (labels && !labels->empty() && !labels->matches(labels_of(o.doc))) return false;
-    if (fields && !fields->empty() && !fields->matches([&](std::string_view f) { return field_value(o.doc, f); }))
-      return false;
+    if (fields && !fields->empty() && !fields->matches([&](std::string_view f) { return field_value(o.doc, f); })) return false;
     return true;
   };
   bool more = false;
@@ -558,8 +557,8 @@ HttpResponse Api::watch(const HttpRequest& req, const Target& t) {
     if (!rv || *rv < 0) return error(Cluster::bad_request(fmt::format("invalid resource version \"{}\"", rv_text)), t);
     spec.from_rv = static_cast<uint64_t>(*rv);
     if (spec.from_rv > cluster_.store().resource_version()) {
-      Error e = Error::api(504, "Timeout", fmt::format("Too large resource version: {}, current: {}", spec.from_rv,
-                                                        cluster_.store().resource_version()));
+      Error e = Error::api(504, "Timeout",
+                           fmt::format("Too large resource version: {}, current: {}", spec.from_rv, cluster_.store().resource_version()));
       e.causes.push_back({"ResourceVersionTooLarge", "", "Too large resource version"});
       return error(e, t);
     }
@@ -619,8 +618,7 @@ HttpResponse Api::update(const HttpRequest& req, const Target& t) {
   Doc obj = std::move(*body);
   const ResourceType* store_as = stored_as(t.rt, obj);
   std::vector<std::string> warnings;
-  auto updated = cluster_.update(*store_as, t.ns, t.name, std::move(obj), t.subresource == "status",
-                                 write_options(req, &warnings));
+  auto updated = cluster_.update(*store_as, t.ns, t.name, std::move(obj), t.subresource == "status", write_options(req, &warnings));
   if (!updated) return error(updated.error(), t);
   HttpResponse r = object_response(200, t, **updated, req);
   add_warnings(r, warnings);
@@ -801,8 +799,8 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
     // system:masters may do anything; any other user what its bindings grant in the namespace,
     // plus what system:basic-user and system:discovery give every user.
     Value resource_rules(rapidjson::kArrayType), non_resource_rules(rapidjson::kArrayType);
-    auto rule = [&](std::vector<std::string_view> verbs, std::vector<std::string_view> groups,
-                    std::vector<std::string_view> resources, std::vector<std::string_view> urls) {
+    auto rule = [&](std::vector<std::string_view> verbs, std::vector<std::string_view> groups, std::vector<std::string_view> resources,
+                    std::vector<std::string_view> urls) {
       Value r(rapidjson::kObjectType);
       auto list = [&](std::string_view key, const std::vector<std::string_view>& items) {
         Value v(rapidjson::kArrayType);
@@ -830,7 +828,8 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
         if (copy.IsObject() && copy.HasMember("nonResourceURLs")) continue;  // not read by kubesim's RBAC
         resource_rules.PushBack(copy, a);
       }
-      rule({"get"}, {}, {}, {"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"});
+      rule({"get"}, {}, {},
+           {"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"});
     }
     status.AddMember("resourceRules", resource_rules, a);
     status.AddMember("nonResourceRules", non_resource_rules, a);
@@ -850,24 +849,26 @@ HttpResponse Api::review(const HttpRequest& req, const Target& t) {
         for (const auto& v : g->GetArray())
           if (v.IsString()) subject.groups.emplace_back(v.GetString(), v.GetStringLength());
       if (subject.name.empty() && subject.groups.empty())
-        return error(Cluster::invalid(*t.rt, "", {{"FieldValueInvalid", "spec.user",
-                                                   "spec.user: Invalid value: \"\": at least one of user or group must be specified"}}),
+        return error(Cluster::invalid(*t.rt, "",
+                                      {{"FieldValueInvalid", "spec.user",
+                                        "spec.user: Invalid value: \"\": at least one of user or group must be specified"}}),
                      t);
     }
     const Value* resource = json_path(body, {"spec", "resourceAttributes"});
     const Value* non_resource = json_path(body, {"spec", "nonResourceAttributes"});
     if ((resource && resource->IsObject()) == (non_resource && non_resource->IsObject()))
-      return error(Cluster::invalid(*t.rt, "", {{"FieldValueInvalid", "spec.resourceAttributes",
-                                                 "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
-                                                 "nonResourceAttributes or resourceAttributes must be specified"}}),
+      return error(Cluster::invalid(*t.rt, "",
+                                    {{"FieldValueInvalid", "spec.resourceAttributes",
+                                      "spec.resourceAttributes: Invalid value: \"null\": exactly one of "
+                                      "nonResourceAttributes or resourceAttributes must be specified"}}),
                    t);
     bool allowed = true;
     std::string reason;
     if (!subject.superuser()) {
       if (resource && resource->IsObject()) {
-        RequestAttributes attrs{std::string(json_string(*resource, {"verb"})),        std::string(json_string(*resource, {"group"})),
-                                std::string(json_string(*resource, {"resource"})),    std::string(json_string(*resource, {"subresource"})),
-                                std::string(json_string(*resource, {"namespace"})),   std::string(json_string(*resource, {"name"}))};
+        RequestAttributes attrs{std::string(json_string(*resource, {"verb"})),      std::string(json_string(*resource, {"group"})),
+                                std::string(json_string(*resource, {"resource"})),  std::string(json_string(*resource, {"subresource"})),
+                                std::string(json_string(*resource, {"namespace"})), std::string(json_string(*resource, {"name"}))};
         allowed = rbac_allows(cluster_.store(), cluster_.registry(), subject, attrs);
       } else {
         allowed = json_string(*non_resource, {"verb"}) == "get" && discovery_path(json_string(*non_resource, {"path"}));

@@ -3,8 +3,8 @@
 // lists, Tables, Status errors, discovery and OpenAPI documents). No I/O: the HTTP server hands
 // it a parsed request and writes what it returns, streaming watches from a WatchStream.
 
-#include "rbac.hpp"
 #include "cluster.hpp"
+#include "rbac.hpp"
 #include "watch.hpp"
 
 #include <chrono>
@@ -21,7 +21,7 @@ struct HttpRequest {
   std::optional<std::string> impersonate_user;
   std::vector<std::string> impersonate_groups;
   std::string method;
-  std::string path;  // percent-decoded, without the query
+  std::string path;                          // percent-decoded, without the query
   std::map<std::string, std::string> query;  // decoded; '+' is a space
   std::string raw_query;
   std::string accept;
@@ -35,11 +35,11 @@ struct HttpResponse {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::shared_ptr<WatchStream> watch;      // set: stream this watch instead of body
-  std::chrono::milliseconds delay{0};      // fault: wait before answering
-  bool reset = false;                      // fault: cut the connection in the middle of the body
-  int watch_drop_after_events = -1;        // fault: end the watch abruptly after N events
-  int watch_drop_after_ms = -1;            // fault: end the watch abruptly after T ms
+  std::shared_ptr<WatchStream> watch;  // set: stream this watch instead of body
+  std::chrono::milliseconds delay{0};  // fault: wait before answering
+  bool reset = false;                  // fault: cut the connection in the middle of the body
+  int watch_drop_after_events = -1;    // fault: end the watch abruptly after N events
+  int watch_drop_after_ms = -1;        // fault: end the watch abruptly after T ms
   // For the audit log.
   std::string verb;
   std::string resource;

@@ -32,11 +32,15 @@ TEST_CASE("create, get, update and delete follow the apiserver's semantics", "[a
 
   auto again = t.post("/api/v1/namespaces/default/pods", kPod);
   CHECK(again.status == 409);
-  CHECK(again.body == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"web-1\" already exists","reason":"AlreadyExists","details":{"name":"web-1","kind":"pods"},"code":409})");
+  CHECK(
+      again.body ==
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"web-1\" already exists","reason":"AlreadyExists","details":{"name":"web-1","kind":"pods"},"code":409})");
 
   auto missing = t.get("/api/v1/namespaces/default/pods/nope");
   CHECK(missing.status == 404);
-  CHECK(missing.body == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"pods"},"code":404})");
+  CHECK(
+      missing.body ==
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"nope\" not found","reason":"NotFound","details":{"name":"nope","kind":"pods"},"code":404})");
 
   auto no_ns = t.post("/api/v1/namespaces/ghost/pods", kPod);
   CHECK(no_ns.status == 404);
@@ -50,8 +54,8 @@ TEST_CASE("create, get, update and delete follow the apiserver's semantics", "[a
   CHECK(body_field(stale, {"message"}) ==
         "Operation cannot be fulfilled on nodes \"n1\": the object has been modified; please apply your changes to the "
         "latest version and try again");
-  auto fresh = t.request("PUT", "/api/v1/nodes/n1",
-                         R"({"metadata":{"name":"n1","resourceVersion":")" + rv + R"("},"spec":{"unschedulable":true}})");
+  auto fresh =
+      t.request("PUT", "/api/v1/nodes/n1", R"({"metadata":{"name":"n1","resourceVersion":")" + rv + R"("},"spec":{"unschedulable":true}})");
   CHECK(fresh.status == 200);
   CHECK(body_field(fresh, {"spec", "unschedulable"}) == "true");
 
@@ -62,8 +66,7 @@ TEST_CASE("create, get, update and delete follow the apiserver's semantics", "[a
 
 TEST_CASE("generateName, name validation and kind checks", "[api]") {
   TestCluster t;
-  auto gen = t.post("/api/v1/namespaces/default/pods",
-                    R"({"metadata":{"generateName":"web-"},"spec":{"containers":[{"name":"c"}]}})");
+  auto gen = t.post("/api/v1/namespaces/default/pods", R"({"metadata":{"generateName":"web-"},"spec":{"containers":[{"name":"c"}]}})");
   REQUIRE(gen.status == 201);
   std::string name = body_field(gen, {"metadata", "name"});
   CHECK(name.size() == 9);
@@ -77,7 +80,8 @@ TEST_CASE("generateName, name validation and kind checks", "[api]") {
   CHECK(body_field(no_containers, {"message"}) == "Pod \"x\" is invalid: spec.containers: Required value");
   auto wrong_kind = t.post("/api/v1/nodes", R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"}})");
   CHECK(wrong_kind.status == 400);
-  auto wrong_ns = t.post("/api/v1/namespaces/default/pods", R"({"metadata":{"name":"x","namespace":"other"},"spec":{"containers":[{"name":"c"}]}})");
+  auto wrong_ns =
+      t.post("/api/v1/namespaces/default/pods", R"({"metadata":{"name":"x","namespace":"other"},"spec":{"containers":[{"name":"c"}]}})");
   CHECK(wrong_ns.status == 400);
   CHECK(body_field(wrong_ns, {"message"}) == "the namespace of the provided object does not match the namespace sent on the request");
   auto not_json = t.post("/api/v1/nodes", "{nope");
@@ -86,9 +90,11 @@ TEST_CASE("generateName, name validation and kind checks", "[api]") {
 
 TEST_CASE("the status subresource and generation behave like the apiserver's", "[api]") {
   TestCluster t;
-  REQUIRE(t.post("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
-                 R"({"metadata":{"name":"b"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"a":"b"}}},"status":{"disruptionsAllowed":99}})")
-              .status == 201);
+  REQUIRE(
+      t.post(
+           "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+           R"({"metadata":{"name":"b"},"spec":{"minAvailable":1,"selector":{"matchLabels":{"a":"b"}}},"status":{"disruptionsAllowed":99}})")
+          .status == 201);
   auto b = t.get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/b");
   CHECK(body_field(b, {"metadata", "generation"}) == "1");
   CHECK(body_field(b, {"status", "disruptionsAllowed"}) == "0");  // the create's status was ignored
@@ -101,21 +107,22 @@ TEST_CASE("the status subresource and generation behave like the apiserver's", "
                           R"({"spec":{"minAvailable":7},"status":{"disruptionsAllowed":3}})", "application/merge-patch+json");
   CHECK(body_field(status, {"spec", "minAvailable"}) == "2");
   CHECK(body_field(status, {"metadata", "generation"}) == "2");
-  auto labels = t.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b",
-                          R"({"metadata":{"labels":{"x":"y"}}})", "application/merge-patch+json");
+  auto labels = t.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b", R"({"metadata":{"labels":{"x":"y"}}})",
+                          "application/merge-patch+json");
   CHECK(body_field(labels, {"metadata", "generation"}) == "2");  // metadata changes do not bump it
   std::string rv = body_field(labels, {"metadata", "resourceVersion"});
-  auto noop = t.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b",
-                        R"({"metadata":{"labels":{"x":"y"}}})", "application/merge-patch+json");
+  auto noop = t.request("PATCH", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b", R"({"metadata":{"labels":{"x":"y"}}})",
+                        "application/merge-patch+json");
   CHECK(body_field(noop, {"metadata", "resourceVersion"}) == rv);  // a no-op write does not bump it
 }
 
 TEST_CASE("the scale subresource reads and writes spec.replicas as an autoscaling/v1 Scale", "[api]") {
   TestCluster t;
   const std::string deploy = "/apis/apps/v1/namespaces/default/deployments";
-  REQUIRE(t.post(deploy, R"({"metadata":{"name":"web"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"},)"
-                         R"("matchExpressions":[{"key":"tier","operator":"In","values":["fe","be"]}]},)"
-                         R"("template":{"metadata":{"labels":{"app":"web","tier":"fe"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}})")
+  REQUIRE(t.post(deploy,
+                 R"({"metadata":{"name":"web"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"},)"
+                 R"("matchExpressions":[{"key":"tier","operator":"In","values":["fe","be"]}]},)"
+                 R"("template":{"metadata":{"labels":{"app":"web","tier":"fe"}},"spec":{"containers":[{"name":"c","image":"i"}]}}}})")
               .status == 201);
   t.settle();
   auto scale = t.get(deploy + "/web/scale");
@@ -156,8 +163,8 @@ TEST_CASE("the scale subresource reads and writes spec.replicas as an autoscalin
   CHECK(negative.status == 422);
   CHECK(body_field(negative, {"message"}) ==
         "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0");
-  auto json = t.request("PATCH", deploy + "/web/scale", R"([{"op":"replace","path":"/spec/replicas","value":3}])",
-                        "application/json-patch+json");
+  auto json =
+      t.request("PATCH", deploy + "/web/scale", R"([{"op":"replace","path":"/spec/replicas","value":3}])", "application/json-patch+json");
   CHECK(body_field(json, {"spec", "replicas"}) == "3");
   CHECK(t.request("PUT", deploy + "/web/scale", R"({"metadata":{"name":"other"},"spec":{"replicas":1}})").status == 400);
   CHECK(t.request("PUT", deploy + "/web/scale", R"({"kind":"Deployment","spec":{"replicas":1}})").status == 400);
@@ -175,10 +182,12 @@ TEST_CASE("patches carry resourceVersion preconditions and unknown patch types g
   auto smp = t.request("PATCH", "/api/v1/nodes/n1", R"({"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}})",
                        "application/strategic-merge-patch+json");
   CHECK(smp.status == 200);
-  auto json = t.request("PATCH", "/api/v1/nodes/n1", R"([{"op":"test","path":"/metadata/name","value":"other"}])",
-                        "application/json-patch+json");
+  auto json =
+      t.request("PATCH", "/api/v1/nodes/n1", R"([{"op":"test","path":"/metadata/name","value":"other"}])", "application/json-patch+json");
   CHECK(json.status == 422);
-  CHECK(json.body == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"testing value /metadata/name failed: test failed","reason":"Invalid","code":422})");
+  CHECK(
+      json.body ==
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"testing value /metadata/name failed: test failed","reason":"Invalid","code":422})");
   auto unknown = t.request("PATCH", "/api/v1/nodes/n1", "{}", "text/plain");
   CHECK(unknown.status == 415);
   CHECK(body_field(unknown, {"reason"}) == "UnsupportedMediaType");
@@ -194,8 +203,8 @@ TEST_CASE("patches carry resourceVersion preconditions and unknown patch types g
 TEST_CASE("pod specs are immutable except for images, tolerations and deadlines", "[api]") {
   TestCluster t;
   t.post("/api/v1/namespaces/default/pods", kPod);
-  auto move = t.request("PATCH", "/api/v1/namespaces/default/pods/web-1", R"({"spec":{"nodeName":"elsewhere"}})",
-                        "application/merge-patch+json");
+  auto move =
+      t.request("PATCH", "/api/v1/namespaces/default/pods/web-1", R"({"spec":{"nodeName":"elsewhere"}})", "application/merge-patch+json");
   CHECK(move.status == 422);
   CHECK(body_field(move, {"message"}).find("pod updates may not change fields other than") != std::string::npos);
   auto image = t.request("PATCH", "/api/v1/namespaces/default/pods/web-1", R"({"spec":{"containers":[{"name":"c","image":"j"}]}})",
@@ -357,11 +366,15 @@ TEST_CASE("events are one storage with two API views", "[api]") {
 TEST_CASE("discovery lists the eviction subresource and CRDs join discovery and OpenAPI", "[api]") {
   TestCluster t;
   auto v1 = t.get("/api/v1");
-  CHECK(v1.body.find(R"({"name":"pods/eviction","singularName":"","namespaced":true,"group":"policy","version":"v1","kind":"Eviction","verbs":["create"]})") !=
-        std::string::npos);
+  CHECK(
+      v1.body.find(
+          R"({"name":"pods/eviction","singularName":"","namespaced":true,"group":"policy","version":"v1","kind":"Eviction","verbs":["create"]})") !=
+      std::string::npos);
   auto apps = t.get("/apis/apps/v1").body;
-  CHECK(apps.find(R"({"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get","patch","update"]})") !=
-        std::string::npos);
+  CHECK(
+      apps.find(
+          R"({"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get","patch","update"]})") !=
+      std::string::npos);
   CHECK(apps.find("daemonsets/scale") == std::string::npos);
   CHECK(t.get("/version").status == 200);
   CHECK(t.get("/apis").body.find("\"coordination.k8s.io/v1\"") != std::string::npos);
@@ -381,8 +394,9 @@ TEST_CASE("discovery lists the eviction subresource and CRDs join discovery and 
         std::string::npos);
   REQUIRE(t.post("/apis/example.com/v1/widgets", R"({"metadata":{"name":"w"},"spec":{"any":1}})").status == 201);
   CHECK(t.request("PATCH", "/apis/example.com/v1/widgets/w", "{}", "application/strategic-merge-patch+json").status == 415);
-  auto bad_crd = t.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                        R"({"metadata":{"name":"wrong"},"spec":{"group":"g.io","names":{"plural":"ps","kind":"P"},"versions":[{"name":"v1"}]}})");
+  auto bad_crd =
+      t.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+             R"({"metadata":{"name":"wrong"},"spec":{"group":"g.io","names":{"plural":"ps","kind":"P"},"versions":[{"name":"v1"}]}})");
   CHECK(bad_crd.status == 422);
   REQUIRE(t.request("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com").status == 200);
   CHECK(t.get("/apis/example.com/v1/widgets").status == 404);

@@ -74,9 +74,8 @@ bool add_ext(X509* cert, X509* issuer, int nid, const std::string& value) {
 }
 
 // A certificate for key, signed by (issuer_cert, issuer_key), or self-signed when those are null.
-Result<Cert> make_cert(EVP_PKEY* key, const std::string& cn, const std::vector<std::string>& orgs, X509* issuer_cert,
-                       EVP_PKEY* issuer_key, std::chrono::hours validity,
-                       const std::vector<std::pair<int, std::string>>& extensions) {
+Result<Cert> make_cert(EVP_PKEY* key, const std::string& cn, const std::vector<std::string>& orgs, X509* issuer_cert, EVP_PKEY* issuer_key,
+                       std::chrono::hours validity, const std::vector<std::pair<int, std::string>>& extensions) {
   Cert cert(X509_new());
   X509_set_version(cert.get(), 2);
   unsigned char serial[16];

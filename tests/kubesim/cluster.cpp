@@ -164,14 +164,13 @@ Result<void> Cluster::validate_custom(const ResourceType& rt, Doc& obj, std::str
   return {};
 }
 
-Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts,
-                                           bool load) {
+Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts, bool load) {
   if (!obj.IsObject()) return bad_request("the body of the request must be a JSON object");
   Alloc& a = obj.GetAllocator();
   std::string_view api_version = json_string(obj, {"apiVersion"});
   if (!api_version.empty() && api_version != rt.group_version())
-    return bad_request(fmt::format("the API version in the data ({}) does not match the expected API version ({})",
-                                   api_version, rt.group_version()));
+    return bad_request(
+        fmt::format("the API version in the data ({}) does not match the expected API version ({})", api_version, rt.group_version()));
   std::string_view kind = json_string(obj, {"kind"});
   if (!kind.empty() && kind != rt.kind)
     return bad_request(fmt::format("the kind in the data ({}) does not match the expected kind ({})", kind, rt.kind));
@@ -195,7 +194,8 @@ Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_v
     if (json_string(ns_obj->doc, {"status", "phase"}) == "Terminating")
       return Error::api(403, "Forbidden",
                         fmt::format("{} \"{}\" is forbidden: unable to create new content in namespace {} because it is "
-                                    "being terminated", rt.qualified_plural(), name.empty() ? std::string(generate) : name, ns));
+                                    "being terminated",
+                                    rt.qualified_plural(), name.empty() ? std::string(generate) : name, ns));
     set_str(m, "namespace", ns, a);
   } else {
     drop_field(m, "namespace");
@@ -243,8 +243,8 @@ Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_v
   return stored;
 }
 
-Result<ObjectPtr> Cluster::update(const ResourceType& rt, std::string_view ns, std::string_view name, Doc obj,
-                                  bool status, const WriteOptions& opts) {
+Result<ObjectPtr> Cluster::update(const ResourceType& rt, std::string_view ns, std::string_view name, Doc obj, bool status,
+                                  const WriteOptions& opts) {
   auto old = store_.get(rt, Store::key_of(rt, ns, name));
   if (!old) return not_found(rt, name);
   if (!obj.IsObject()) return bad_request("the body of the request must be a JSON object");
@@ -254,8 +254,7 @@ Result<ObjectPtr> Cluster::update(const ResourceType& rt, std::string_view ns, s
   return update_internal(rt, old, std::move(obj), status, opts);
 }
 
-Result<ObjectPtr> Cluster::update_internal(const ResourceType& rt, const ObjectPtr& old, Doc next, bool status,
-                                           const WriteOptions& opts) {
+Result<ObjectPtr> Cluster::update_internal(const ResourceType& rt, const ObjectPtr& old, Doc next, bool status, const WriteOptions& opts) {
   std::string name(name_of(old->doc));
   Alloc& a = next.GetAllocator();
   std::string_view rv = json_string(next, {"metadata", "resourceVersion"});
@@ -274,8 +273,8 @@ Result<ObjectPtr> Cluster::update_internal(const ResourceType& rt, const ObjectP
     set_str(next, "kind", rt.kind, a);
     Value& m = ensure_object(next, "metadata", a);
     // Fields the server owns.
-    for (const char* k : {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
-                          "deletionGracePeriodSeconds", "generation"}) {
+    for (const char* k :
+         {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"}) {
       if (const Value* ov = json_path(old->doc, {"metadata", k})) set(m, k, copy_of(*ov, a), a);
       else drop_field(m, k);
     }
@@ -309,8 +308,8 @@ Result<ObjectPtr> Cluster::update_internal(const ResourceType& rt, const ObjectP
   return stored;
 }
 
-Result<ObjectPtr> Cluster::patch(const ResourceType& rt, std::string_view ns, std::string_view name, PatchType type,
-                                 const Value& patch, bool status, const WriteOptions& opts) {
+Result<ObjectPtr> Cluster::patch(const ResourceType& rt, std::string_view ns, std::string_view name, PatchType type, const Value& patch,
+                                 bool status, const WriteOptions& opts) {
   auto old = store_.get(rt, Store::key_of(rt, ns, name));
   if (!old) {
     if (type != PatchType::kApply) return not_found(rt, name);
@@ -338,8 +337,7 @@ Result<ObjectPtr> Cluster::patch(const ResourceType& rt, std::string_view ns, st
       // A JSON patch sees the object as stored, resourceVersion included.
       if (const Value* orv = json_path(old->doc, {"metadata", "resourceVersion"}))
         set(ensure_object(next, "metadata", a), "resourceVersion", copy_of(*orv, a), a);
-      if (auto r = json_patch(next, patch, a); !r)
-        return Error::api(422, "Invalid", r.error().message);
+      if (auto r = json_patch(next, patch, a); !r) return Error::api(422, "Invalid", r.error().message);
       break;
     }
   }
@@ -347,8 +345,7 @@ Result<ObjectPtr> Cluster::patch(const ResourceType& rt, std::string_view ns, st
   return update_internal(rt, old, std::move(next), status, opts);
 }
 
-Result<ObjectPtr> Cluster::remove(const ResourceType& rt, std::string_view ns, std::string_view name,
-                                  const DeleteOptions& opts) {
+Result<ObjectPtr> Cluster::remove(const ResourceType& rt, std::string_view ns, std::string_view name, const DeleteOptions& opts) {
   auto obj = store_.get(rt, Store::key_of(rt, ns, name));
   if (!obj) return not_found(rt, name);
   std::string_view uid = json_string(obj->doc, {"metadata", "uid"});
@@ -359,7 +356,8 @@ Result<ObjectPtr> Cluster::remove(const ResourceType& rt, std::string_view ns, s
   if (!opts.precondition_resource_version.empty() && opts.precondition_resource_version != rv)
     return conflict(rt, name,
                     fmt::format("Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object "
-                                "meta: {}", opts.precondition_resource_version, rv));
+                                "meta: {}",
+                                opts.precondition_resource_version, rv));
   if (opts.dry_run) return obj;
   bool orphan = opts.propagation_policy == "Orphan";
 
@@ -419,14 +417,13 @@ void Cluster::delete_namespace_contents(std::string_view ns) {
     std::vector<std::string> keys;
     std::string prefix = std::string(ns) + "/";
     const auto& objs = store_.objects(*rt);
-    for (auto it = objs.lower_bound(prefix); it != objs.end() && it->first.starts_with(prefix); ++it)
-      keys.push_back(it->first);
+    for (auto it = objs.lower_bound(prefix); it != objs.end() && it->first.starts_with(prefix); ++it) keys.push_back(it->first);
     for (const auto& k : keys) erase(*rt, k);
   }
 }
 
 Result<ObjectPtr> Cluster::set_node_condition(std::string_view node, std::string_view type, std::string_view status,
-                                               std::string_view reason, std::string_view message) {
+                                              std::string_view reason, std::string_view message) {
   return mutate(*registry().nodes(), node, [&](Value& o, Alloc& a) {
     Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
     Value* found = nullptr;
@@ -446,8 +443,7 @@ Result<ObjectPtr> Cluster::set_node_condition(std::string_view node, std::string
   });
 }
 
-Result<ObjectPtr> Cluster::mutate(const ResourceType& rt, std::string_view key,
-                                  const std::function<void(Value& obj, Alloc& a)>& fn) {
+Result<ObjectPtr> Cluster::mutate(const ResourceType& rt, std::string_view key, const std::function<void(Value& obj, Alloc& a)>& fn) {
   auto old = store_.get(rt, key);
   if (!old) return not_found(rt, key);
   PooledDoc next;

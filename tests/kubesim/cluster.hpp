@@ -28,10 +28,10 @@ struct ClusterOptions {
   Duration kill_latency = Duration::zero();
   Duration disrupted_pod_timeout = std::chrono::minutes(2);
   bool scheduler = true;
-  bool workloads = true;      // Deployment, ReplicaSet, DaemonSet, StatefulSet, garbage collection
+  bool workloads = true;  // Deployment, ReplicaSet, DaemonSet, StatefulSet, garbage collection
   bool kubelet = true;
-  bool disruption = true;     // PodDisruptionBudget status
-  bool node_lifecycle = true;  // condition and unschedulable taints
+  bool disruption = true;         // PodDisruptionBudget status
+  bool node_lifecycle = true;     // condition and unschedulable taints
   bool stall_pdb_status = false;  // the disruption controller stops writing status
 };
 
@@ -64,10 +64,9 @@ class Cluster {
   // status selects the /status subresource: only .status changes.
   Result<ObjectPtr> update(const ResourceType& rt, std::string_view ns, std::string_view name, Doc obj, bool status,
                            const WriteOptions& opts = {});
-  Result<ObjectPtr> patch(const ResourceType& rt, std::string_view ns, std::string_view name, PatchType type,
-                          const Value& patch, bool status, const WriteOptions& opts = {});
-  Result<ObjectPtr> remove(const ResourceType& rt, std::string_view ns, std::string_view name,
-                           const DeleteOptions& opts);
+  Result<ObjectPtr> patch(const ResourceType& rt, std::string_view ns, std::string_view name, PatchType type, const Value& patch,
+                          bool status, const WriteOptions& opts = {});
+  Result<ObjectPtr> remove(const ResourceType& rt, std::string_view ns, std::string_view name, const DeleteOptions& opts);
   // POST pods/NAME/eviction with the registry's algorithm (kube-apiserver's eviction subresource,
   // pkg/registry/core/pod/storage/eviction.go; tests/fidelity compares the two).
   Result<void> evict(std::string_view ns, std::string_view name, const DeleteOptions& opts);
@@ -85,8 +84,7 @@ class Cluster {
   Result<ObjectPtr> load(Doc obj);
 
   // Internal status write for controllers: mutate receives the object's status to edit.
-  Result<ObjectPtr> mutate(const ResourceType& rt, std::string_view key,
-                           const std::function<void(Value& obj, Alloc& a)>& mutate);
+  Result<ObjectPtr> mutate(const ResourceType& rt, std::string_view key, const std::function<void(Value& obj, Alloc& a)>& mutate);
   // Sets a node condition (added when absent), as POST /_sim/nodes/NAME/conditions does.
   Result<ObjectPtr> set_node_condition(std::string_view node, std::string_view type, std::string_view status,
                                        std::string_view reason = "KubesimControl", std::string_view message = "set through /_sim");
@@ -100,8 +98,8 @@ class Cluster {
   const std::vector<std::string>& budget_violations() const { return budget_violations_; }
 
   // Records a core/v1 Event about obj (deduplicated into count++ like the kubelet does).
-  void emit_event(const ResourceType& rt, const Value& obj, std::string_view type, std::string_view reason,
-                  std::string_view message, std::string_view component);
+  void emit_event(const ResourceType& rt, const Value& obj, std::string_view type, std::string_view reason, std::string_view message,
+                  std::string_view component);
 
   // Error bodies with the apiserver's messages.
   static Error not_found(const ResourceType& rt, std::string_view name);
@@ -113,10 +111,8 @@ class Cluster {
   std::string random_suffix(size_t n = 5);
 
  private:
-  Result<ObjectPtr> create_internal(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts,
-                                    bool load);
-  Result<ObjectPtr> update_internal(const ResourceType& rt, const ObjectPtr& old, Doc next, bool status,
-                                    const WriteOptions& opts);
+  Result<ObjectPtr> create_internal(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts, bool load);
+  Result<ObjectPtr> update_internal(const ResourceType& rt, const ObjectPtr& old, Doc next, bool status, const WriteOptions& opts);
   Result<void> validate_custom(const ResourceType& rt, Doc& obj, std::string_view name, const WriteOptions& opts);
   Result<void> admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   Result<void> admit_pod(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);

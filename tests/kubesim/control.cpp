@@ -42,7 +42,8 @@ HttpResponse Api::control(const HttpRequest& req) {
     }
     Doc violations(rapidjson::kArrayType);
     for (const auto& v : cluster_.budget_violations())
-      violations.PushBack(Value(v.c_str(), static_cast<rapidjson::SizeType>(v.size()), violations.GetAllocator()), violations.GetAllocator());
+      violations.PushBack(Value(v.c_str(), static_cast<rapidjson::SizeType>(v.size()), violations.GetAllocator()),
+                          violations.GetAllocator());
     return ok_json(fmt::format(
         R"({{"resourceVersion":{},"compactedResourceVersion":{},"time":"{}","timeScale":{},"faults":{},"objects":{{{}}},"budgetViolations":{}}})",
         cluster_.store().resource_version(), cluster_.store().compacted_rv(), format_micro_time(cluster_.now()), cluster_.clock().scale(),
@@ -80,7 +81,8 @@ HttpResponse Api::control(const HttpRequest& req) {
     return ok_json();
   }
   if (p == "compact") {
-    uint64_t rv = static_cast<uint64_t>(json_int(body, {"resourceVersion"}).value_or(static_cast<int64_t>(cluster_.store().resource_version())));
+    uint64_t rv =
+        static_cast<uint64_t>(json_int(body, {"resourceVersion"}).value_or(static_cast<int64_t>(cluster_.store().resource_version())));
     cluster_.store().compact(rv);
     return ok_json();
   }

@@ -11,8 +11,7 @@ const Value* controller_of(const Value& obj) {
 }
 
 Controllers::Controllers(Cluster& cluster)
-    : cluster_(cluster), scheduler_(cluster), workloads_(cluster), kubelet_(cluster), disruption_(cluster),
-      lifecycle_(cluster) {
+    : cluster_(cluster), scheduler_(cluster), workloads_(cluster), kubelet_(cluster), disruption_(cluster), lifecycle_(cluster) {
   // Catch up with what is already stored, then follow every change.
   for (const ResourceType* rt : cluster_.registry().all()) {
     if (rt->storage) continue;

@@ -64,8 +64,8 @@ class SimWorkloads {
   bool sync_daemonset(const std::string& key);
   bool sync_statefulset(const std::string& key);
   std::vector<ObjectPtr> owned_pods(const std::string& owner_uid) const;
-  Result<ObjectPtr> create_pod(const Value& owner, const ResourceType& owner_type, const Value& tmpl,
-                               std::string name, std::string generate_name, std::string node);
+  Result<ObjectPtr> create_pod(const Value& owner, const ResourceType& owner_type, const Value& tmpl, std::string name,
+                               std::string generate_name, std::string node);
   bool write_status(const ResourceType& rt, const std::string& key, const std::function<void(Value&, Alloc&)>& fn);
 
   Cluster& cluster_;
@@ -107,7 +107,7 @@ class SimDisruption {
 
  private:
   Cluster& cluster_;
-  std::set<std::string> dirty_;             // PDB keys
+  std::set<std::string> dirty_;  // PDB keys
   std::set<std::string> dirty_namespaces_;
   std::optional<Time> next_;
 };

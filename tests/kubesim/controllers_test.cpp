@@ -12,10 +12,9 @@ using testing::TestCluster;
 
 namespace {
 
-std::string node_yaml(const std::string& name, const std::string& cpu, const std::string& extra = "",
-                      const std::string& pods = "110") {
-  return "---\napiVersion: v1\nkind: Node\nmetadata: {name: " + name + ", labels: {kubernetes.io/hostname: " + name + "}}\n" +
-         extra + "status: {allocatable: {cpu: \"" + cpu + "\", memory: 8Gi, pods: \"" + pods + "\"}}\n";
+std::string node_yaml(const std::string& name, const std::string& cpu, const std::string& extra = "", const std::string& pods = "110") {
+  return "---\napiVersion: v1\nkind: Node\nmetadata: {name: " + name + ", labels: {kubernetes.io/hostname: " + name + "}}\n" + extra +
+         "status: {allocatable: {cpu: \"" + cpu + "\", memory: 8Gi, pods: \"" + pods + "\"}}\n";
 }
 
 std::string pod_yaml(const std::string& name, const std::string& cpu, const std::string& extra = "") {
@@ -31,7 +30,8 @@ std::string node_of(TestCluster& t, const std::string& pod) {
 std::string scheduled_condition(TestCluster& t, const std::string& pod) {
   auto p = t.pod("default/" + pod);
   for (const auto& c : (*json_path(p->doc, {"status", "conditions"})).GetArray())
-    if (json_string(c, {"type"}) == "PodScheduled") return std::string(json_string(c, {"reason"})) + ": " + std::string(json_string(c, {"message"}));
+    if (json_string(c, {"type"}) == "PodScheduled")
+      return std::string(json_string(c, {"reason"})) + ": " + std::string(json_string(c, {"message"}));
   return "";
 }
 
@@ -54,11 +54,10 @@ TEST_CASE("the scheduler keeps a pod's charge through metadata writes and frees 
   t.apply(pod_yaml("first", "800m"));
   REQUIRE(node_of(t, "first") == "only");
   const auto& pods = *t.cluster().registry().pods();
-  t.cluster().mutate(pods, "default/first", [](Value& o, Alloc& a) {
-    set_str(ensure_object(ensure_object(o, "metadata", a), "labels", a), "touched", "yes", a);
-  });
+  t.cluster().mutate(pods, "default/first",
+                     [](Value& o, Alloc& a) { set_str(ensure_object(ensure_object(o, "metadata", a), "labels", a), "touched", "yes", a); });
   t.apply(pod_yaml("second", "500m"));
-  CHECK(node_of(t, "second").empty());  // the label write did not drop first's 800m
+  CHECK(node_of(t, "second").empty());    // the label write did not drop first's 800m
   t.cluster().options().kubelet = false;  // keeps the phase this test sets
   t.cluster().mutate(pods, "default/first", [](Value& o, Alloc& a) { set_str(ensure_object(o, "status", a), "phase", "Succeeded", a); });
   t.settle();
@@ -88,10 +87,10 @@ TEST_CASE("the scheduler honours tolerations, node selectors, affinity, pod coun
   TestCluster t({}, node_yaml("plain", "4") +
                         node_yaml("gpu", "4", "spec: {taints: [{key: dedicated, value: gpu, effect: NoSchedule}]}\n") +
                         node_yaml("spot", "4", "spec: {taints: [{key: od, effect: PreferNoSchedule}]}\n"));
-  t.cluster().mutate(*t.cluster().registry().nodes(), "spot", [](Value& o, Alloc& a) {
-    set_str(ensure_object(ensure_object(o, "metadata", a), "labels", a), "pool", "spot", a);
-  });
-  t.apply(pod_yaml("tolerant", "100m", "  tolerations: [{key: dedicated, operator: Exists}]\n  nodeSelector: {kubernetes.io/hostname: gpu}\n"));
+  t.cluster().mutate(*t.cluster().registry().nodes(), "spot",
+                     [](Value& o, Alloc& a) { set_str(ensure_object(ensure_object(o, "metadata", a), "labels", a), "pool", "spot", a); });
+  t.apply(
+      pod_yaml("tolerant", "100m", "  tolerations: [{key: dedicated, operator: Exists}]\n  nodeSelector: {kubernetes.io/hostname: gpu}\n"));
   CHECK(node_of(t, "tolerant") == "gpu");
   t.apply(pod_yaml("affine", "100m",
                    "  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
@@ -99,14 +98,16 @@ TEST_CASE("the scheduler honours tolerations, node selectors, affinity, pod coun
   CHECK(node_of(t, "affine") == "spot");
   t.apply(pod_yaml("avoids-prefer-no-schedule", "100m"));
   CHECK(node_of(t, "avoids-prefer-no-schedule") == "plain");
-  t.apply("---\napiVersion: v1\nkind: Pod\nmetadata: {name: hp1}\nspec:\n  nodeSelector: {kubernetes.io/hostname: plain}\n"
-          "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080}]}]\n"
-          "---\napiVersion: v1\nkind: Pod\nmetadata: {name: hp2}\nspec:\n  nodeSelector: {kubernetes.io/hostname: plain}\n"
-          "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080}]}]\n");
+  t.apply(
+      "---\napiVersion: v1\nkind: Pod\nmetadata: {name: hp1}\nspec:\n  nodeSelector: {kubernetes.io/hostname: plain}\n"
+      "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080}]}]\n"
+      "---\napiVersion: v1\nkind: Pod\nmetadata: {name: hp2}\nspec:\n  nodeSelector: {kubernetes.io/hostname: plain}\n"
+      "  containers: [{name: c, ports: [{containerPort: 80, hostPort: 8080}]}]\n");
   CHECK(node_of(t, "hp1") == "plain");
   CHECK(node_of(t, "hp2").empty());
   CHECK(scheduled_condition(t, "hp2").find("didn't have free ports") != std::string::npos);
-  t.apply("---\napiVersion: v1\nkind: Pod\nmetadata: {name: ext}\nspec:\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n");
+  t.apply(
+      "---\napiVersion: v1\nkind: Pod\nmetadata: {name: ext}\nspec:\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]\n");
   CHECK(node_of(t, "ext").empty());
   CHECK(scheduled_condition(t, "ext").find("Insufficient nvidia.com/gpu") != std::string::npos);
 }
@@ -132,9 +133,10 @@ TEST_CASE("the kubelet starts bound pods after a delay and ends graceful deletio
 }
 
 TEST_CASE("a pod that never terminates stays until deleted with grace zero", "[kubelet]") {
-  TestCluster t({}, node_yaml("n", "4") +
-                        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: stuck, annotations: {kubesim.spotshift.io/never-terminate: \"true\"}}\n"
-                        "spec: {nodeName: n, containers: [{name: c}]}\n");
+  TestCluster t(
+      {}, node_yaml("n", "4") +
+              "---\napiVersion: v1\nkind: Pod\nmetadata: {name: stuck, annotations: {kubesim.spotshift.io/never-terminate: \"true\"}}\n"
+              "spec: {nodeName: n, containers: [{name: c}]}\n");
   t.advance(2s);
   t.request("DELETE", "/api/v1/namespaces/default/pods/stuck");
   t.advance(10min);
@@ -269,7 +271,8 @@ spec:
   // A new template: a second ReplicaSet, revision 2; the first scales to zero.
   const std::string path = "/apis/apps/v1/namespaces/default/deployments/api";
   REQUIRE(t.request("PATCH", path, R"({"spec":{"template":{"spec":{"containers":[{"name":"c","image":"v2"}]}}}})",
-                    "application/strategic-merge-patch+json").status == 200);
+                    "application/strategic-merge-patch+json")
+              .status == 200);
   t.advance(2s);
   auto two = revisions();
   REQUIRE(two.size() == 2);
@@ -280,12 +283,14 @@ spec:
   REQUIRE(t.request("PATCH", path,
                     R"([{"op":"replace","path":"/spec/template","value":{"spec":{"containers":[{"image":"v1","name":"c"}]},)"
                     R"("metadata":{"creationTimestamp":null,"labels":{"app":"api"}}}}])",
-                    "application/json-patch+json").status == 200);
+                    "application/json-patch+json")
+              .status == 200);
   t.advance(2s);
   auto three = revisions();
   CHECK(three.size() == 2);
   CHECK(three["3"] == std::pair{first, int64_t{2}});
-  CHECK(json_string(t.object(reg.deployments(), "default/api")->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}) == "3");
+  CHECK(json_string(t.object(reg.deployments(), "default/api")->doc, {"metadata", "annotations", "deployment.kubernetes.io/revision"}) ==
+        "3");
   // up 1, up 2, down 1, up 1 again (counted into the first event, as events are), down 2
   std::map<std::string, int64_t> scaled;  // message -> count
   for (const auto& [k, e] : t.cluster().store().objects(*reg.events()))

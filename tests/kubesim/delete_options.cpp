@@ -45,11 +45,16 @@ class ProtoReader {
     uint64_t v;
     std::string_view s;
     switch (wire) {
-      case 0: return varint(v);
-      case 1: return advance(8);
-      case 2: return bytes(s);
-      case 5: return advance(4);
-      default: return false;
+      case 0:
+        return varint(v);
+      case 1:
+        return advance(8);
+      case 2:
+        return bytes(s);
+      case 5:
+        return advance(4);
+      default:
+        return false;
     }
   }
 
@@ -141,9 +146,11 @@ Result<Doc> decode_namespace_protobuf(std::string_view body) {
     if (field == 1) {
       ok = object_meta(s, meta, a) && ok;
     } else if (field == 2) {  // NamespaceSpec: finalizers = 1
-      ok = each_bytes_field(s, [&](uint32_t f, std::string_view v) {
-        if (f == 1) finalizers.PushBack(Value(std::string(v).c_str(), a), a);
-      }) && ok;
+      ok = each_bytes_field(s,
+                            [&](uint32_t f, std::string_view v) {
+                              if (f == 1) finalizers.PushBack(Value(std::string(v).c_str(), a), a);
+                            }) &&
+           ok;
     }
   });
   if (!parsed || !ok) return bad();
@@ -163,8 +170,7 @@ Result<Doc> decode_config_protobuf(std::string_view body, std::string_view kind)
   const bool secret = kind == "Secret";
   Doc d = typed_doc(kind);
   auto& a = d.GetAllocator();
-  Value meta(rapidjson::kObjectType), data(rapidjson::kObjectType), binary(rapidjson::kObjectType),
-      string_data(rapidjson::kObjectType);
+  Value meta(rapidjson::kObjectType), data(rapidjson::kObjectType), binary(rapidjson::kObjectType), string_data(rapidjson::kObjectType);
   bool ok = true;
   // ConfigMap: metadata 1, data 2 (map<string,string>), binaryData 3 (map<string,bytes>),
   // immutable 4. Secret: metadata 1, data 2 (map<string,bytes>), type 3, stringData 4, immutable 5.

@@ -268,8 +268,9 @@ HttpResponse Api::discovery(const HttpRequest& req) {
     return json(R"({"major":"1","minor":"32","gitVersion":"v1.32.0","gitCommit":"kubesim","gitTreeState":"clean",)"
                 R"("buildDate":"2025-01-01T00:00:00Z","goVersion":"go1.23.0","compiler":"gc","platform":"linux/amd64"})");
   if (p == "/api" || p == "/api/")
-    return json(fmt::format(R"({{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{{"clientCIDR":"0.0.0.0/0","serverAddress":"{}"}}]}})",
-                            options_.server_address));
+    return json(fmt::format(
+        R"({{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{{"clientCIDR":"0.0.0.0/0","serverAddress":"{}"}}]}})",
+        options_.server_address));
   if (p == "/api/v1") return json(api_resource_list("v1"));
   if (p == "/apis" || p == "/apis/") {
     rapidjson::StringBuffer buf;

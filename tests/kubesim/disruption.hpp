@@ -15,7 +15,7 @@ struct PdbStatus {
   int32_t desired_healthy = 0;
   int32_t current_healthy = 0;
   int32_t disruptions_allowed = 0;
-  std::string reason;   // SufficientPods, InsufficientPods or SyncFailed
+  std::string reason;  // SufficientPods, InsufficientPods or SyncFailed
   std::string message;
   // disruptedPods entries still in force: name -> timestamp.
   std::vector<std::pair<std::string, std::string>> disrupted_pods;

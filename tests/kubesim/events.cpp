@@ -47,8 +47,8 @@ void new_event_to_core(const Value& in, Value& core, Alloc& a) {
   }
 }
 
-void Cluster::emit_event(const ResourceType& rt, const Value& obj, std::string_view type, std::string_view reason,
-                         std::string_view message, std::string_view component) {
+void Cluster::emit_event(const ResourceType& rt, const Value& obj, std::string_view type, std::string_view reason, std::string_view message,
+                         std::string_view component) {
   std::string ns(rt.namespaced ? namespace_of(obj) : std::string_view("default"));
   std::string uid(json_string(obj, {"metadata", "uid"}));
   std::string dedup = fmt::format("{}|{}|{}|{}|{}", uid, type, reason, message, component);

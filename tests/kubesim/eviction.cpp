@@ -39,8 +39,7 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
   };
 
   std::string_view phase = json_string(pod->doc, {"status", "phase"});
-  if (phase == "Pending" || phase == "Succeeded" || phase == "Failed" ||
-      json_path(pod->doc, {"metadata", "deletionTimestamp"}))
+  if (phase == "Pending" || phase == "Succeeded" || phase == "Failed" || json_path(pod->doc, {"metadata", "deletionTimestamp"}))
     return delete_pod(false);
 
   std::vector<ObjectPtr> budgets;
@@ -51,8 +50,7 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
       if (p->key == pod->key) budgets.push_back(it->second);
   }
   if (budgets.size() > 1)
-    return Error::api(500, "",
-                      "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.");
+    return Error::api(500, "", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.");
   if (budgets.empty()) return delete_pod(false);
 
   const Value& pdb = budgets[0]->doc;
@@ -83,20 +81,20 @@ Result<void> Cluster::evict(std::string_view ns, std::string_view name, const De
     const bool cond_false = cond_status == "False" && !cond_message.empty();
     std::string why;
     if (cond_false && cond_reason == "SyncFailed")
-      why = fmt::format("The disruption budget {} does not allow evicting pods currently because it failed sync: {}", pdb_name, cond_message);
+      why =
+          fmt::format("The disruption budget {} does not allow evicting pods currently because it failed sync: {}", pdb_name, cond_message);
     else if (current <= desired)
       why = fmt::format("The disruption budget {} needs {} healthy pods and has {} currently", pdb_name, desired, current);
     else if (cond_false)
       why = fmt::format("The disruption budget {} does not allow evicting pods currently ({}): {}", pdb_name, cond_reason, cond_message);
-    else
-      why = fmt::format("The disruption budget {} does not allow evicting pods currently", pdb_name);
+    else why = fmt::format("The disruption budget {} does not allow evicting pods currently", pdb_name);
     return too_many_requests(why, std::nullopt);
   }
 
   // Accepted. Counted afresh from the pods, was there room? (Not when the status is stale.)
   if (PdbStatus fresh = compute_pdb_status(*this, pdb); fresh.disruptions_allowed <= 0)
-    budget_violations_.push_back(fmt::format("{}/{}: {} (healthy {}, desired {})", ns, pdb_name, name, fresh.current_healthy,
-                                             fresh.desired_healthy));
+    budget_violations_.push_back(
+        fmt::format("{}/{}: {} (healthy {}, desired {})", ns, pdb_name, name, fresh.current_healthy, fresh.desired_healthy));
   // Charge the budget first, then mark and delete the pod.
   std::string stamp = format_time(now());
   auto charged = mutate(*registry_.pdbs(), budgets[0]->key, [&](Value& o, Alloc& a) {
@@ -124,7 +122,8 @@ Result<void> Cluster::bind(std::string_view ns, std::string_view name, std::stri
   auto pod = store_.get(pods, Store::key_of(pods, ns, name));
   if (!pod) return not_found(pods, name);
   if (!json_string(pod->doc, {"spec", "nodeName"}).empty())
-    return conflict(pods, name, fmt::format("pod {} is already assigned to node \"{}\"", name, json_string(pod->doc, {"spec", "nodeName"})));
+    return conflict(pods, name,
+                    fmt::format("pod {} is already assigned to node \"{}\"", name, json_string(pod->doc, {"spec", "nodeName"})));
   if (!store_.get(*registry_.nodes(), node)) return not_found(*registry_.nodes(), node);
   auto r = mutate(pods, pod->key, [&](Value& o, Alloc& a) {
     set_str(ensure_object(o, "spec", a), "nodeName", node, a);
@@ -137,8 +136,7 @@ Result<void> Cluster::bind(std::string_view ns, std::string_view name, std::stri
     conds.PushBack(c, a);
   });
   if (!r) return r.error();
-  emit_event(pods, (*r)->doc, "Normal", "Scheduled", fmt::format("Successfully assigned {}/{} to {}", ns, name, node),
-             "default-scheduler");
+  emit_event(pods, (*r)->doc, "Normal", "Scheduled", fmt::format("Successfully assigned {}/{} to {}", ns, name, node), "default-scheduler");
   return {};
 }
 

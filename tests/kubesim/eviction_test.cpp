@@ -31,7 +31,8 @@ spec:
 apiVersion: v1
 kind: Pod
 metadata:
-  name: web-)") + p + R"(
+  name: web-)") +
+         p + R"(
   labels: {app: web}
   ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: 11111111-0000-4000-8000-000000000001, controller: true}]
 spec: {nodeName: n1, containers: [{name: c, resources: {requests: {cpu: 100m}}}]}
@@ -41,8 +42,9 @@ spec: {nodeName: n1, containers: [{name: c, resources: {requests: {cpu: 100m}}}]
 }
 
 HttpResponse evict(TestCluster& t, const std::string& pod, const std::string& body = "") {
-  return t.post("/api/v1/namespaces/default/pods/" + pod + "/eviction",
-                body.empty() ? R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":")" + pod + R"(","namespace":"default"}})" : body);
+  return t.post(
+      "/api/v1/namespaces/default/pods/" + pod + "/eviction",
+      body.empty() ? R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":")" + pod + R"(","namespace":"default"}})" : body);
 }
 
 int64_t pdb_status(TestCluster& t, const char* field_name) {
@@ -70,8 +72,9 @@ TEST_CASE("an eviction within the budget charges it and deletes the pod graceful
 
   auto refused = evict(t, "web-b");
   CHECK(refused.status == 429);
-  CHECK(refused.body ==
-        R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","details":{"causes":[{"reason":"DisruptionBudget","message":"The disruption budget web-pdb needs 2 healthy pods and has 2 currently"}]},"code":429})");
+  CHECK(
+      refused.body ==
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","details":{"causes":[{"reason":"DisruptionBudget","message":"The disruption budget web-pdb needs 2 healthy pods and has 2 currently"}]},"code":429})");
   t.advance(3s);  // the old pod finishes terminating; its replacement becomes Ready
   CHECK_FALSE(t.pod("default/web-a"));
   CHECK(pdb_status(t, "currentHealthy") == 3);
@@ -105,10 +108,13 @@ TEST_CASE("eviction edge cases follow the registry's algorithm", "[eviction]") {
   CHECK(mismatch.body.find("name in URL does not match name in Eviction object") != std::string::npos);
 
   // A second budget over the same pods: 500 without a reason, and no retry helps.
-  t.apply("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: other}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}\n");
+  t.apply(
+      "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: other}\nspec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}\n");
   auto two = evict(t, "web-a");
   CHECK(two.status == 500);
-  CHECK(two.body == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.","code":500})");
+  CHECK(
+      two.body ==
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.","code":500})");
   REQUIRE(t.request("DELETE", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/other").status == 200);
 
   // A budget whose status lags its generation: 429 with Retry-After 10.
@@ -164,12 +170,12 @@ TEST_CASE("budget status maths follow the disruption controller", "[eviction]") 
   };
   const Case cases[] = {
       {"{minAvailable: 2, selector: {matchLabels: {app: web}}}", 3, 2, 1},
-      {"{minAvailable: \"50%\", selector: {matchLabels: {app: web}}}", 3, 2, 1},   // ceil(1.5)
+      {"{minAvailable: \"50%\", selector: {matchLabels: {app: web}}}", 3, 2, 1},  // ceil(1.5)
       {"{maxUnavailable: 1, selector: {matchLabels: {app: web}}}", 3, 2, 1},
       {"{maxUnavailable: \"34%\", selector: {matchLabels: {app: web}}}", 3, 1, 2},  // ceil(1.02) = 2 unavailable
       {"{minAvailable: 5, selector: {matchLabels: {app: web}}}", 3, 5, 0},
-      {"{minAvailable: 1, selector: {}}", 3, 1, 2},          // policy/v1: an empty selector matches every pod
-      {"{minAvailable: 1}", 0, 1, 0},                        // a null selector matches none
+      {"{minAvailable: 1, selector: {}}", 3, 1, 2},  // policy/v1: an empty selector matches every pod
+      {"{minAvailable: 1}", 0, 1, 0},                // a null selector matches none
   };
   for (const auto& c : cases) {
     INFO(c.spec);

@@ -41,8 +41,7 @@ struct Harness {
     auto r = sim->start();
     if (!r) FAIL("kubesim did not start: " << r.error().message);
     REQUIRE(sim->write_kubeconfig(dir.file("kubeconfig")));
-    kubectl = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s", dir.file("kubeconfig"),
-                          dir.file("cache"));
+    kubectl = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s", dir.file("kubeconfig"), dir.file("cache"));
   }
   spotshift::testing::CommandResult k(const std::string& args) { return run(kubectl + " " + args); }
   std::string curl_flags() const {
@@ -202,15 +201,17 @@ TEST_CASE("kubectl drain evicts through the eviction API, respecting the PodDisr
   // Deterministically: once the drained pod's replacement is Ready (the budget allows one
   // again), every node is cordoned, so the next replacement stays Pending whatever the timing
   // (the simulation runs 20 times faster than the wall clock: a replacement is Ready in 50 ms).
-  REQUIRE(eventually(
-      [&] { return h.k("get pdb web-pdb -n shop -o jsonpath={.status.disruptionsAllowed}").output == "1"; }, std::chrono::seconds(20)));
+  REQUIRE(eventually([&] { return h.k("get pdb web-pdb -n shop -o jsonpath={.status.disruptionsAllowed}").output == "1"; },
+                     std::chrono::seconds(20)));
   REQUIRE(h.k("cordon --selector=kubernetes.io/hostname").status == 0);
-  auto direct = h.curl(fmt::format("-o /dev/null -w '%{{http_code}}' -X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
-                                   shell_quote(R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-7d4b9c-b5d6f"}})"),
-                                   h.sim->url(), "web-7d4b9c-b5d6f"));
+  auto direct = h.curl(fmt::format(
+      "-o /dev/null -w '%{{http_code}}' -X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
+      shell_quote(R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-7d4b9c-b5d6f"}})"), h.sim->url(),
+      "web-7d4b9c-b5d6f"));
   CHECK(direct.output == "201");
-  auto blocked = h.curl(fmt::format("-o /dev/null -w '%{{http_code}}' -X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
-                                    shell_quote(R"({"metadata":{"name":"web-7d4b9c-g7l8q"}})"), h.sim->url(), "web-7d4b9c-g7l8q"));
+  auto blocked = h.curl(fmt::format(
+      "-o /dev/null -w '%{{http_code}}' -X POST -H 'Content-Type: application/json' -d {} {}/api/v1/namespaces/shop/pods/{}/eviction",
+      shell_quote(R"({"metadata":{"name":"web-7d4b9c-g7l8q"}})"), h.sim->url(), "web-7d4b9c-g7l8q"));
   CHECK(blocked.output == "429");
 }
 
@@ -303,7 +304,7 @@ TEST_CASE("a forced 410 makes a watching client-go reflector relist", "[http][ku
       expired_seen = true;
     }
   }
-  CHECK(watches >= 2);            // the expired watch and the one after the relist
+  CHECK(watches >= 2);             // the expired watch and the one after the relist
   CHECK(lists_after_expiry >= 1);  // the relist
 }
 
@@ -316,7 +317,9 @@ TEST_CASE("HTTPS needs a valid bearer token or client certificate", "[http][tls]
   auto anonymous = h.curl("-o /dev/null -w '%{http_code}' " + h.sim->url() + "/api/v1/nodes");
   CHECK(anonymous.output == "401");
   auto body = h.curl(h.sim->url() + "/api/v1/nodes");
-  CHECK(body.output == R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})");
+  CHECK(
+      body.output ==
+      R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})");
   auto wrong = h.curl("-o /dev/null -w '%{http_code}' -H 'Authorization: Bearer nope' " + h.sim->url() + "/api/v1/nodes");
   CHECK(wrong.output == "401");
   auto right = h.curl("-o /dev/null -w '%{http_code}' -H 'Authorization: Bearer secret-token' " + h.sim->url() + "/api/v1/nodes");
@@ -346,8 +349,8 @@ TEST_CASE("a watch is a chunked JSON stream that ends at timeoutSeconds", "[http
   SimulatorOptions o = demo();
   o.bookmark_interval = std::chrono::milliseconds(200);
   Harness h(o);
-  auto r = h.curl("-D " + h.dir.file("headers") + " '" + h.sim->url() +
-                  "/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=1'");
+  auto r =
+      h.curl("-D " + h.dir.file("headers") + " '" + h.sim->url() + "/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=1'");
   REQUIRE(r.status == 0);
   auto headers = read_file(h.dir.file("headers")).value();
   CHECK(headers.find("Transfer-Encoding: chunked") != std::string::npos);
@@ -409,18 +412,20 @@ TEST_CASE("injected faults: errors, a connection reset mid-body, and dropped wat
   CHECK(code() == "503");
   CHECK(code() == "503");
   CHECK(code() == "200");
-  h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"get","resource":"nodes","reset":true,"count":1})"), h.sim->url()));
+  h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"get","resource":"nodes","reset":true,"count":1})"),
+                     h.sim->url()));
   auto reset = h.curl(h.sim->url() + "/api/v1/nodes/spot-1");
   CHECK(reset.status != 0);  // curl: transfer closed with outstanding read data, or reset
   CHECK(h.curl(h.sim->url() + "/api/v1/nodes/spot-1").status == 0);
 
-  h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"watch","resource":"nodes","watchDropAfterEvents":2,"count":1})"),
-                     h.sim->url()));
+  h.curl(fmt::format("-X POST -d {} {}/_sim/faults",
+                     shell_quote(R"({"verb":"watch","resource":"nodes","watchDropAfterEvents":2,"count":1})"), h.sim->url()));
   auto dropped = h.curl("'" + h.sim->url() + "/api/v1/nodes?watch=true&timeoutSeconds=5'");
   CHECK(dropped.status != 0);  // no final chunk
   CHECK(std::count(dropped.output.begin(), dropped.output.end(), '\n') == 2);
 
-  h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"get","resource":"nodes","delayMs":400,"count":1})"), h.sim->url()));
+  h.curl(fmt::format("-X POST -d {} {}/_sim/faults", shell_quote(R"({"verb":"get","resource":"nodes","delayMs":400,"count":1})"),
+                     h.sim->url()));
   auto slow = h.curl("-o /dev/null -w '%{time_total}' " + h.sim->url() + "/api/v1/nodes/spot-1");
   CHECK(std::stod(slow.output) >= 0.4);
 
@@ -479,8 +484,7 @@ TEST_CASE("the kubesim binary: help, bad flags, port file, kubeconfig and a clea
   CHECK(missing.output.find("/nonexistent.yaml") != std::string::npos);
 
   std::string cmd = fmt::format("{} --scenario {}/demo.yaml --port-file {} --kubeconfig-out {} --audit-log {} >{} 2>&1 & echo $!",
-                                KUBESIM_BINARY, kScenarios, dir.file("port"), dir.file("kubeconfig"), dir.file("audit"),
-                                dir.file("log"));
+                                KUBESIM_BINARY, kScenarios, dir.file("port"), dir.file("kubeconfig"), dir.file("audit"), dir.file("log"));
   auto started = run(cmd);
   std::string pid(trim(started.output));
   REQUIRE(eventually([&] { return read_file(dir.file("port")).has_value(); }));
@@ -502,17 +506,23 @@ TEST_CASE("service-account tokens get exactly what Roles and ClusterRoles grant 
   o.tokens = {{"admin-token", "admin"}, {"sa-token", "system:serviceaccount:spotshift:spotshift"}};
   Harness h(o);
   REQUIRE(h.sim->write_kubeconfig(h.dir.file("sa"), "sa-token"));
-  const std::string sa = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s ", h.dir.file("sa"),
-                                     h.dir.file("c2"));
+  const std::string sa = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s ", h.dir.file("sa"), h.dir.file("c2"));
   const std::string user = "system:serviceaccount:spotshift:spotshift";
 
   // Nothing is granted yet: the exact Status a real apiserver sends.
   auto body = h.curl("-H 'Authorization: Bearer sa-token' " + h.sim->url() + "/api/v1/nodes");
-  CHECK(body.output == fmt::format(R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"nodes is forbidden: User \"{}\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{{"kind":"nodes"}},"code":403}})", user));
+  CHECK(
+      body.output ==
+      fmt::format(
+          R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"nodes is forbidden: User \"{}\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{{"kind":"nodes"}},"code":403}})",
+          user));
   auto denied = run(sa + "get pods -A");
   CHECK(denied.status != 0);
-  CHECK_THAT(denied.output, Catch::Contains(fmt::format(
-      "Error from server (Forbidden): pods is forbidden: User \"{}\" cannot list resource \"pods\" in API group \"\" at the cluster scope", user)));
+  CHECK_THAT(
+      denied.output,
+      Catch::Contains(fmt::format(
+          "Error from server (Forbidden): pods is forbidden: User \"{}\" cannot list resource \"pods\" in API group \"\" at the cluster scope",
+          user)));
   // Other users are not restricted.
   CHECK(h.k("get pods -A").status == 0);
 
@@ -571,17 +581,21 @@ subjects:
   std::string name = pod.substr(4);
   auto del = run(sa + "delete pod -n shop " + name);
   CHECK(del.status != 0);
-  CHECK_THAT(del.output, Catch::Contains(fmt::format(
-      "pods \"{}\" is forbidden: User \"{}\" cannot delete resource \"pods\" in API group \"\" in the namespace \"shop\"", name, user)));
+  CHECK_THAT(del.output,
+             Catch::Contains(fmt::format(
+                 "pods \"{}\" is forbidden: User \"{}\" cannot delete resource \"pods\" in API group \"\" in the namespace \"shop\"", name,
+                 user)));
   // A subresource needs its own rule; resourceNames never match a list.
-  auto eviction = h.curl(fmt::format(
-      "-o /dev/null -w '%{{http_code}}' -H 'Authorization: Bearer sa-token' -H 'Content-Type: application/json' -X POST "
-      "-d '{{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{{\"name\":\"{0}\",\"namespace\":\"shop\"}}}}' "
-      "{1}/api/v1/namespaces/shop/pods/{0}/eviction", name, h.sim->url()));
+  auto eviction = h.curl(
+      fmt::format("-o /dev/null -w '%{{http_code}}' -H 'Authorization: Bearer sa-token' -H 'Content-Type: application/json' -X POST "
+                  "-d '{{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{{\"name\":\"{0}\",\"namespace\":\"shop\"}}}}' "
+                  "{1}/api/v1/namespaces/shop/pods/{0}/eviction",
+                  name, h.sim->url()));
   CHECK(eviction.output != "403");
-  auto binding = h.curl(fmt::format(
-      "-o /dev/null -w '%{{http_code}}' -H 'Authorization: Bearer sa-token' -H 'Content-Type: application/json' -X POST "
-      "-d '{{}}' {}/api/v1/namespaces/shop/pods/{}/binding", h.sim->url(), name));
+  auto binding =
+      h.curl(fmt::format("-o /dev/null -w '%{{http_code}}' -H 'Authorization: Bearer sa-token' -H 'Content-Type: application/json' -X POST "
+                         "-d '{{}}' {}/api/v1/namespaces/shop/pods/{}/binding",
+                         h.sim->url(), name));
   CHECK(binding.output == "403");
   auto pdbs = run(sa + "get pdb -A");
   CHECK(pdbs.status != 0);
@@ -596,8 +610,11 @@ spec: {holderIdentity: a, leaseDurationSeconds: 15}
   CHECK(run(sa + "get lease -n spotshift spotshift").status == 0);
   auto other_ns = run(sa + "create -n default -f " + h.dir.file("lease.yaml"));
   CHECK(other_ns.status != 0);
-  CHECK_THAT(other_ns.output, Catch::Contains(fmt::format(
-      "leases.coordination.k8s.io is forbidden: User \"{}\" cannot create resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"default\"", user)));
+  CHECK_THAT(
+      other_ns.output,
+      Catch::Contains(fmt::format(
+          "leases.coordination.k8s.io is forbidden: User \"{}\" cannot create resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"default\"",
+          user)));
   // Removing the binding takes the grant away at once.
   REQUIRE(h.k("delete clusterrolebinding reader").status == 0);
   CHECK(run(sa + "get nodes").status != 0);
@@ -619,8 +636,9 @@ TEST_CASE("kubectl auth can-i and auth whoami, as oneself and through --as imper
   CHECK(trim(denied.output) == "no");
   auto forbidden = h.k("get pods -n shop" + as);
   CHECK(forbidden.status != 0);
-  CHECK_THAT(forbidden.output, Catch::Contains(fmt::format(
-      "pods is forbidden: User \"{}\" cannot list resource \"pods\" in API group \"\" in the namespace \"shop\"", user)));
+  CHECK_THAT(forbidden.output,
+             Catch::Contains(fmt::format(
+                 "pods is forbidden: User \"{}\" cannot list resource \"pods\" in API group \"\" in the namespace \"shop\"", user)));
   auto whoami = h.k("auth whoami" + as);
   REQUIRE(whoami.status == 0);
   CHECK_THAT(whoami.output, Catch::Contains(user));
@@ -673,25 +691,33 @@ subjects:
       "-H 'Authorization: Bearer admin-token' -H 'Content-Type: application/json' -X POST "
       "-d '{{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":\"SubjectAccessReview\",\"spec\":{{\"user\":\"{}\","
       "\"resourceAttributes\":{{\"namespace\":\"shop\",\"verb\":\"create\",\"resource\":\"pods\",\"subresource\":\"eviction\"}}}}}}' "
-      "{}/apis/authorization.k8s.io/v1/subjectaccessreviews", user, h.sim->url()));
+      "{}/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      user, h.sim->url()));
   CHECK_THAT(review.output, Catch::Contains(R"("status":{"allowed":true)"));
-  auto empty = h.curl("-H 'Authorization: Bearer admin-token' -H 'Content-Type: application/json' -X POST "
-                      "-d '{\"spec\":{\"resourceAttributes\":{\"verb\":\"get\"}}}' " +
-                      h.sim->url() + "/apis/authorization.k8s.io/v1/subjectaccessreviews");
+  auto empty = h.curl(
+      "-H 'Authorization: Bearer admin-token' -H 'Content-Type: application/json' -X POST "
+      "-d '{\"spec\":{\"resourceAttributes\":{\"verb\":\"get\"}}}' " +
+      h.sim->url() + "/apis/authorization.k8s.io/v1/subjectaccessreviews");
   CHECK_THAT(empty.output, Catch::Contains("at least one of user or group must be specified"));
 
   // A service account may impersonate only with the impersonate verb.
   REQUIRE(h.sim->write_kubeconfig(h.dir.file("sa"), "sa-token"));
-  const std::string sa = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s ", h.dir.file("sa"),
-                                     h.dir.file("c2"));
+  const std::string sa = fmt::format("kubectl --kubeconfig {} --cache-dir {} --request-timeout=20s ", h.dir.file("sa"), h.dir.file("c2"));
   auto escalate = run(sa + "get nodes --as=admin");
   CHECK(escalate.status != 0);
   CHECK_THAT(escalate.output, Catch::Contains("Forbidden"));
   auto body = h.curl("-H 'Authorization: Bearer sa-token' -H 'Impersonate-User: admin' " + h.sim->url() + "/api/v1/nodes");
-  CHECK(body.output == fmt::format(R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"users \"admin\" is forbidden: User \"{}\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{{"name":"admin","kind":"users"}},"code":403}})", user));
+  CHECK(
+      body.output ==
+      fmt::format(
+          R"({{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"users \"admin\" is forbidden: User \"{}\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{{"name":"admin","kind":"users"}},"code":403}})",
+          user));
   // Another service account is named by its namespace and name.
   auto other = h.curl("-H 'Authorization: Bearer sa-token' -H 'Impersonate-User: system:serviceaccount:shop:other' " + h.sim->url() +
                       "/api/v1/nodes");
-  CHECK_THAT(other.output, Catch::Contains(fmt::format(
-      R"(serviceaccounts \"other\" is forbidden: User \"{}\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"shop\")", user)));
+  CHECK_THAT(
+      other.output,
+      Catch::Contains(fmt::format(
+          R"(serviceaccounts \"other\" is forbidden: User \"{}\" cannot impersonate resource \"serviceaccounts\" in API group \"\" in the namespace \"shop\")",
+          user)));
 }

@@ -44,9 +44,7 @@ std::string to_json(const Value& v);
 std::string canonical_json(const Value& v);
 
 // An empty view may have a null data(), which RapidJSON rejects: use "" instead.
-inline Value str(std::string_view s, Alloc& a) {
-  return Value(s.empty() ? "" : s.data(), static_cast<rapidjson::SizeType>(s.size()), a);
-}
+inline Value str(std::string_view s, Alloc& a) { return Value(s.empty() ? "" : s.data(), static_cast<rapidjson::SizeType>(s.size()), a); }
 
 Value* get_mut(Value& v, std::string_view key);
 

@@ -36,8 +36,8 @@ void SimKubelet::observe(const Change& c) {
       std::string container;
       if (const Value* cs = json_path(pod, {"spec", "containers"}); cs && cs->IsArray() && cs->Size() > 0)
         container = json_string((*cs)[0], {"name"});
-      cluster_.emit_event(*cluster_.registry().pods(), pod, "Normal", "Killing",
-                          fmt::format("Stopping container {}", container), "kubelet");
+      cluster_.emit_event(*cluster_.registry().pods(), pod, "Normal", "Killing", fmt::format("Stopping container {}", container),
+                          "kubelet");
     } else if (!has_finalizers(pod)) {
       // A finalizer removed after the grace period: finish now.
       timers_.push({now, c.obj->key, uid, true});
@@ -69,8 +69,7 @@ bool SimKubelet::run() {
       continue;
     }
     starting_.erase(t.uid);
-    if (json_path(pod->doc, {"metadata", "deletionTimestamp"}) || json_string(pod->doc, {"status", "phase"}) != "Pending")
-      continue;
+    if (json_path(pod->doc, {"metadata", "deletionTimestamp"}) || json_string(pod->doc, {"status", "phase"}) != "Pending") continue;
     if (!cluster_.store().get(*cluster_.registry().nodes(), json_string(pod->doc, {"spec", "nodeName"}))) continue;
     uint64_t ip = next_ip_++;
     std::string stamp = format_time(now);
@@ -122,8 +121,7 @@ void SimDisruption::observe(const Change& c) {
   const Registry& reg = cluster_.registry();
   if (c.rt == reg.pdbs()) {
     if (c.type != EventType::kDeleted) dirty_.insert(c.obj->key);
-  } else if (c.rt == reg.pods() || c.rt == reg.replicasets() || c.rt == reg.deployments() ||
-             c.rt == reg.statefulsets()) {
+  } else if (c.rt == reg.pods() || c.rt == reg.replicasets() || c.rt == reg.deployments() || c.rt == reg.statefulsets()) {
     dirty_namespaces_.insert(std::string(namespace_of(c.obj->doc)));
   }
 }
@@ -223,10 +221,10 @@ bool SimNodeLifecycle::run() {
     if (condition("DiskPressure") == "True") wanted.push_back({"node.kubernetes.io/disk-pressure", "NoSchedule"});
     if (condition("PIDPressure") == "True") wanted.push_back({"node.kubernetes.io/pid-pressure", "NoSchedule"});
     if (condition("NetworkUnavailable") == "True") wanted.push_back({"node.kubernetes.io/network-unavailable", "NoSchedule"});
-    static const std::set<std::string> kOwned = {
-        "node.kubernetes.io/unschedulable", "node.kubernetes.io/not-ready",       "node.kubernetes.io/unreachable",
-        "node.kubernetes.io/memory-pressure", "node.kubernetes.io/disk-pressure", "node.kubernetes.io/pid-pressure",
-        "node.kubernetes.io/network-unavailable"};
+    static const std::set<std::string> kOwned = {"node.kubernetes.io/unschedulable",      "node.kubernetes.io/not-ready",
+                                                 "node.kubernetes.io/unreachable",        "node.kubernetes.io/memory-pressure",
+                                                 "node.kubernetes.io/disk-pressure",      "node.kubernetes.io/pid-pressure",
+                                                 "node.kubernetes.io/network-unavailable"};
     // Nothing to do when the node already carries exactly the wanted owned taints.
     std::set<std::pair<std::string, std::string>> have;
     if (const Value* ts = json_path(n, {"spec", "taints"}); ts && ts->IsArray())

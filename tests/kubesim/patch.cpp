@@ -63,11 +63,20 @@ namespace {
 // Lists whose elements merge by a key; keyed by the list's field name.
 const std::map<std::string_view, std::string_view>& merge_keys() {
   static const std::map<std::string_view, std::string_view> keys = {
-      {"containers", "name"},   {"initContainers", "name"},  {"ephemeralContainers", "name"},
-      {"volumes", "name"},      {"env", "name"},             {"volumeMounts", "mountPath"},
-      {"ports", "containerPort"}, {"conditions", "type"},    {"ownerReferences", "uid"},
-      {"imagePullSecrets", "name"}, {"addresses", "type"},   {"hostAliases", "ip"},
-      {"resourceClaims", "name"}, {"readinessGates", "conditionType"},
+      {"containers", "name"},
+      {"initContainers", "name"},
+      {"ephemeralContainers", "name"},
+      {"volumes", "name"},
+      {"env", "name"},
+      {"volumeMounts", "mountPath"},
+      {"ports", "containerPort"},
+      {"conditions", "type"},
+      {"ownerReferences", "uid"},
+      {"imagePullSecrets", "name"},
+      {"addresses", "type"},
+      {"hostAliases", "ip"},
+      {"resourceClaims", "name"},
+      {"readinessGates", "conditionType"},
   };
   return keys;
 }
@@ -293,8 +302,7 @@ Result<void> json_patch(Value& target, const Value& ops, Alloc& a) {
       if (!value) return Error::invalid(fmt::format("{} operation on \"{}\" has no value", kind, path));
       if (kind == "test") {
         Value* cur = resolve(target, ptr->tokens, ptr->tokens.size());
-        if (!cur || !json_equal(*cur, *value))
-          return Error::invalid(fmt::format("testing value {} failed: test failed", path));
+        if (!cur || !json_equal(*cur, *value)) return Error::invalid(fmt::format("testing value {} failed: test failed", path));
         continue;
       }
       if (kind == "replace" && !resolve(target, ptr->tokens, ptr->tokens.size())) return missing(path);

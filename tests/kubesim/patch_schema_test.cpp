@@ -36,8 +36,7 @@ TEST_CASE("strategic merge directives delete list elements and primitives", "[pa
   CHECK(merged(PatchType::kStrategic, R"({"metadata":{"finalizers":["a","b"]}})",
                R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["a"],"finalizers":["c"]}})") ==
         R"({"metadata":{"finalizers":["b","c"]}})");
-  CHECK(merged(PatchType::kStrategic, R"({"spec":{"unschedulable":true}})", R"({"spec":{"unschedulable":null}})") ==
-        R"({"spec":{}})");
+  CHECK(merged(PatchType::kStrategic, R"({"spec":{"unschedulable":true}})", R"({"spec":{"unschedulable":null}})") == R"({"spec":{}})");
   CHECK(merged(PatchType::kStrategic, R"({"spec":{"a":{"x":1,"y":2}}})", R"({"spec":{"a":{"$patch":"replace","z":3}}})") ==
         R"({"spec":{"a":{"z":3}}})");
 }
@@ -47,8 +46,7 @@ TEST_CASE("a JSON patch applies add, remove, replace, move, copy and test", "[pa
                R"([{"op":"add","path":"/spec/taints/-","value":{"key":"b"}},{"op":"add","path":"/spec/taints/0","value":{"key":"z"}},
                    {"op":"replace","path":"/spec/taints/1/key","value":"aa"},{"op":"copy","from":"/spec/taints/0","path":"/spec/first"},
                    {"op":"move","from":"/spec/first","path":"/spec/moved"},{"op":"test","path":"/spec/moved/key","value":"z"},
-                   {"op":"remove","path":"/spec/taints/2"}])") ==
-        R"({"spec":{"taints":[{"key":"z"},{"key":"aa"}],"moved":{"key":"z"}}})");
+                   {"op":"remove","path":"/spec/taints/2"}])") == R"({"spec":{"taints":[{"key":"z"},{"key":"aa"}],"moved":{"key":"z"}}})");
   CHECK(merged(PatchType::kJson, R"({"metadata":{"labels":{"a/b":"1"}}})", R"([{"op":"remove","path":"/metadata/labels/a~1b"}])") ==
         R"({"metadata":{"labels":{}}})");
 }
@@ -119,8 +117,7 @@ TEST_CASE("a CRD schema rejects bad values with field causes", "[schema]") {
       {R"({})", "FieldValueRequired", "spec.size", "Required value"},
       {R"({"size":"3"})", "FieldValueTypeInvalid", "spec.size",
        "Invalid value: \"string\": spec.size in body must be of type integer: \"string\""},
-      {R"({"size":0})", "FieldValueInvalid", "spec.size",
-       "Invalid value: 0: spec.size in body should be greater than or equal to 1"},
+      {R"({"size":0})", "FieldValueInvalid", "spec.size", "Invalid value: 0: spec.size in body should be greater than or equal to 1"},
       {R"({"size":11})", "FieldValueInvalid", "spec.size", "Invalid value: 11: spec.size in body should be less than or equal to 10"},
       {R"({"size":1,"mode":"medium"})", "FieldValueNotSupported", "spec.mode",
        "Unsupported value: \"medium\": supported values: \"fast\", \"slow\""},
@@ -143,7 +140,8 @@ TEST_CASE("a CRD schema rejects bad values with field causes", "[schema]") {
   }
   // int-or-string accepts both; a nullable field accepts null; a non-nullable null is dropped.
   CHECK(apply_schema(R"({"spec":{"size":1,"budget":"50%","note":null}})").causes.empty());
-  CHECK(apply_schema(R"({"spec":{"size":1,"budget":2,"mode":null}})").json == R"({"spec":{"size":1,"budget":2,"mode":"slow","nested":{"depth":3}}})");
+  CHECK(apply_schema(R"({"spec":{"size":1,"budget":2,"mode":null}})").json ==
+        R"({"spec":{"size":1,"budget":2,"mode":"slow","nested":{"depth":3}}})");
 }
 
 TEST_CASE("an invalid pattern in a schema is reported", "[schema]") {

@@ -48,16 +48,13 @@ bool subject_matches(const Value& binding, const UserInfo& user) {
     std::string_view kind = json_string(s, {"kind"}), name = json_string(s, {"name"});
     if (kind == "User" && name == user.name) return true;
     if (kind == "Group" && std::find(user.groups.begin(), user.groups.end(), name) != user.groups.end()) return true;
-    if (kind == "ServiceAccount" &&
-        user.name == fmt::format("system:serviceaccount:{}:{}", json_string(s, {"namespace"}), name))
+    if (kind == "ServiceAccount" && user.name == fmt::format("system:serviceaccount:{}:{}", json_string(s, {"namespace"}), name))
       return true;
   }
   return false;
 }
 
-const ResourceType* rbac_type(const Registry& r, std::string_view plural) {
-  return r.find("rbac.authorization.k8s.io", "v1", plural);
-}
+const ResourceType* rbac_type(const Registry& r, std::string_view plural) { return r.find("rbac.authorization.k8s.io", "v1", plural); }
 
 // Calls f(rule) for each rule of the role; stops when f returns true, and says whether it did.
 template <class F>
@@ -130,8 +127,8 @@ std::string forbidden_message(const UserInfo& user, const RequestAttributes& a) 
   std::string subject = a.name.empty() ? qualified : fmt::format("{} \"{}\"", qualified, a.name);
   std::string resource = a.subresource.empty() ? a.resource : a.resource + "/" + a.subresource;
   std::string scope = a.ns.empty() ? "at the cluster scope" : fmt::format("in the namespace \"{}\"", a.ns);
-  return fmt::format("{} is forbidden: User \"{}\" cannot {} resource \"{}\" in API group \"{}\" {}", subject, user.name, a.verb,
-                     resource, a.api_group, scope);
+  return fmt::format("{} is forbidden: User \"{}\" cannot {} resource \"{}\" in API group \"{}\" {}", subject, user.name, a.verb, resource,
+                     a.api_group, scope);
 }
 
 }  // namespace spotshift::kubesim

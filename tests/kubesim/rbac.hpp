@@ -4,8 +4,8 @@
 // users (system:serviceaccount:NS:NAME) so the operator can be run with exactly the chart's
 // permissions; other users (the admin token, plain HTTP) are not restricted.
 
-#include "store.hpp"
 #include "resources.hpp"
+#include "store.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -33,12 +33,12 @@ std::optional<ServiceAccountName> service_account_of(std::string_view user);
 std::vector<std::string> service_account_groups(std::string_view user);
 
 struct RequestAttributes {
-  std::string verb;          // get, list, watch, create, update, patch, delete, deletecollection
-  std::string api_group;     // "" for core
-  std::string resource;      // plural
-  std::string subresource;   // "" or "status", "eviction", ...
-  std::string ns;            // "" at the cluster scope
-  std::string name;          // "" for list, watch and create
+  std::string verb;         // get, list, watch, create, update, patch, delete, deletecollection
+  std::string api_group;    // "" for core
+  std::string resource;     // plural
+  std::string subresource;  // "" or "status", "eviction", ...
+  std::string ns;           // "" at the cluster scope
+  std::string name;         // "" for list, watch and create
 };
 
 // Whether the RBAC objects in `store` allow the request.

@@ -19,15 +19,14 @@ bool ResourceType::field_selectable(std::string_view field) const {
 namespace {
 // Core kinds whose delete answers with the deleted object, as their apiserver storage does.
 const std::set<std::string>& kReturnDeletedKinds() {
-  static const std::set<std::string> kinds = {"pods", "namespaces", "services", "serviceaccounts", "persistentvolumes",
-                                              "persistentvolumeclaims"};
+  static const std::set<std::string> kinds = {
+      "pods", "namespaces", "services", "serviceaccounts", "persistentvolumes", "persistentvolumeclaims"};
   return kinds;
 }
 }  // namespace
 
 Registry::Registry() {
-  auto t = [](std::string group, std::string version, std::string plural, std::string singular, std::string kind,
-              bool namespaced) {
+  auto t = [](std::string group, std::string version, std::string plural, std::string singular, std::string kind, bool namespaced) {
     ResourceType r;
     r.group = std::move(group);
     r.version = std::move(version);
@@ -59,16 +58,24 @@ Registry::Registry() {
     r.categories = {"all"};
     r.subresources = {"status", "eviction", "binding"};
     r.status_subresource = true;
-    r.selectable_fields = {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-                           "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"};
+    r.selectable_fields = {"spec.nodeName",    "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+                           "spec.hostNetwork", "status.phase",       "status.podIP",       "status.nominatedNodeName"};
     pods_ = add(std::move(r));
   }
   {
     auto r = t("", "v1", "events", "event", "Event", true);
     r.short_names = {"ev"};
-    r.selectable_fields = {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-                           "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-                           "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"};
+    r.selectable_fields = {"involvedObject.kind",
+                           "involvedObject.namespace",
+                           "involvedObject.name",
+                           "involvedObject.uid",
+                           "involvedObject.apiVersion",
+                           "involvedObject.resourceVersion",
+                           "involvedObject.fieldPath",
+                           "reason",
+                           "reportingComponent",
+                           "source",
+                           "type"};
     events_ = add(std::move(r));
   }
   {
@@ -87,8 +94,7 @@ Registry::Registry() {
   }
   leases_ = add(t("coordination.k8s.io", "v1", "leases", "lease", "Lease", true));
   // What `kubectl auth can-i` (with --list) and `kubectl auth whoami` ask.
-  for (auto [group, plural, singular, kind] :
-       std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+  for (auto [group, plural, singular, kind] : std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
            {"authorization.k8s.io", "selfsubjectaccessreviews", "selfsubjectaccessreview", "SelfSubjectAccessReview"},
            {"authorization.k8s.io", "subjectaccessreviews", "subjectaccessreview", "SubjectAccessReview"},
            {"authorization.k8s.io", "selfsubjectrulesreviews", "selfsubjectrulesreview", "SelfSubjectRulesReview"},
@@ -120,12 +126,11 @@ Registry::Registry() {
     r.status_subresource = true;
     add(std::move(r));
   }
-  for (auto [plural, singular, kind, namespaced] :
-       std::vector<std::tuple<std::string, std::string, std::string, bool>>{{"roles", "role", "Role", true},
-                                                                            {"rolebindings", "rolebinding", "RoleBinding", true},
-                                                                            {"clusterroles", "clusterrole", "ClusterRole", false},
-                                                                            {"clusterrolebindings", "clusterrolebinding",
-                                                                             "ClusterRoleBinding", false}})
+  for (auto [plural, singular, kind, namespaced] : std::vector<std::tuple<std::string, std::string, std::string, bool>>{
+           {"roles", "role", "Role", true},
+           {"rolebindings", "rolebinding", "RoleBinding", true},
+           {"clusterroles", "clusterrole", "ClusterRole", false},
+           {"clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false}})
     add(t("rbac.authorization.k8s.io", "v1", plural, singular, kind, namespaced));
   {
     auto r = t("", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true);
@@ -165,8 +170,7 @@ Registry::Registry() {
     add(std::move(r));
   }
   {
-    auto r = t("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
-               "CustomResourceDefinition", false);
+    auto r = t("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition", "CustomResourceDefinition", false);
     r.short_names = {"crd", "crds"};
     r.subresources = {"status"};
     r.status_subresource = true;

@@ -31,8 +31,8 @@ struct ResourceType {
   std::vector<std::string> short_names;
   std::vector<std::string> categories;
   std::vector<std::string> subresources;  // "status", "eviction", "binding"
-  bool has_generation = false;  // metadata.generation bumps on spec changes
-  bool status_subresource = false;  // main-resource writes keep the old status
+  bool has_generation = false;            // metadata.generation bumps on spec changes
+  bool status_subresource = false;        // main-resource writes keep the old status
   // A delete that removes the object answers with the object (the apiserver's
   // ReturnDeletedObject: pods, namespaces, services, service accounts, volumes and claims);
   // other kinds answer with a Success Status naming it.
@@ -43,9 +43,9 @@ struct ResourceType {
   bool review = false;
   // Fields a field selector may use beyond metadata.name and metadata.namespace.
   std::vector<std::string> selectable_fields;
-  std::vector<PrinterColumn> columns;       // CRD additionalPrinterColumns
-  std::shared_ptr<const Schema> schema;     // CRD openAPIV3Schema
-  std::string schema_json;                  // the same, as the CRD gave it (served at /openapi/v3)
+  std::vector<PrinterColumn> columns;    // CRD additionalPrinterColumns
+  std::shared_ptr<const Schema> schema;  // CRD openAPIV3Schema
+  std::string schema_json;               // the same, as the CRD gave it (served at /openapi/v3)
   // events.k8s.io/v1 events are a view of the core events storage.
   const ResourceType* storage = nullptr;
 
@@ -89,8 +89,8 @@ class Registry {
  private:
   const ResourceType* add(ResourceType t);
   std::deque<std::unique_ptr<ResourceType>> types_;
-  const ResourceType *pods_, *nodes_, *namespaces_, *events_, *new_events_, *pdbs_, *leases_, *replicasets_,
-      *deployments_, *daemonsets_, *statefulsets_, *crds_;
+  const ResourceType *pods_, *nodes_, *namespaces_, *events_, *new_events_, *pdbs_, *leases_, *replicasets_, *deployments_, *daemonsets_,
+      *statefulsets_, *crds_;
 };
 
 }  // namespace spotshift::kubesim

@@ -67,7 +67,8 @@ Result<Doc> Cluster::update_scale(const ResourceType& rt, std::string_view ns, s
     if (!r->IsInt64()) return bad_request("spec.replicas must be an integer");
     replicas = r->GetInt64();
   }
-  if (replicas < 0) return invalid_scale(name, "spec.replicas", fmt::format("Invalid value: {}: must be greater than or equal to 0", replicas));
+  if (replicas < 0)
+    return invalid_scale(name, "spec.replicas", fmt::format("Invalid value: {}: must be greater than or equal to 0", replicas));
   if (replicas > INT32_MAX) return bad_request("spec.replicas does not fit in an int32");
 
   auto old = get(rt, ns, name);

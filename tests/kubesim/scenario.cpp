@@ -52,9 +52,8 @@ Result<size_t> load_scenario_text(Cluster& cluster, std::string_view text) {
     if (!docs) return docs.error();
     for (auto& d : *docs) flatten(std::move(d), objects);
   }
-  std::stable_sort(objects.begin(), objects.end(), [](const Doc& a, const Doc& b) {
-    return load_rank(json_string(a, {"kind"})) < load_rank(json_string(b, {"kind"}));
-  });
+  std::stable_sort(objects.begin(), objects.end(),
+                   [](const Doc& a, const Doc& b) { return load_rank(json_string(a, {"kind"})) < load_rank(json_string(b, {"kind"})); });
   size_t loaded = 0;
   for (auto& obj : objects) {
     if (!obj.IsObject()) return Error::invalid("every scenario document must be an object");

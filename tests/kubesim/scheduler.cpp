@@ -181,9 +181,10 @@ bool SimScheduler::schedule(const std::string& key) {
     std::vector<std::string> parts;
     for (const auto& [reason, count] : reasons) parts.push_back(fmt::format("{} {}", count, reason));
     std::sort(parts.begin(), parts.end());
-    std::string message = fmt::format("0/{} nodes are available: {}. preemption: 0/{} nodes are available: {} "
-                                      "Preemption is not helpful for scheduling.",
-                                      nodes_.size(), fmt::join(parts, ", "), nodes_.size(), nodes_.size());
+    std::string message = fmt::format(
+        "0/{} nodes are available: {}. preemption: 0/{} nodes are available: {} "
+        "Preemption is not helpful for scheduling.",
+        nodes_.size(), fmt::join(parts, ", "), nodes_.size(), nodes_.size());
     if (nodes_.empty()) message = "no nodes available to schedule pods";
     unschedulable_.insert(key);
     bool already = false;

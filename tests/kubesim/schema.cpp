@@ -92,8 +92,10 @@ Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
       std::smatch m;
       auto bound = std::regex_match(rule, m, form) ? parse_go_duration(m[2].str()) : Result<Duration>(Error::invalid(""));
       if (!bound)
-        return Error::invalid(fmt::format("x-kubernetes-validations: kubesim evaluates only rules of the form "
-                                          "duration(self) >= duration('1s') (also >, <=, <), not \"{}\"", rule));
+        return Error::invalid(
+            fmt::format("x-kubernetes-validations: kubesim evaluates only rules of the form "
+                        "duration(self) >= duration('1s') (also >, <=, <), not \"{}\"",
+                        rule));
       std::string message(json_string(r, {"message"}));
       out->rules_.push_back({m[1].str(), *bound, message.empty() ? fmt::format("failed rule: {}", rule) : message});
     }
@@ -135,8 +137,7 @@ void Schema::finish_validation(std::vector<StatusCause>& causes, std::vector<Sta
   causes.insert(causes.end(), cel.begin(), cel.end());
 }
 
-void Schema::apply(Value& v, Alloc& a, const std::string& path, std::vector<StatusCause>& causes,
-                   std::vector<std::string>& unknown) const {
+void Schema::apply(Value& v, Alloc& a, const std::string& path, std::vector<StatusCause>& causes, std::vector<std::string>& unknown) const {
   prune_and_default(v, a, path, unknown);
   std::vector<StatusCause> cel;
   validate(v, path, causes, cel);
@@ -147,8 +148,7 @@ void Schema::prune_and_default(Value& v, Alloc& a, const std::string& path, std:
   if (v.IsObject()) {
     prune_members(v, a, path, unknown, false);
   } else if (v.IsArray() && items_) {
-    for (rapidjson::SizeType i = 0; i < v.Size(); ++i)
-      items_->prune_and_default(v[i], a, fmt::format("{}[{}]", path, i), unknown);
+    for (rapidjson::SizeType i = 0; i < v.Size(); ++i) items_->prune_and_default(v[i], a, fmt::format("{}[{}]", path, i), unknown);
   }
 }
 
@@ -217,20 +217,19 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
     if (!found) {
       std::string allowed;
       for (const auto& e : enum_json_) allowed += (allowed.empty() ? "" : ", ") + e;
-      add(causes, "FieldValueNotSupported", path,
-          fmt::format("Unsupported value: {}: supported values: {}", mine, allowed));
+      add(causes, "FieldValueNotSupported", path, fmt::format("Unsupported value: {}: supported values: {}", mine, allowed));
     }
   }
   if (v.IsNumber()) {
     double d = v.GetDouble();
     if (minimum_ && (exclusive_minimum_ ? d <= *minimum_ : d < *minimum_))
       add(causes, "FieldValueInvalid", path,
-          fmt::format("Invalid value: {}: {} in body should be greater than {}{}", shown(v), path,
-                      exclusive_minimum_ ? "" : "or equal to ", *minimum_));
+          fmt::format("Invalid value: {}: {} in body should be greater than {}{}", shown(v), path, exclusive_minimum_ ? "" : "or equal to ",
+                      *minimum_));
     if (maximum_ && (exclusive_maximum_ ? d >= *maximum_ : d > *maximum_))
       add(causes, "FieldValueInvalid", path,
-          fmt::format("Invalid value: {}: {} in body should be less than {}{}", shown(v), path,
-                      exclusive_maximum_ ? "" : "or equal to ", *maximum_));
+          fmt::format("Invalid value: {}: {} in body should be less than {}{}", shown(v), path, exclusive_maximum_ ? "" : "or equal to ",
+                      *maximum_));
   }
   if (v.IsString()) {
     int64_t len = v.GetStringLength();
@@ -238,11 +237,9 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
       add(causes, "FieldValueInvalid", path,
           fmt::format("Invalid value: {}: {} in body should be at least {} chars long", shown(v), path, *min_length_));
     if (max_length_ && len > *max_length_)
-      add(causes, "FieldValueTooLong", path,
-          fmt::format("Too long: may not be longer than {}", *max_length_));
+      add(causes, "FieldValueTooLong", path, fmt::format("Too long: may not be longer than {}", *max_length_));
     if (pattern_ && !std::regex_search(std::string(v.GetString(), v.GetStringLength()), *pattern_))
-      add(causes, "FieldValueInvalid", path,
-          fmt::format("Invalid value: {}: {} in body should match '{}'", shown(v), path, pattern_text_));
+      add(causes, "FieldValueInvalid", path, fmt::format("Invalid value: {}: {} in body should match '{}'", shown(v), path, pattern_text_));
     if (auto d = rules_.empty() ? Result<Duration>(Error::invalid("")) : parse_go_duration({v.GetString(), v.GetStringLength()}))
       for (const auto& r : rules_) {
         bool holds = r.op == ">=" ? *d >= r.bound : r.op == ">" ? *d > r.bound : r.op == "<=" ? *d <= r.bound : *d < r.bound;

@@ -27,8 +27,7 @@ class Schema {
 
   // Prunes, defaults and validates v in place. Causes describe every violation; unknown lists
   // the fields pruned (for fieldValidation=Strict).
-  void apply(Value& v, Alloc& a, const std::string& path, std::vector<StatusCause>& causes,
-             std::vector<std::string>& unknown) const;
+  void apply(Value& v, Alloc& a, const std::string& path, std::vector<StatusCause>& causes, std::vector<std::string>& unknown) const;
   // For objects at the root: apiVersion, kind and metadata are never pruned.
   void apply_root(Value& v, Alloc& a, std::vector<StatusCause>& causes, std::vector<std::string>& unknown) const;
 
@@ -51,7 +50,7 @@ class Schema {
   std::shared_ptr<const Schema> additional_;  // schema for map values
   bool additional_any_ = false;               // additionalProperties: true
   std::vector<std::string> required_;
-  std::vector<std::string> enum_json_;        // each allowed value, serialized
+  std::vector<std::string> enum_json_;  // each allowed value, serialized
   std::optional<double> minimum_, maximum_;
   bool exclusive_minimum_ = false, exclusive_maximum_ = false;
   std::optional<int64_t> min_length_, max_length_, min_items_, max_items_;
@@ -62,7 +61,7 @@ class Schema {
   bool preserve_unknown_ = false;
   std::optional<std::string> default_json_;
   struct DurationRule {
-    std::string op;      // >=, >, <= or <
+    std::string op;  // >=, >, <= or <
     Duration bound{};
     std::string message;  // the rule's message, or the apiserver's "failed rule: RULE"
   };

@@ -10,13 +10,13 @@
 #include "core/strings.hpp"
 #include "scenario.hpp"
 
+#include <fmt/format.h>
+#include <openssl/x509.h>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <fmt/format.h>
-#include <openssl/x509.h>
 
 #include <fstream>
 #include <future>
@@ -43,10 +43,9 @@ std::string unauthorized_body() {
 }  // namespace
 
 std::string to_json(const AuditRecord& r) {
-  return fmt::format(
-      R"({{"time":{},"userAgent":{},"user":{},"verb":{},"method":{},"path":{},"query":{},"resource":{},"code":{}}})",
-      json_quote(r.time), json_quote(r.user_agent), json_quote(r.user), json_quote(r.verb), json_quote(r.method),
-      json_quote(r.path), json_quote(r.query), json_quote(r.resource), r.code);
+  return fmt::format(R"({{"time":{},"userAgent":{},"user":{},"verb":{},"method":{},"path":{},"query":{},"resource":{},"code":{}}})",
+                     json_quote(r.time), json_quote(r.user_agent), json_quote(r.user), json_quote(r.verb), json_quote(r.method),
+                     json_quote(r.path), json_quote(r.query), json_quote(r.resource), r.code);
 }
 
 struct Simulator::Impl {
@@ -68,7 +67,7 @@ struct Simulator::Impl {
   std::string ca_pem;
   std::map<std::string, UserInfo> tokens;  // token -> user
   std::string admin_token;
-  std::set<net::steady_timer*> waiters;       // woken on every change
+  std::set<net::steady_timer*> waiters;  // woken on every change
   mutable std::mutex audit_mutex;
   std::vector<AuditRecord> audit;
   std::ofstream audit_file;
@@ -76,8 +75,7 @@ struct Simulator::Impl {
   std::optional<tcp::acceptor> acceptor;
   std::thread thread;
 
-  explicit Impl(SimulatorOptions o)
-      : options(std::move(o)), clock(options.time_scale), cluster(clock, options.cluster) {}
+  explicit Impl(SimulatorOptions o) : options(std::move(o)), clock(options.time_scale), cluster(clock, options.cluster) {}
 
   void wake_all() {
     for (auto* t : waiters) t->cancel();
@@ -341,8 +339,7 @@ struct Simulator::Impl {
           logger.error("request failed", {{"path", hreq.path}, {"error", e.what()}});
           resp = HttpResponse{};
           resp.status = 500;
-          resp.body = status_body(Error::api(500, "InternalError", fmt::format("Internal error occurred: {}", e.what())),
-                                  nullptr, "");
+          resp.body = status_body(Error::api(500, "InternalError", fmt::format("Internal error occurred: {}", e.what())), nullptr, "");
         }
         if (hreq.path.starts_with("/_sim/")) wake_all();
       }
@@ -359,9 +356,9 @@ struct Simulator::Impl {
       res.keep_alive(req.keep_alive());
       if (resp.reset) {
         // Announce the whole body, send half of it, then reset the connection.
-        std::string head = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n", resp.status,
-                                       std::string(http::obsolete_reason(static_cast<http::status>(resp.status))),
-                                       resp.content_type, resp.body.size());
+        std::string head =
+            fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n\r\n", resp.status,
+                        std::string(http::obsolete_reason(static_cast<http::status>(resp.status))), resp.content_type, resp.body.size());
         std::string partial = head + resp.body.substr(0, resp.body.size() / 2);
         co_await net::async_write(stream, net::buffer(partial), net::as_tuple(net::use_awaitable));
         tcp_layer.socket().set_option(net::socket_base::linger(true, 0));
@@ -417,8 +414,7 @@ struct Simulator::Impl {
     while (!stopping) {
       int rounds = 0;
       bool busy = false;
-      while ((busy = controllers->run()) && ++rounds < 20) {
-      }
+      while ((busy = controllers->run()) && ++rounds < 20) {}
       auto wait = std::chrono::nanoseconds(1s);
       if (auto due = controllers->next_deadline()) wait = std::min(wait, clock.real_until(*due));
       if (busy) wait = std::chrono::nanoseconds(0);

@@ -18,12 +18,12 @@ struct SimulatorOptions {
   std::string scenario_path;  // YAML or JSON List; empty: an empty cluster
   std::string scenario_text;  // used when scenario_path is empty
   std::string address = "127.0.0.1";
-  uint16_t port = 0;          // 0: any free port
+  uint16_t port = 0;  // 0: any free port
   bool tls = false;
   // TLS material; when empty a CA and a serving certificate for 127.0.0.1/localhost are made.
   std::string tls_cert_file;
   std::string tls_key_file;
-  std::string tls_ca_file;    // the CA to put in written kubeconfigs and to verify client certificates
+  std::string tls_ca_file;  // the CA to put in written kubeconfigs and to verify client certificates
   // Bearer tokens (TLS only): "token" or "token,user,uid,\"group1,group2\"" lines. With TLS and no
   // token file, one admin token is generated.
   std::string token_file;

@@ -8,9 +8,12 @@ namespace spotshift::kubesim {
 
 std::string_view to_string(EventType t) {
   switch (t) {
-    case EventType::kAdded: return "ADDED";
-    case EventType::kModified: return "MODIFIED";
-    case EventType::kDeleted: return "DELETED";
+    case EventType::kAdded:
+      return "ADDED";
+    case EventType::kModified:
+      return "MODIFIED";
+    case EventType::kDeleted:
+      return "DELETED";
   }
   return "?";
 }
@@ -93,8 +96,7 @@ void Store::record(Change c) {
 }
 
 size_t Store::first_after(uint64_t rv) const {
-  auto it = std::upper_bound(history_.begin(), history_.end(), rv,
-                             [](uint64_t v, const Change& c) { return v < c.rv; });
+  auto it = std::upper_bound(history_.begin(), history_.end(), rv, [](uint64_t v, const Change& c) { return v < c.rv; });
   return static_cast<size_t>(it - history_.begin());
 }
 
@@ -111,13 +113,10 @@ void Store::set_history_limit(size_t n) {
   }
 }
 
-Result<std::vector<ObjectPtr>> Store::list_at(const ResourceType& rt_in, uint64_t rv, std::string_view prefix,
-                                              std::string_view after, size_t limit,
-                                              const std::function<bool(const StoredObject&)>& match,
-                                              bool* more) const {
+Result<std::vector<ObjectPtr>> Store::list_at(const ResourceType& rt_in, uint64_t rv, std::string_view prefix, std::string_view after,
+                                              size_t limit, const std::function<bool(const StoredObject&)>& match, bool* more) const {
   const ResourceType& rt = rt_in.stored();
-  if (rv < compacted_)
-    return Error::api(410, "Expired", fmt::format("too old resource version: {} ({})", rv, compacted_ + 1));
+  if (rv < compacted_) return Error::api(410, "Expired", fmt::format("too old resource version: {} ({})", rv, compacted_ + 1));
   // Keys changed after rv, mapped to their state at rv (null: did not exist yet).
   std::map<std::string, ObjectPtr, std::less<>> overrides;
   size_t first = first_after(rv);

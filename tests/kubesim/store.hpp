@@ -67,8 +67,7 @@ class Store {
   // The objects of rt as they were at rv whose keys start with prefix and sort after `after`, in
   // key order. Stops after `limit` matches (0: no limit) and says whether more matches follow.
   // 410 when rv is compacted.
-  Result<std::vector<ObjectPtr>> list_at(const ResourceType& rt, uint64_t rv, std::string_view prefix,
-                                         std::string_view after, size_t limit,
+  Result<std::vector<ObjectPtr>> list_at(const ResourceType& rt, uint64_t rv, std::string_view prefix, std::string_view after, size_t limit,
                                          const std::function<bool(const StoredObject&)>& match, bool* more) const;
 
   // Listeners run synchronously after every change, in subscription order.

@@ -7,8 +7,7 @@ using testing::parse;
 
 namespace {
 Doc pod(const std::string& ns, const std::string& name, const std::string& extra = "") {
-  return parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"namespace":")" + ns + R"(","name":")" + name + R"("})" + extra +
-               "}");
+  return parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"namespace":")" + ns + R"(","name":")" + name + R"("})" + extra + "}");
 }
 std::vector<std::string> keys(const std::vector<ObjectPtr>& objs) {
   std::vector<std::string> out;
@@ -43,7 +42,7 @@ TEST_CASE("a list at an older resourceVersion is the snapshot of that moment", "
   s.put(*reg.pods(), pod("ns", "a"));
   s.put(*reg.pods(), pod("ns", "b"));
   uint64_t at = s.resource_version();
-  s.put(*reg.pods(), pod("ns", "c"));                             // created later: absent
+  s.put(*reg.pods(), pod("ns", "c"));                              // created later: absent
   s.erase(*reg.pods(), "ns/a");                                    // deleted later: present
   s.put(*reg.pods(), pod("ns", "b", R"(,"spec":{"changed":1})"));  // changed later: old state
   auto all = [](const StoredObject&) { return true; };
@@ -68,7 +67,8 @@ TEST_CASE("lists scoped to a namespace see only its keys", "[store]") {
   for (auto ns : {"a", "ab", "b"})
     for (auto name : {"x", "y"}) s.put(*reg.pods(), pod(ns, name));
   bool more = false;
-  auto r = s.list_at(*reg.pods(), s.resource_version(), "a/", "", 0, [](const StoredObject&) { return true; }, &more);
+  auto r = s.list_at(
+      *reg.pods(), s.resource_version(), "a/", "", 0, [](const StoredObject&) { return true; }, &more);
   CHECK(keys(*r) == std::vector<std::string>{"a/x", "a/y"});
 }
 
@@ -79,7 +79,8 @@ TEST_CASE("compaction makes older resourceVersions expire", "[store]") {
   CHECK(s.history().size() == 3);
   CHECK_FALSE(s.can_resume(1));
   CHECK(s.can_resume(2));
-  auto old = s.list_at(*reg.pods(), 1, "", "", 0, [](const StoredObject&) { return true; }, nullptr);
+  auto old = s.list_at(
+      *reg.pods(), 1, "", "", 0, [](const StoredObject&) { return true; }, nullptr);
   REQUIRE_FALSE(old);
   CHECK(old.error().code == 410);
   CHECK(old.error().message == "too old resource version: 1 (3)");

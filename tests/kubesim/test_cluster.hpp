@@ -3,8 +3,8 @@
 // the Api, and time moves only when the test advances it.
 
 #include "api.hpp"
-#include "core/strings.hpp"
 #include "controllers.hpp"
+#include "core/strings.hpp"
 #include "scenario.hpp"
 #include "yaml_json.hpp"
 
@@ -30,8 +30,8 @@ class TestCluster {
   Api& api() { return api_; }
   SimClock& clock() { return clock_; }
 
-  HttpResponse request(std::string method, std::string path_and_query, std::string body = {},
-                       std::string content_type = "application/json", std::string accept = "application/json") {
+  HttpResponse request(std::string method, std::string path_and_query, std::string body = {}, std::string content_type = "application/json",
+                       std::string accept = "application/json") {
     HttpRequest r;
     r.method = std::move(method);
     auto q = path_and_query.find('?');
@@ -74,8 +74,7 @@ class TestCluster {
   // Runs the controllers until they have nothing more to do at this instant.
   void settle() {
     if (!controllers_) return;
-    for (int i = 0; i < 100 && controllers_->run(); ++i) {
-    }
+    for (int i = 0; i < 100 && controllers_->run(); ++i) {}
   }
   // Moves simulated time forward and lets the controllers catch up.
   void advance(Duration d) {

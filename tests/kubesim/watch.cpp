@@ -38,8 +38,9 @@ std::optional<std::string> field_value(const Value& obj, std::string_view path) 
 namespace {
 std::string expired_event(uint64_t rv, uint64_t oldest) {
   return fmt::format(
-      R"json({{"type":"ERROR","object":{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"too old resource version: {} ({})","reason":"Expired","code":410}}}})json",
-      rv, oldest) + "\n";
+             R"json({{"type":"ERROR","object":{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"too old resource version: {} ({})","reason":"Expired","code":410}}}})json",
+             rv, oldest) +
+         "\n";
 }
 }  // namespace
 
@@ -51,8 +52,7 @@ WatchStream::WatchStream(Cluster& cluster, WatchSpec spec)
 bool WatchStream::matches(const StoredObject& obj) const {
   if (!spec_.ns.empty() && namespace_of(obj.doc) != spec_.ns) return false;
   if (spec_.labels && !spec_.labels->empty() && !spec_.labels->matches(labels_of(obj.doc))) return false;
-  if (spec_.fields && !spec_.fields->empty() &&
-      !spec_.fields->matches([&](std::string_view f) { return field_value(obj.doc, f); }))
+  if (spec_.fields && !spec_.fields->empty() && !spec_.fields->matches([&](std::string_view f) { return field_value(obj.doc, f); }))
     return false;
   return true;
 }

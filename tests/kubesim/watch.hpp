@@ -19,13 +19,13 @@ struct WatchSpec {
   std::string ns;                    // empty: every namespace
   std::optional<model::LabelSelector> labels;
   std::optional<model::FieldSelector> fields;
-  bool initial = false;          // synthetic ADDED events for the current state first
-  uint64_t from_rv = 0;          // otherwise: changes after this resourceVersion
+  bool initial = false;  // synthetic ADDED events for the current state first
+  uint64_t from_rv = 0;  // otherwise: changes after this resourceVersion
   bool bookmarks = false;
   bool initial_events_end = false;  // sendInitialEvents: a bookmark marks the end of the initial events
   bool table = false;
   std::chrono::seconds timeout{1800};
-  bool expire_now = false;       // fault: answer with ERROR 410 at once
+  bool expire_now = false;  // fault: answer with ERROR 410 at once
 };
 
 class WatchStream {

@@ -97,7 +97,10 @@ TEST_CASE("a watch from a compacted resourceVersion ends with an ERROR 410 event
   auto w = open(t, "/api/v1/nodes?watch=true&resourceVersion=2");
   std::string out = w->poll();
   INFO(out);
-  CHECK(out.find(R"x({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 2 ()x") == 0);
+  CHECK(
+      out.find(
+          R"x({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 2 ()x") ==
+      0);
   CHECK(out.find(R"("reason":"Expired","code":410}})") != std::string::npos);
   CHECK(w->finished());
 

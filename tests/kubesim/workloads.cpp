@@ -21,9 +21,7 @@ bool active(const Value& pod) {
   return !json_path(pod, {"metadata", "deletionTimestamp"}) && phase != "Succeeded" && phase != "Failed";
 }
 
-std::string owner_key(const Value& obj, const Value& ref) {
-  return fmt::format("{}/{}", namespace_of(obj), json_string(ref, {"name"}));
-}
+std::string owner_key(const Value& obj, const Value& ref) { return fmt::format("{}/{}", namespace_of(obj), json_string(ref, {"name"})); }
 
 std::string template_hash(const Value& tmpl) {
   static constexpr std::string_view kAlphabet = "bcdfghjklmnpqrstvwxz2456789";
@@ -115,8 +113,8 @@ std::vector<ObjectPtr> SimWorkloads::owned_pods(const std::string& owner_uid) co
   return out;
 }
 
-Result<ObjectPtr> SimWorkloads::create_pod(const Value& owner, const ResourceType& owner_type, const Value& tmpl,
-                                           std::string name, std::string generate_name, std::string node) {
+Result<ObjectPtr> SimWorkloads::create_pod(const Value& owner, const ResourceType& owner_type, const Value& tmpl, std::string name,
+                                           std::string generate_name, std::string node) {
   Doc pod(rapidjson::kObjectType);
   Alloc& a = pod.GetAllocator();
   set_str(pod, "apiVersion", "v1", a);
@@ -155,8 +153,7 @@ Result<ObjectPtr> SimWorkloads::create_pod(const Value& owner, const ResourceTyp
   return cluster_.create(*cluster_.registry().pods(), namespace_of(owner), std::move(pod));
 }
 
-bool SimWorkloads::write_status(const ResourceType& rt, const std::string& key,
-                                const std::function<void(Value&, Alloc&)>& fn) {
+bool SimWorkloads::write_status(const ResourceType& rt, const std::string& key, const std::function<void(Value&, Alloc&)>& fn) {
   auto before = cluster_.store().get(rt, key);
   auto after = cluster_.mutate(rt, key, [&](Value& o, Alloc& a) {
     Value& st = ensure_object(o, "status", a);
@@ -189,9 +186,7 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
   }
   // Revisions as the deployment controller numbers them: the newest template's ReplicaSet has the
   // highest deployment.kubernetes.io/revision, and the Deployment carries the same.
-  auto revision_of = [](const Value& o) {
-    return parse_int(json_string(o, {"metadata", "annotations", kRevision})).value_or(0);
-  };
+  auto revision_of = [](const Value& o) { return parse_int(json_string(o, {"metadata", "annotations", kRevision})).value_or(0); };
   int64_t max_revision = 0, current_revision = 0;
   for (const auto& rs : owned) {
     max_revision = std::max(max_revision, revision_of(rs->doc));
@@ -317,8 +312,7 @@ bool SimWorkloads::sync_daemonset(const std::string& key) {
   if (!pod) return false;
   std::vector<model::Toleration> tolerations(pod->tolerations.begin(), pod->tolerations.end());
   for (const char* k : {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/disk-pressure",
-                        "node.kubernetes.io/memory-pressure", "node.kubernetes.io/pid-pressure",
-                        "node.kubernetes.io/unschedulable"}) {
+                        "node.kubernetes.io/memory-pressure", "node.kubernetes.io/pid-pressure", "node.kubernetes.io/unschedulable"}) {
     model::Toleration t;
     t.key = model::InternedString(k);
     t.op = model::TolerationOp::kExists;

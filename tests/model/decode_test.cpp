@@ -52,7 +52,8 @@ TEST_CASE("a Job ignores disruptions only when its first rule that can match an 
   auto job = [](const std::string& rules) {
     auto c = decode_workload_controller(std::string_view(fmt::format(R"({{"metadata":{{"name":"j","namespace":"ns","uid":"u1"}},
                                           "spec":{{"backoffLimit":0,"podFailurePolicy":{{"rules":[{}]}}}}}})",
-                                     rules)), "Job");
+                                                                     rules)),
+                                        "Job");
     REQUIRE(c);
     CHECK(c->kind == "Job");
     CHECK(c->meta.uid == "u1");
@@ -74,7 +75,8 @@ TEST_CASE("a Job ignores disruptions only when its first rule that can match an 
   REQUIRE(plain);
   CHECK_FALSE(plain->ignores_disruptions);
   // Other kinds: only what they are.
-  auto rs = decode_workload_controller(std::string_view(R"({"metadata":{"name":"web-1","namespace":"ns","uid":"u2"},"spec":{"replicas":3}})"), "ReplicaSet");
+  auto rs = decode_workload_controller(
+      std::string_view(R"({"metadata":{"name":"web-1","namespace":"ns","uid":"u2"},"spec":{"replicas":3}})"), "ReplicaSet");
   REQUIRE(rs);
   CHECK(rs->meta.key() == "ns/web-1");
   CHECK_FALSE(rs->ignores_disruptions);
@@ -186,7 +188,7 @@ TEST_CASE("pods decoded one after another each keep their own strings", "[decode
   struct Shape {
     int ns, app, owner, node, labels, tolerations;
   };
-  const std::vector<Shape> shapes = {{0, 0, 0, 0, 2, 2}, {0, 0, 0, 1, 2, 2}, {0, 1, 0, 1, 2, 2}, {1, 1, 1, 0, 3, 1},
+  const std::vector<Shape> shapes = {{0, 0, 0, 0, 2, 2}, {0, 0, 0, 1, 2, 2}, {0, 1, 0, 1, 2, 2},  {1, 1, 1, 0, 3, 1},
                                      {1, 1, 1, 0, 1, 0}, {0, 0, 0, 0, 2, 2}, {2, 2, 2, 2, 10, 6}, {0, 0, 0, 0, 2, 2}};
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& sh = shapes[i];
@@ -205,8 +207,7 @@ TEST_CASE("pods decoded one after another each keep their own strings", "[decode
     CHECK(p->meta.namespace_.view() == fmt::format("ns-{}", sh.ns));
     CHECK(p->node_name.view() == fmt::format("node-{}", sh.node));
     REQUIRE(p->meta.labels.size() == size_t(sh.labels));
-    for (int l = 0; l < sh.labels; ++l)
-      CHECK(p->meta.labels.get(fmt::format("key-{}", l))->view() == fmt::format("app-{}-{}", sh.app, l));
+    for (int l = 0; l < sh.labels; ++l) CHECK(p->meta.labels.get(fmt::format("key-{}", l))->view() == fmt::format("app-{}-{}", sh.app, l));
     REQUIRE(p->controller);
     CHECK(p->controller->api_version.view() == fmt::format("apps/v{}", sh.owner));
     CHECK(p->controller->kind.view() == fmt::format("Kind{}", sh.owner));
@@ -297,8 +298,7 @@ TEST_CASE("malformed objects give an error naming the field path", "[malformed]"
        "decoding pod \"n/x\": spec.tolerations: expected an array, got an object"},
       {R"({"metadata":{"name":"x","namespace":"n","labels":{"app":1}}})",
        "decoding pod \"n/x\": metadata.labels.app: expected a string, got a number"},
-      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"priority":1.5}})",
-       "decoding pod \"n/x\": spec.priority: expected an integer"},
+      {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"priority":1.5}})", "decoding pod \"n/x\": spec.priority: expected an integer"},
       {R"({"metadata":{"name":"x","namespace":"n","creationTimestamp":"yesterday"}})",
        "decoding pod \"n/x\": metadata.creationTimestamp: invalid time \"yesterday\""},
       {R"({"metadata":{"name":"x","namespace":"n"},"spec":{"tolerations":[{"key":"k","operator":"Maybe"}]}})",
@@ -350,8 +350,8 @@ TEST_CASE("member lookups honour the key's length, not a NUL terminator", "[deco
 
 TEST_CASE("pods order by namespace/name key without building it", "[decode]") {
   // Namespaces that are prefixes of one another, or differ just where the other has its '/'.
-  const char* keys[][2] = {{"a", "x"},   {"a", "y"},   {"a-b", "x"}, {"ab", "a"},  {"a.b", "z"}, {"", "node-pod"},
-                           {"a", "a-b"}, {"b", "a"},   {"a0", "x"},  {"a", "0"},   {"aa", ""},   {"a", "~"}};
+  const char* keys[][2] = {{"a", "x"},   {"a", "y"}, {"a-b", "x"}, {"ab", "a"}, {"a.b", "z"}, {"", "node-pod"},
+                           {"a", "a-b"}, {"b", "a"}, {"a0", "x"},  {"a", "0"},  {"aa", ""},   {"a", "~"}};
   std::vector<Pod> pods;
   for (const auto& [ns, name] : keys) {
     Pod p;

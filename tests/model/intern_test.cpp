@@ -6,8 +6,8 @@
 #include "model/pod.hpp"
 #include "model/taints.hpp"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-using spotshift::model::InternedString;
 using spotshift::model::intern_stats;
+using spotshift::model::InternedString;
 
 namespace {
 
@@ -49,9 +49,18 @@ void on_a_thread(const std::function<void()>& f) { std::thread(f).join(); }
 
 TEST_CASE("equal strings share one handle; different ones never do", "[intern]") {
   // Lengths around the cache's in-place limit (22 bytes), a shared prefix, and embedded NULs.
-  std::vector<std::string> texts = {"a", "ab", std::string("a\0b", 3), std::string("a\0c", 3), "", std::string(21, 'x'),
-                                    std::string(22, 'x'), std::string(23, 'x'), std::string(200, 'x'),
-                                    std::string(22, 'x') + "y", "node.kubernetes.io/not-ready", "node.kubernetes.io/not-readz"};
+  std::vector<std::string> texts = {"a",
+                                    "ab",
+                                    std::string("a\0b", 3),
+                                    std::string("a\0c", 3),
+                                    "",
+                                    std::string(21, 'x'),
+                                    std::string(22, 'x'),
+                                    std::string(23, 'x'),
+                                    std::string(200, 'x'),
+                                    std::string(22, 'x') + "y",
+                                    "node.kubernetes.io/not-ready",
+                                    "node.kubernetes.io/not-readz"};
   std::vector<InternedString> first;
   for (const auto& t : texts) first.emplace_back(t);
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -246,8 +255,8 @@ TEST_CASE("many toleration lists from several threads: one list per content, wha
   auto list_of = [](int i) {
     std::vector<Toleration> v;
     for (int k = 0; k <= i % 3; ++k)
-      v.push_back(toleration(fmt::format("list-test/{}", i), TolerationOp::kEqual, fmt::format("{}", k), TaintEffect::kNoSchedule,
-                             std::nullopt));
+      v.push_back(
+          toleration(fmt::format("list-test/{}", i), TolerationOp::kEqual, fmt::format("{}", k), TaintEffect::kNoSchedule, std::nullopt));
     return v;
   };
   const int n = 3000;

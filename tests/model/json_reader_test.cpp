@@ -1,5 +1,5 @@
-#include "core/strings.hpp"
 #include "model/json_reader.hpp"
+#include "core/strings.hpp"
 #include "model/pod.hpp"
 
 #include "support/catch.hpp"
@@ -34,11 +34,26 @@ void tokens(JsonReader& r, std::vector<std::string>& out) {
       while (r.next_element()) tokens(r, out);
       out.push_back("]");
       return;
-    case JsonType::kString: r.read_string(s); out.push_back("string:" + std::string(s)); return;
-    case JsonType::kNumber: r.read_number(s); out.push_back("number:" + std::string(s)); return;
-    case JsonType::kBool: r.read_bool(b); out.push_back(b ? "true" : "false"); return;
-    case JsonType::kNull: r.read_null(); out.push_back("null"); return;
-    case JsonType::kInvalid: r.skip(); out.push_back("invalid"); return;
+    case JsonType::kString:
+      r.read_string(s);
+      out.push_back("string:" + std::string(s));
+      return;
+    case JsonType::kNumber:
+      r.read_number(s);
+      out.push_back("number:" + std::string(s));
+      return;
+    case JsonType::kBool:
+      r.read_bool(b);
+      out.push_back(b ? "true" : "false");
+      return;
+    case JsonType::kNull:
+      r.read_null();
+      out.push_back("null");
+      return;
+    case JsonType::kInvalid:
+      r.skip();
+      out.push_back("invalid");
+      return;
   }
 }
 
@@ -57,9 +72,27 @@ TEST_CASE("the reader walks every kind of value in order", "[jsonreader]") {
   std::vector<std::string> out;
   tokens(r, out);
   CHECK(r.finish());
-  CHECK(out == std::vector<std::string>{"{", "key:a", "[", "number:1", "number:-2.5e+3", "number:0", "true", "false", "null",
-                                        "]", "key:s", "string:plain", "key:e", "string:q\"b\\s/n\nt\tu\xc3\xa9\xf0\x9f\x98\x80",
-                                        "key:o", "{", "}", "key:l", "[", "]", "}"});
+  CHECK(out == std::vector<std::string>{"{",
+                                        "key:a",
+                                        "[",
+                                        "number:1",
+                                        "number:-2.5e+3",
+                                        "number:0",
+                                        "true",
+                                        "false",
+                                        "null",
+                                        "]",
+                                        "key:s",
+                                        "string:plain",
+                                        "key:e",
+                                        "string:q\"b\\s/n\nt\tu\xc3\xa9\xf0\x9f\x98\x80",
+                                        "key:o",
+                                        "{",
+                                        "}",
+                                        "key:l",
+                                        "[",
+                                        "]",
+                                        "}"});
 }
 
 TEST_CASE("the reader skips values whole and hands back their text", "[jsonreader]") {

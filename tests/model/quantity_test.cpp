@@ -37,7 +37,7 @@ TEST_CASE("quantities parse to their canonical form", "[quantity]") {
       {"0.0001", "100u", F::kDecimalSI},
       {"1n", "1n", F::kDecimalSI},
       {"1000n", "1u", F::kDecimalSI},
-      {"0.1n", "1n", F::kDecimalSI},                 // finer than 1n rounds up
+      {"0.1n", "1n", F::kDecimalSI},                   // finer than 1n rounds up
       {"1.0000000001", "1000000001n", F::kDecimalSI},  // and is never lost
       {"-0.1n", "-1n", F::kDecimalSI},                 // away from zero
       {"1Ki", "1Ki", F::kBinarySI},
@@ -45,9 +45,9 @@ TEST_CASE("quantities parse to their canonical form", "[quantity]") {
       {"1024Ki", "1Mi", F::kBinarySI},
       {"1536Ki", "1536Ki", F::kBinarySI},
       {"1.5Gi", "1536Mi", F::kBinarySI},
-      {"0.5Ki", "512", F::kBinarySI},               // below 1Ki binary switches to decimal
+      {"0.5Ki", "512", F::kBinarySI},  // below 1Ki binary switches to decimal
       {"1.5Ki", "1536", F::kBinarySI},
-      {"0.1Ki", "102400m", F::kBinarySI},           // fractional: decimal
+      {"0.1Ki", "102400m", F::kBinarySI},  // fractional: decimal
       {"128Mi", "128Mi", F::kBinarySI},
       {"10Ei", "9223372036854775807", F::kBinarySI},  // BinarySI is capped at 2^63-1
       {"1e3", "1e3", F::kDecimalExponent},
@@ -81,9 +81,17 @@ TEST_CASE("milli and unit values round up like the scheduler reads them", "[quan
     int64_t value;
   };
   const V cases[] = {
-      {"100m", 100, 1}, {"1", 1000, 1},     {"1.1", 1100, 2},     {"1n", 1, 1},
-      {"250m", 250, 1}, {"0", 0, 0},        {"2.5", 2500, 3},     {"128Mi", 134217728000, 134217728},
-      {"1Gi", 1073741824000, 1073741824},   {"1k", 1000000, 1000}, {"-100m", -100, 0},
+      {"100m", 100, 1},
+      {"1", 1000, 1},
+      {"1.1", 1100, 2},
+      {"1n", 1, 1},
+      {"250m", 250, 1},
+      {"0", 0, 0},
+      {"2.5", 2500, 3},
+      {"128Mi", 134217728000, 134217728},
+      {"1Gi", 1073741824000, 1073741824},
+      {"1k", 1000000, 1000},
+      {"-100m", -100, 0},
   };
   for (const auto& c : cases) {
     INFO(c.in);
@@ -97,8 +105,8 @@ TEST_CASE("milli and unit values round up like the scheduler reads them", "[quan
 TEST_CASE("short whole quantities and long ones take different paths to the same value", "[quantity]") {
   // Up to 12 digits parse in plain integer arithmetic; longer ones digit by digit. Leading zeros
   // push a value onto the long path without changing it.
-  const char* cases[] = {"0", "7", "500m", "0.5", "2048Mi", "1.5Gi", "999999999999", "64Ei",
-                         "12e6", "3E-3", "1n", "123456789012Pi", "250u", "17k"};
+  const char* cases[] = {"0",    "7",    "500m", "0.5", "2048Mi",         "1.5Gi", "999999999999",
+                         "64Ei", "12e6", "3E-3", "1n",  "123456789012Pi", "250u",  "17k"};
   for (const char* c : cases) {
     INFO(c);
     auto shortq = Quantity::parse(c);

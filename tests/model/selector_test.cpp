@@ -1,5 +1,5 @@
-#include "model/json.hpp"
 #include "model/selector.hpp"
+#include "model/json.hpp"
 
 #include "support/catch.hpp"
 
@@ -30,8 +30,7 @@ TEST_CASE("label selector strings parse, match and round-trip", "[selector]") {
       {"gen<3", "gen<3", labels({{"gen", "2"}}), labels({{"gen", "x"}})},
       {"gen<007", "gen<7", labels({{"gen", "6"}}), labels({{"gen", "7"}})},  // found by the fuzzer
       {"a=", "a=", labels({{"a", ""}}), labels({})},
-      {"app in (web,agent),!multi", "app in (agent,web),!multi", labels({{"app", "web"}}),
-       labels({{"app", "web"}, {"multi", "1"}})},
+      {"app in (web,agent),!multi", "app in (agent,web),!multi", labels({{"app", "web"}}), labels({{"app", "web"}, {"multi", "1"}})},
       {"example.com/role=worker", "example.com/role=worker", labels({{"example.com/role", "worker"}}), labels({})},
   };
   for (const auto& c : cases) {
@@ -115,8 +114,7 @@ TEST_CASE("object-form label selectors decode matchLabels and matchExpressions",
   JsonDecoder d2("test");
   read_member(d2, bad, "selector", [&](JsonReader& r) { return d2.label_selector(r); });
   REQUIRE_FALSE(d2.ok());
-  CHECK(d2.take_error().message ==
-        "decoding test: selector.matchExpressions[0].operator: \"Gt\" is not a valid label selector operator");
+  CHECK(d2.take_error().message == "decoding test: selector.matchExpressions[0].operator: \"Gt\" is not a valid label selector operator");
 
   const std::string empty_values = R"({"selector":{"matchExpressions":[{"key":"tier","operator":"In","values":[]}]}})";
   JsonDecoder d3("test");

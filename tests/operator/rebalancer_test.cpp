@@ -4,8 +4,8 @@
 // order, the status writes, and the task's lifecycle (started by a reconcile that returns at
 // once, observed and stopped by later reconciles, its end enqueueing the policy).
 
-#include "drain/evictor.hpp"
 #include "rebalancer.hpp"
+#include "drain/evictor.hpp"
 #include "resources.hpp"
 #include "runtime/informer.hpp"
 #include "runtime/spawn.hpp"
@@ -15,8 +15,8 @@
 #include "support/sim_client.hpp"
 #include "support/small_cluster.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
+#include <boost/asio/io_context.hpp>
 
 #include <fstream>
 #include <sstream>
@@ -70,8 +70,8 @@ struct Env {
                                                                            runtime::Informer<model::PodDisruptionBudget>::Options{});
     policies = std::make_unique<runtime::Informer<drain::ReschedulePolicy>>("policies", client, *timers,
                                                                             runtime::Informer<drain::ReschedulePolicy>::Options{});
-    namespaces = std::make_unique<runtime::Informer<NamespaceInfo>>("namespaces", client, *timers,
-                                                                    runtime::Informer<NamespaceInfo>::Options{});
+    namespaces =
+        std::make_unique<runtime::Informer<NamespaceInfo>>("namespaces", client, *timers, runtime::Informer<NamespaceInfo>::Options{});
     runtime::spawn(ioc.get_executor(), nodes->run(), "nodes");
     runtime::spawn(ioc.get_executor(), pods->run(), "pods");
     runtime::spawn(ioc.get_executor(), pdbs->run(), "pdbs");
@@ -86,8 +86,8 @@ struct Env {
     ro.replacement_timeout = 5s;
     ro.enqueue = [this](const std::string& policy) { enqueued.push_back(policy); };
     rebalancer = std::make_unique<SpotRebalancer>(
-        client, *timers, RebalancerStores{nodes->store(), pods->store(), pdbs->store(), policies->store(), namespaces->store()},
-        *events, metrics, ro);
+        client, *timers, RebalancerStores{nodes->store(), pods->store(), pdbs->store(), policies->store(), namespaces->store()}, *events,
+        metrics, ro);
   }
   ~Env() {
     rebalancer->stop_all();
@@ -111,7 +111,8 @@ struct Env {
     bool all = pods->store().size() > 0;
     pods->store().for_each([&](const auto& p) { all = all && p->ready && !p->node_name.empty(); });
     // And the budgets' status up to date: a plan does not count on a budget's stale status.
-    pdbs->store().for_each([&](const auto& b) { all = all && b->status_current() && b->status.current_healthy == b->status.expected_pods; });
+    pdbs->store().for_each(
+        [&](const auto& b) { all = all && b->status_current() && b->status.current_healthy == b->status.expected_pods; });
     return all;
   }
 
@@ -124,9 +125,10 @@ struct Env {
   Result<runtime::Action> try_reconcile() { return run_sync(ioc, rebalancer->reconcile("pool")); }
 
   void create_policy(const std::string& spec_json) {
-    auto r = run_sync(ioc, client->create(policy_resource(), "",
-                                          R"({"apiVersion":"spotshift.io/v1alpha1","kind":"ReschedulePolicy","metadata":{"name":"pool"},"spec":)" +
-                                              spec_json + "}"));
+    auto r = run_sync(
+        ioc, client->create(policy_resource(), "",
+                            R"({"apiVersion":"spotshift.io/v1alpha1","kind":"ReschedulePolicy","metadata":{"name":"pool"},"spec":)" +
+                                spec_json + "}"));
     INFO((r ? std::string() : r.error().to_string()));
     REQUIRE(r);
   }
@@ -184,9 +186,7 @@ struct Env {
 };
 
 // An eviction the API keeps refusing with 429 (as a budget would), so a drain stays in progress.
-kubesim::FaultRule refuse_evictions() {
-  return kubesim::FaultRule::answer("create", "pods/eviction", 429, 1000);
-}
+kubesim::FaultRule refuse_evictions() { return kubesim::FaultRule::answer("create", "pods/eviction", 429, 1000); }
 
 }  // namespace
 
@@ -258,8 +258,8 @@ TEST_CASE("the gates hold a drain back in their order, and the status names the 
   env.patch_spec(R"({"suspend":false})");
   CHECK(blocked() == "True/DrainDelay");
   CHECK(env.condition("Blocked", true).find(later) != std::string::npos);
-  REQUIRE(run_sync(env.ioc, env.client->patch_status(policy_resource(), "", "pool", kube::PatchType::kMerge,
-                                                     R"({"status":{"nextDrainAfter":null}})")));
+  REQUIRE(run_sync(
+      env.ioc, env.client->patch_status(policy_resource(), "", "pool", kube::PatchType::kMerge, R"({"status":{"nextDrainAfter":null}})")));
   CHECK(blocked() == "True/UnschedulablePods");
   REQUIRE(run_sync(env.ioc, env.client->remove(kube::Resource::pods(), "default", "huge", {})));
   REQUIRE(env.until([&] { return !env.pods->store().get("default/huge"); }));

@@ -6,8 +6,8 @@
 #include "runtime/informer.hpp"
 #include "runtime/manager.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
+#include <boost/asio/io_context.hpp>
 
 #include <cstdio>
 
@@ -70,11 +70,12 @@ int main(int argc, char** argv) {
   });
   manager.add_controller(controller);
   int code = 0;
-  boost::asio::co_spawn(ioc, [&]() -> boost::asio::awaitable<void> { code = co_await manager.run(); },
-                        [&](std::exception_ptr e) {
-                          log_exception("manager", e);
-                          ioc.stop();
-                        });
+  boost::asio::co_spawn(
+      ioc, [&]() -> boost::asio::awaitable<void> { code = co_await manager.run(); },
+      [&](std::exception_ptr e) {
+        log_exception("manager", e);
+        ioc.stop();
+      });
   ioc.run();
   return code;
 }

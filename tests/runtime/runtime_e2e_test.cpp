@@ -13,8 +13,8 @@
 #include "support/process.hpp"
 #include "support/sim_client.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <fmt/format.h>
+#include <boost/asio/io_context.hpp>
 
 #include <map>
 #include <thread>
@@ -57,14 +57,14 @@ LeaderElectionOptions leader_options(std::string id) {
 std::string nodes_scenario(int n) {
   std::string s;
   for (int i = 0; i < n; ++i)
-    s += fmt::format("---\napiVersion: v1\nkind: Node\nmetadata: {{name: n{:02}, labels: {{pool: p{}}}}}\n"
-                     "status: {{allocatable: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}}}\n",
-                     i, i % 2);
+    s += fmt::format(
+        "---\napiVersion: v1\nkind: Node\nmetadata: {{name: n{:02}, labels: {{pool: p{}}}}}\n"
+        "status: {{allocatable: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}}}\n",
+        i, i % 2);
   return s;
 }
 
-std::shared_ptr<kube::Client> client_for(boost::asio::io_context& ioc, const kubesim::Simulator& sim,
-                                         std::string agent = "runtime-test") {
+std::shared_ptr<kube::Client> client_for(boost::asio::io_context& ioc, const kubesim::Simulator& sim, std::string agent = "runtime-test") {
   auto client = spotshift::testing::sim_client(ioc, sim, std::move(agent));
   REQUIRE(client);
   return *client;
@@ -162,16 +162,16 @@ TEST_CASE("after dropped watches, forced 410s and a burst of changes the store e
 TEST_CASE("a listed pod that does not decode is skipped and counted; the rest are trimmed and stored", "[informer]") {
   kubesim::SimulatorOptions o;
   for (int i = 0; i < 5; ++i)
-    o.scenario_text += fmt::format("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{}, namespace: default}}\n"
-                                   "spec: {{containers: [{{name: c, image: i}}]}}\n",
-                                   i);
+    o.scenario_text += fmt::format(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{}, namespace: default}}\n"
+        "spec: {{containers: [{{name: c, image: i}}]}}\n",
+        i);
   kubesim::Simulator sim(o);
   REQUIRE(sim.start());
   // Stored past kubesim's validation, as a newer apiserver's object might read to this client.
   sim.run([](kubesim::Cluster& c) {
-    c.mutate(*c.registry().pods(), "default/p2", [](kubesim::Value& obj, kubesim::Alloc& a) {
-      kubesim::set_str(*kubesim::get_mut(obj, "spec"), "priority", "high", a);
-    });
+    c.mutate(*c.registry().pods(), "default/p2",
+             [](kubesim::Value& obj, kubesim::Alloc& a) { kubesim::set_str(*kubesim::get_mut(obj, "spec"), "priority", "high", a); });
   });
   boost::asio::io_context ioc;
   Timers timers(ioc.get_executor(), SystemClock::instance());
@@ -241,7 +241,8 @@ TEST_CASE("two candidates: exactly one leads, and a released lease passes at onc
   // a stops and releases: b takes over well before the lease would have expired.
   auto released = std::chrono::steady_clock::now();
   a.stop();
-  REQUIRE(run_until(ioc, [&] { return b.leading(); }, 5s));
+  REQUIRE(run_until(
+      ioc, [&] { return b.leading(); }, 5s));
   CHECK(std::chrono::steady_clock::now() - released < 2s);
   CHECK(a_stopped == 1);
   CHECK(b_started == 1);
@@ -269,11 +270,12 @@ TEST_CASE("a leader cut off from the apiserver stops acting before another takes
   cut.status = 503;
   sim.faults().add(cut);
   auto cut_at = std::chrono::steady_clock::now();
-  REQUIRE(run_until(ioc, [&] { return b.leading(); }, 10s));
+  REQUIRE(run_until(
+      ioc, [&] { return b.leading(); }, 10s));
   CHECK_FALSE(a.leading());
   CHECK(a_stopped_at.time_since_epoch().count() > 0);
   CHECK(a_stopped_at < b_started_at);                      // never both
-  CHECK(b_started_at - a_stopped_at >= 500ms);              // the renew deadline leaves a margin
+  CHECK(b_started_at - a_stopped_at >= 500ms);             // the renew deadline leaves a margin
   CHECK(b_started_at - cut_at <= 3s + 200ms * 2 + 500ms);  // within lease duration plus retries
   b.stop();
   a.stop();
@@ -293,16 +295,20 @@ TEST_CASE("recorded events reach events.k8s.io, read well in kubectl events, and
   spawn(ioc.get_executor(), recorder.run(), "recorder");
   ObjectReference node{"v1", "Node", "", "n00", "", ""};
   recorder.record(node, {"DrainStarted", "Drain", EventType::kNormal}, "Started draining n00: 2 pods will move to spot nodes.");
-  recorder.record(node, {"NodeNotDrainable", "Plan", EventType::kWarning}, "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
-  recorder.record(node, {"NodeNotDrainable", "Plan", EventType::kWarning}, "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
+  recorder.record(node, {"NodeNotDrainable", "Plan", EventType::kWarning},
+                  "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
+  recorder.record(node, {"NodeNotDrainable", "Plan", EventType::kWarning},
+                  "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
   REQUIRE(run_until(ioc, [&] { return recorder.stats().created == 2 && recorder.stats().series_updates == 1; }));
   for (int i = 0; i < 10; ++i) recorder.record(node, {"Spam", "Plan", EventType::kNormal}, "again " + std::to_string(i));
   REQUIRE(run_until(ioc, [&] { return recorder.stats().recorded == 13; }));
   CHECK(recorder.stats().dropped_spam == 6);  // DrainStarted took one of the 5 Normal tokens for n00
-  auto events = spotshift::testing::run(fmt::format("kubectl --kubeconfig {} --cache-dir {} events -A", dir.file("kubeconfig"), dir.file("cache")));
+  auto events =
+      spotshift::testing::run(fmt::format("kubectl --kubeconfig {} --cache-dir {} events -A", dir.file("kubeconfig"), dir.file("cache")));
   INFO(events.output);
   REQUIRE(events.status == 0);
-  CHECK(events.output.find("Normal    DrainStarted       Node/n00   Started draining n00: 2 pods will move to spot nodes.") != std::string::npos);
+  CHECK(events.output.find("Normal    DrainStarted       Node/n00   Started draining n00: 2 pods will move to spot nodes.") !=
+        std::string::npos);
   CHECK(events.output.find("(x2 over") != std::string::npos);
   CHECK(events.output.find("NodeNotDrainable") != std::string::npos);
   recorder.stop();
@@ -344,8 +350,9 @@ TEST_CASE("the manager waits for caches, serves probes and metrics, and shuts do
     co_return;
   });
   std::optional<int> exit_code;
-  boost::asio::co_spawn(ioc, [&]() -> boost::asio::awaitable<void> { exit_code = co_await manager.run(); },
-                        [](std::exception_ptr e) { log_exception("manager", e); });
+  boost::asio::co_spawn(
+      ioc, [&]() -> boost::asio::awaitable<void> { exit_code = co_await manager.run(); },
+      [](std::exception_ptr e) { log_exception("manager", e); });
   REQUIRE(run_until(ioc, [&] { return manager.leading() && reconciler.n == 3; }));
   CHECK(hook_ran);
   // curl runs on another thread while this one keeps the io_context (and so the servers) going.
@@ -354,7 +361,8 @@ TEST_CASE("the manager waits for caches, serves probes and metrics, and shuts do
     metrics_text = spotshift::testing::run(fmt::format("curl -s --max-time 5 http://127.0.0.1:{}/metrics", manager.metrics_port())).output;
     readyz = spotshift::testing::run(fmt::format("curl -s --max-time 5 http://127.0.0.1:{}/readyz", manager.probe_port())).output;
   });
-  run_until(ioc, [&] { return !readyz.empty(); }, 10s);
+  run_until(
+      ioc, [&] { return !readyz.empty(); }, 10s);
   fetch.join();
   CHECK(readyz == "ok\n");
   CHECK(metrics_text.find("spotshift_leader 1") != std::string::npos);

@@ -1,5 +1,5 @@
-#include "model/pod.hpp"
 #include "runtime/store.hpp"
+#include "model/pod.hpp"
 #include "support/catch.hpp"
 
 using namespace spotshift;
@@ -16,7 +16,9 @@ std::shared_ptr<const Pod> pod(std::string name, std::string node, std::string r
   return std::make_shared<const Pod>(std::move(p));
 }
 
-Store<Pod> pods() { return Store<Pod>([](const Pod& p) { return p.key(); }); }
+Store<Pod> pods() {
+  return Store<Pod>([](const Pod& p) { return p.key(); });
+}
 }  // namespace
 
 TEST_CASE("the store reads the latest state, and a write returns what it replaced", "[store]") {

@@ -1,6 +1,6 @@
+#include "runtime/workqueue.hpp"
 #include "runtime/controller.hpp"
 #include "runtime/spawn.hpp"
-#include "runtime/workqueue.hpp"
 #include "support/asio_run.hpp"
 #include "support/catch.hpp"
 
@@ -99,15 +99,18 @@ TEST_CASE("shutdown stops handing out keys and drain waits for in-flight work", 
   q.add("b");
   CHECK(f.get(q) == "a");
   q.shutdown();
-  CHECK(f.get(q) == "b");       // already queued work is still handed out
+  CHECK(f.get(q) == "b");  // already queued work is still handed out
   CHECK(f.get(q) == std::nullopt);
-  q.add("c");                    // ignored after shutdown
+  q.add("c");  // ignored after shutdown
   CHECK(q.len() == 0);
   bool drained = false;
-  boost::asio::co_spawn(f.ioc, [&]() -> boost::asio::awaitable<void> {
-    co_await q.drain();
-    drained = true;
-  }, [](std::exception_ptr) {});
+  boost::asio::co_spawn(
+      f.ioc,
+      [&]() -> boost::asio::awaitable<void> {
+        co_await q.drain();
+        drained = true;
+      },
+      [](std::exception_ptr) {});
   run_for(f.ioc, 10ms);
   CHECK_FALSE(drained);
   q.done("a");
@@ -145,10 +148,10 @@ TEST_CASE("the controller handles each outcome as controller-runtime does", "[co
   WorkQueue q(f.timers, RateLimiter(RateLimiter::Options{5ms, 1000s, 0, 1}));
   Scripted r;
   r.outcomes = {
-      [] { return Result<Action>(Error::network("boom")); },                        // error: rate-limited retry
-      [] { return Result<Action>(Action::requeue()); },                             // requeue: rate-limited
+      [] { return Result<Action>(Error::network("boom")); },                          // error: rate-limited retry
+      [] { return Result<Action>(Action::requeue()); },                               // requeue: rate-limited
       [] { return Result<Action>(Action::requeue_after(std::chrono::minutes(1))); },  // after a minute
-      [] { return Result<Action>(Error::invalid("bad policy").make_terminal()); },  // terminal: dropped
+      [] { return Result<Action>(Error::invalid("bad policy").make_terminal()); },    // terminal: dropped
       [] { return Result<Action>(Action::done()); },
   };
   Controller c("test", r, q, f.timers, {});

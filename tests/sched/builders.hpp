@@ -19,15 +19,42 @@ namespace spotshift::sched::testing {
 class NodeBuilder {
  public:
   explicit NodeBuilder(std::string name) : name_(std::move(name)) { labels_["kubernetes.io/hostname"] = name_; }
-  NodeBuilder& cpu(std::string v) { cpu_ = std::move(v); return *this; }
-  NodeBuilder& memory(std::string v) { memory_ = std::move(v); return *this; }
-  NodeBuilder& pods(int n) { pods_ = n; return *this; }
-  NodeBuilder& scalar(std::string k, std::string v) { scalars_[k] = v; return *this; }
-  NodeBuilder& label(std::string k, std::string v) { labels_[k] = std::move(v); return *this; }
-  NodeBuilder& taint(std::string k, std::string v, std::string effect) { taints_.push_back({k, v, effect}); return *this; }
-  NodeBuilder& unschedulable() { unschedulable_ = true; return *this; }
-  NodeBuilder& condition(std::string type, std::string status) { conditions_[type] = std::move(status); return *this; }
-  NodeBuilder& annotation(std::string k, std::string v) { annotations_[k] = std::move(v); return *this; }
+  NodeBuilder& cpu(std::string v) {
+    cpu_ = std::move(v);
+    return *this;
+  }
+  NodeBuilder& memory(std::string v) {
+    memory_ = std::move(v);
+    return *this;
+  }
+  NodeBuilder& pods(int n) {
+    pods_ = n;
+    return *this;
+  }
+  NodeBuilder& scalar(std::string k, std::string v) {
+    scalars_[k] = v;
+    return *this;
+  }
+  NodeBuilder& label(std::string k, std::string v) {
+    labels_[k] = std::move(v);
+    return *this;
+  }
+  NodeBuilder& taint(std::string k, std::string v, std::string effect) {
+    taints_.push_back({k, v, effect});
+    return *this;
+  }
+  NodeBuilder& unschedulable() {
+    unschedulable_ = true;
+    return *this;
+  }
+  NodeBuilder& condition(std::string type, std::string status) {
+    conditions_[type] = std::move(status);
+    return *this;
+  }
+  NodeBuilder& annotation(std::string k, std::string v) {
+    annotations_[k] = std::move(v);
+    return *this;
+  }
   std::string json() const {
     std::string labels, taints, scalars, conds, annotations;
     for (const auto& [k, v] : labels_) labels += fmt::format("{}\"{}\":\"{}\"", labels.empty() ? "" : ",", k, v);
@@ -38,13 +65,12 @@ class NodeBuilder {
     auto c = conditions_;
     if (!c.count("Ready")) c["Ready"] = "True";
     for (const auto& [k, v] : c) conds += fmt::format("{}{{\"type\":\"{}\",\"status\":\"{}\"}}", conds.empty() ? "" : ",", k, v);
-    return fmt::format(R"({{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{}","labels":{{{}}},"annotations":{{{}}}}},"spec":{{"unschedulable":{},"taints":[{}]}},
+    return fmt::format(
+        R"({{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{}","labels":{{{}}},"annotations":{{{}}}}},"spec":{{"unschedulable":{},"taints":[{}]}},
       "status":{{"allocatable":{{"cpu":"{}","memory":"{}","pods":"{}"{}}},"conditions":[{}]}}}})",
-                       name_, labels, annotations, unschedulable_ ? "true" : "false", taints, cpu_, memory_, pods_, scalars, conds);
+        name_, labels, annotations, unschedulable_ ? "true" : "false", taints, cpu_, memory_, pods_, scalars, conds);
   }
-  NodePtr build() const {
-    return std::make_shared<const model::Node>(model::decode_node(std::string_view(json())).value());
-  }
+  NodePtr build() const { return std::make_shared<const model::Node>(model::decode_node(std::string_view(json())).value()); }
   operator NodePtr() const { return build(); }
 
  private:
@@ -58,40 +84,109 @@ class NodeBuilder {
 class PodBuilder {
  public:
   explicit PodBuilder(std::string name) : name_(std::move(name)) {}
-  PodBuilder& ns(std::string v) { ns_ = std::move(v); return *this; }
-  PodBuilder& cpu(std::string v) { cpu_ = std::move(v); return *this; }
-  PodBuilder& memory(std::string v) { memory_ = std::move(v); return *this; }
-  PodBuilder& scalar(std::string k, std::string v) { scalars_[k] = v; return *this; }
-  PodBuilder& on(std::string node) { node_ = std::move(node); return *this; }
-  PodBuilder& label(std::string k, std::string v) { labels_[k] = std::move(v); return *this; }
-  PodBuilder& selector(std::string k, std::string v) { selector_[k] = std::move(v); return *this; }
-  PodBuilder& toleration(std::string json) { tolerations_.push_back(std::move(json)); return *this; }
-  PodBuilder& host_port(int port) { ports_.push_back(port); return *this; }
-  PodBuilder& affinity(std::string json) { affinity_ = std::move(json); return *this; }
-  PodBuilder& spread(std::string json) { spread_.push_back(std::move(json)); return *this; }
-  PodBuilder& pvc(std::string claim) { pvcs_.push_back(std::move(claim)); return *this; }
-  PodBuilder& best_effort() { best_effort_ = true; return *this; }
-  PodBuilder& phase(std::string p) { phase_ = std::move(p); return *this; }
-  PodBuilder& nominated(std::string node) { nominated_ = std::move(node); return *this; }
+  PodBuilder& ns(std::string v) {
+    ns_ = std::move(v);
+    return *this;
+  }
+  PodBuilder& cpu(std::string v) {
+    cpu_ = std::move(v);
+    return *this;
+  }
+  PodBuilder& memory(std::string v) {
+    memory_ = std::move(v);
+    return *this;
+  }
+  PodBuilder& scalar(std::string k, std::string v) {
+    scalars_[k] = v;
+    return *this;
+  }
+  PodBuilder& on(std::string node) {
+    node_ = std::move(node);
+    return *this;
+  }
+  PodBuilder& label(std::string k, std::string v) {
+    labels_[k] = std::move(v);
+    return *this;
+  }
+  PodBuilder& selector(std::string k, std::string v) {
+    selector_[k] = std::move(v);
+    return *this;
+  }
+  PodBuilder& toleration(std::string json) {
+    tolerations_.push_back(std::move(json));
+    return *this;
+  }
+  PodBuilder& host_port(int port) {
+    ports_.push_back(port);
+    return *this;
+  }
+  PodBuilder& affinity(std::string json) {
+    affinity_ = std::move(json);
+    return *this;
+  }
+  PodBuilder& spread(std::string json) {
+    spread_.push_back(std::move(json));
+    return *this;
+  }
+  PodBuilder& pvc(std::string claim) {
+    pvcs_.push_back(std::move(claim));
+    return *this;
+  }
+  PodBuilder& best_effort() {
+    best_effort_ = true;
+    return *this;
+  }
+  PodBuilder& phase(std::string p) {
+    phase_ = std::move(p);
+    return *this;
+  }
+  PodBuilder& nominated(std::string node) {
+    nominated_ = std::move(node);
+    return *this;
+  }
   // The controlling owner: owner("ReplicaSet", "web-abc").
-  PodBuilder& owner(std::string kind, std::string name) { owner_ = {std::move(kind), std::move(name)}; return *this; }
-  PodBuilder& annotation(std::string k, std::string v) { annotations_[k] = std::move(v); return *this; }
-  PodBuilder& empty_dir() { extra_volumes_.push_back(R"({"name":"scratch","emptyDir":{}})"); return *this; }
-  PodBuilder& host_path() { extra_volumes_.push_back(R"({"name":"logs","hostPath":{"path":"/var/log"}})"); return *this; }
-  PodBuilder& terminating() { terminating_ = true; return *this; }
-  PodBuilder& unready() { ready_ = false; return *this; }
-  PodBuilder& unschedulable() { unschedulable_ = true; phase_ = "Pending"; return *this; }
+  PodBuilder& owner(std::string kind, std::string name) {
+    owner_ = {std::move(kind), std::move(name)};
+    return *this;
+  }
+  PodBuilder& annotation(std::string k, std::string v) {
+    annotations_[k] = std::move(v);
+    return *this;
+  }
+  PodBuilder& empty_dir() {
+    extra_volumes_.push_back(R"({"name":"scratch","emptyDir":{}})");
+    return *this;
+  }
+  PodBuilder& host_path() {
+    extra_volumes_.push_back(R"({"name":"logs","hostPath":{"path":"/var/log"}})");
+    return *this;
+  }
+  PodBuilder& terminating() {
+    terminating_ = true;
+    return *this;
+  }
+  PodBuilder& unready() {
+    ready_ = false;
+    return *this;
+  }
+  PodBuilder& unschedulable() {
+    unschedulable_ = true;
+    phase_ = "Pending";
+    return *this;
+  }
   std::string json() const {
     std::string labels, sel, scalars, ports, vols, annotations, owners;
     for (const auto& [k, v] : annotations_) annotations += fmt::format("{}\"{}\":\"{}\"", annotations.empty() ? "" : ",", k, v);
     if (!owner_[0].empty())
-      owners = fmt::format(R"([{{"apiVersion":"apps/v1","kind":"{}","name":"{}","uid":"uid-{}","controller":true}}])", owner_[0], owner_[1], owner_[1]);
+      owners = fmt::format(R"([{{"apiVersion":"apps/v1","kind":"{}","name":"{}","uid":"uid-{}","controller":true}}])", owner_[0], owner_[1],
+                           owner_[1]);
     for (const auto& v : extra_volumes_) vols += fmt::format("{}{}", vols.empty() ? "" : ",", v);
     for (const auto& [k, v] : labels_) labels += fmt::format("{}\"{}\":\"{}\"", labels.empty() ? "" : ",", k, v);
     for (const auto& [k, v] : selector_) sel += fmt::format("{}\"{}\":\"{}\"", sel.empty() ? "" : ",", k, v);
     for (const auto& [k, v] : scalars_) scalars += fmt::format(",\"{}\":\"{}\"", k, v);
     for (int p : ports_) ports += fmt::format("{}{{\"containerPort\":{},\"hostPort\":{}}}", ports.empty() ? "" : ",", p, p);
-    for (const auto& c : pvcs_) vols += fmt::format("{}{{\"name\":\"{}\",\"persistentVolumeClaim\":{{\"claimName\":\"{}\"}}}}", vols.empty() ? "" : ",", c, c);
+    for (const auto& c : pvcs_)
+      vols += fmt::format("{}{{\"name\":\"{}\",\"persistentVolumeClaim\":{{\"claimName\":\"{}\"}}}}", vols.empty() ? "" : ",", c, c);
     std::string resources = best_effort_ ? "{}" : fmt::format(R"({{"requests":{{"cpu":"{}","memory":"{}"{}}}}})", cpu_, memory_, scalars);
     std::string conditions;
     if (phase_ == "Running" && ready_) conditions = R"({"type":"Ready","status":"True"})";
@@ -102,12 +197,10 @@ class PodBuilder {
       "containers":[{{"name":"c","resources":{},"ports":[{}]}}]}},"status":{{"phase":"{}",{}"conditions":[{}]}}}})",
                        name_, ns_, ns_, name_, labels, annotations, owners.empty() ? "" : ",\"ownerReferences\":" + owners,
                        terminating_ ? R"(,"deletionTimestamp":"2026-01-01T00:00:00Z")" : "", node_, sel, fmt::join(tolerations_, ","),
-                       affinity_.empty() ? "" : "\"affinity\":" + affinity_ + ",", fmt::join(spread_, ","), vols, resources, ports,
-                       phase_, nominated_.empty() ? "" : fmt::format("\"nominatedNodeName\":\"{}\",", nominated_), conditions);
+                       affinity_.empty() ? "" : "\"affinity\":" + affinity_ + ",", fmt::join(spread_, ","), vols, resources, ports, phase_,
+                       nominated_.empty() ? "" : fmt::format("\"nominatedNodeName\":\"{}\",", nominated_), conditions);
   }
-  PodPtr build() const {
-    return std::make_shared<const model::Pod>(model::decode_pod(std::string_view(json())).value());
-  }
+  PodPtr build() const { return std::make_shared<const model::Pod>(model::decode_pod(std::string_view(json())).value()); }
   operator PodPtr() const { return build(); }
 
  private:

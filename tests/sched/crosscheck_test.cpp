@@ -56,7 +56,8 @@ TEST_CASE("kubesim's scheduler accepts every placement the engine proposes", "[c
       if (pick(4) == 0) b.host_port(9000 + pick(2));
       if (pick(5) == 0) b.scalar("nvidia.com/gpu", "1");
       if (pick(5) == 0)
-        b.affinity(R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["od"]}]}]}}})");
+        b.affinity(
+            R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["od"]}]}]}}})");
       PodPtr pod = b.build();
       auto snap = ClusterSnapshot::build(nodes, placed_pods);
       Fork fork(snap);
@@ -68,8 +69,8 @@ TEST_CASE("kubesim's scheduler accepts every placement the engine proposes", "[c
       if (placement.node >= 0) {
         // Only the proposed node is allowed; kubesim must find it feasible.
         std::string node = snap.node(placement.node).name;
-        kubesim::set_str(kubesim::ensure_object(*kubesim::get_mut(d, "spec"), "nodeSelector", d.GetAllocator()),
-                         "kubernetes.io/hostname", node, d.GetAllocator());
+        kubesim::set_str(kubesim::ensure_object(*kubesim::get_mut(d, "spec"), "nodeSelector", d.GetAllocator()), "kubernetes.io/hostname",
+                         node, d.GetAllocator());
         REQUIRE(sim.cluster().create(*sim.cluster().registry().pods(), "default", std::move(d)));
         sim.settle();
         auto stored = sim.pod(fmt::format("default/p{}", i));

@@ -1,6 +1,6 @@
+#include "sched/framework.hpp"
 #include "builders.hpp"
 #include "sched/fork.hpp"
-#include "sched/framework.hpp"
 #include "support/catch.hpp"
 
 #include <random>
@@ -19,9 +19,9 @@ ProfileConfig free_cpu(std::string order) {
 
 TEST_CASE("FreeCPU packs onto the fullest spot node by default and spreads when flipped", "[framework]") {
   // Spot nodes with 700m, 300m and 100m free.
-  auto snap = ClusterSnapshot::build({make_node("s1").cpu("1"), make_node("s2").cpu("1"), make_node("s3").cpu("1")},
-                                     {make_pod("a").cpu("300m").on("s1"), make_pod("b").cpu("700m").on("s2"),
-                                      make_pod("c").cpu("900m").on("s3")});
+  auto snap =
+      ClusterSnapshot::build({make_node("s1").cpu("1"), make_node("s2").cpu("1"), make_node("s3").cpu("1")},
+                             {make_pod("a").cpu("300m").on("s1"), make_pod("b").cpu("700m").on("s2"), make_pod("c").cpu("900m").on("s3")});
   Fork fork(snap);
   auto fullest = Framework::create(default_profile()).value();
   auto emptiest = Framework::create(free_cpu("emptiest")).value();
@@ -33,9 +33,8 @@ TEST_CASE("FreeCPU packs onto the fullest spot node by default and spreads when 
 }
 
 TEST_CASE("weights combine normalised scores; ties go to the first node by name", "[framework]") {
-  auto snap = ClusterSnapshot::build({make_node("b").cpu("2"), make_node("a").cpu("2"),
-                                      make_node("c").cpu("2").taint("od", "", "PreferNoSchedule")},
-                                     {});
+  auto snap = ClusterSnapshot::build(
+      {make_node("b").cpu("2"), make_node("a").cpu("2"), make_node("c").cpu("2").taint("od", "", "PreferNoSchedule")}, {});
   Fork fork(snap);
   ProfileConfig p = default_profile();
   p.scores = {ScoreConfig{"TaintToleration", 3, {}}, ScoreConfig{"LeastAllocated", 1, {}}};
@@ -55,8 +54,7 @@ TEST_CASE("when nothing fits, the diagnosis reads like kube-scheduler's", "[fram
   auto fw = Framework::create(default_profile()).value();
   auto placed = fw.place(*make_pod("p").cpu("1").build(), fork, all_nodes(snap));
   CHECK(placed.node == -1);
-  CHECK(placed.diagnosis.message() ==
-        "0/37 nodes are available: 17 node(s) had untolerated taint {dedicated: gpu}, 20 Insufficient cpu.");
+  CHECK(placed.diagnosis.message() == "0/37 nodes are available: 17 node(s) had untolerated taint {dedicated: gpu}, 20 Insufficient cpu.");
   CHECK_FALSE(placed.diagnosis.unresolvable);
 }
 
@@ -146,7 +144,8 @@ TEST_CASE("a fork's packed usage follows adds, removes, nesting and commits", "[
 }
 
 TEST_CASE("a fork's label and anti-affinity indexes follow adds, removes, nesting and commits", "[framework]") {
-  const char* anti = R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})";
+  const char* anti =
+      R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})";
   auto snap = ClusterSnapshot::build({make_node("a"), make_node("b")}, {make_pod("placed").label("app", "web").affinity(anti).on("a")});
   const model::InternedString app("app"), web("web");
   auto with_label = [&](const Fork& f) {
@@ -157,7 +156,8 @@ TEST_CASE("a fork's label and anti-affinity indexes follow adds, removes, nestin
   };
   auto anti_terms = [&](const Fork& f, const model::Labels& labels) {
     std::vector<std::string> out;
-    f.for_each_added_anti_affinity_term(labels, [&](const AntiAffinityTerm& t) { out.push_back(fmt::format("{}@{}", t.pod->meta.name, t.node)); });
+    f.for_each_added_anti_affinity_term(labels,
+                                        [&](const AntiAffinityTerm& t) { out.push_back(fmt::format("{}@{}", t.pod->meta.name, t.node)); });
     std::sort(out.begin(), out.end());
     return out;
   };
@@ -238,7 +238,8 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
     if (i % 7 == 3) n.taint("dedicated", "x", "NoSchedule");
     if (i % 11 == 5) n.unschedulable();
     nodes.push_back(n);
-    for (int k = 0; k < i % 3; ++k) existing.push_back(make_pod(fmt::format("e{}-{}", i, k)).cpu(fmt::format("{}m", 250 * (1 + pick(4)))).on(fmt::format("n{:02}", i)));
+    for (int k = 0; k < i % 3; ++k)
+      existing.push_back(make_pod(fmt::format("e{}-{}", i, k)).cpu(fmt::format("{}m", 250 * (1 + pick(4)))).on(fmt::format("n{:02}", i)));
   }
   const std::string anti =
       R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"topologyKey":"kubernetes.io/hostname"}]}})";
@@ -256,7 +257,8 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
     for (int round = 0; round < 12; ++round) {
       Fork attempt = plan.fork();
       for (int step = 0; step < 8; ++step) {
-        auto b = make_pod(fmt::format("p{}-{}", round, step)).cpu(pick(5) == 0 ? "0" : fmt::format("{}m", 100 * (1 + pick(20))))
+        auto b = make_pod(fmt::format("p{}-{}", round, step))
+                     .cpu(pick(5) == 0 ? "0" : fmt::format("{}m", 100 * (1 + pick(20))))
                      .memory(fmt::format("{}Mi", 64 * (1 + pick(16))));
         if (pick(3) == 0) b.label("app", "db").affinity(anti);
         if (pick(4) == 0) b.toleration(R"({"key":"dedicated","operator":"Exists"})");
@@ -288,7 +290,8 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
 
 TEST_CASE("profiles are validated with errors that name the field", "[framework][profile]") {
   auto decode = [](const std::string& json) { return decode_profile(json); };
-  auto ok = decode(R"({"filters":["NodeResourcesFit","TaintToleration"],"scores":[{"name":"FreeCPU","weight":10,"args":{"order":"emptiest"}},{"name":"NodeAffinity","weight":2}]})");
+  auto ok = decode(
+      R"({"filters":["NodeResourcesFit","TaintToleration"],"scores":[{"name":"FreeCPU","weight":10,"args":{"order":"emptiest"}},{"name":"NodeAffinity","weight":2}]})");
   REQUIRE(ok);
   CHECK(ok->filters == std::vector<std::string>{"NodeResourcesFit", "TaintToleration"});
   CHECK(ok->scores.size() == 2);

@@ -31,11 +31,11 @@ std::string place(const Framework& fw, const ClusterSnapshot& snap, const model:
 }  // namespace
 
 TEST_CASE("the scarce resource is the extended resource with the highest requested share", "[packing]") {
-  auto snap = ClusterSnapshot::build({make_node("a").cpu("8").scalar(kGpu, "4").scalar("example.com/fpga", "4").scalar("hugepages-2Mi", "1Gi"),
-                                      make_node("b").cpu("8").scalar(kGpu, "4")},
-                                     {make_pod("g").cpu("1").scalar(kGpu, "3").on("a"),
-                                      make_pod("f").cpu("1").scalar("example.com/fpga", "2").on("a"),
-                                      make_pod("h").cpu("1").scalar("hugepages-2Mi", "1Gi").on("a")});
+  auto snap = ClusterSnapshot::build(
+      {make_node("a").cpu("8").scalar(kGpu, "4").scalar("example.com/fpga", "4").scalar("hugepages-2Mi", "1Gi"),
+       make_node("b").cpu("8").scalar(kGpu, "4")},
+      {make_pod("g").cpu("1").scalar(kGpu, "3").on("a"), make_pod("f").cpu("1").scalar("example.com/fpga", "2").on("a"),
+       make_pod("h").cpu("1").scalar("hugepages-2Mi", "1Gi").on("a")});
   // gpu: 3 of 8 requested; fpga: 2 of 4; hugepages (fully requested) do not count.
   CHECK(Demand::scarcest_extended_resource(snap).view() == "example.com/fpga");
   auto none = ClusterSnapshot::build({make_node("c").cpu("8")}, {make_pod("p").cpu("1").on("c")});
@@ -128,9 +128,9 @@ TEST_CASE("BestFit weighs each resource by its scarcity", "[packing]") {
 TEST_CASE("BestFit with nothing left to place weighs every resource in its own scale", "[packing]") {
   // After the pod, a keeps 100m CPU and 2 GiB, b 15 CPUs and 1 GiB. Relative to the average
   // free amount, a is by far the tighter fit (memory in bytes must not drown the CPU).
-  auto snap = ClusterSnapshot::build({make_node("a").cpu("16").memory("16Gi"), make_node("b").cpu("16").memory("16Gi")},
-                                     {make_pod("x").cpu("15800m").memory("14208Mi").on("a"),
-                                      make_pod("y").cpu("900m").memory("15232Mi").on("b")});
+  auto snap =
+      ClusterSnapshot::build({make_node("a").cpu("16").memory("16Gi"), make_node("b").cpu("16").memory("16Gi")},
+                             {make_pod("x").cpu("15800m").memory("14208Mi").on("a"), make_pod("y").cpu("900m").memory("15232Mi").on("b")});
   Demand nothing{model::InternedString(kGpu)};
   CHECK(place(scored_by({{"BestFit", 1, {}}}), snap, *make_pod("p").cpu("100m").memory("128Mi").build(), &nothing) == "a");
 }

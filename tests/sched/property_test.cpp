@@ -36,7 +36,8 @@ World random_world(std::mt19937& rng) {
     auto p = make_pod(fmt::format("e{}", i)).cpu(fmt::format("{}m", 100 + 100 * pick(5))).label("app", pick(2) ? "web" : "db");
     if (pick(4) == 0) p.host_port(8000 + pick(3));
     if (pick(5) == 0)
-      p.affinity(R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})");
+      p.affinity(
+          R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})");
     p.on(fmt::format("n{}", pick(n_nodes)));
     w.pods.push_back(p);
   }
@@ -51,9 +52,11 @@ PodPtr random_incoming(std::mt19937& rng, int i) {
   if (pick(4) == 0) p.host_port(8000 + pick(3));
   int kind = pick(5);
   if (kind == 0)
-    p.affinity(R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})");
+    p.affinity(
+        R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})");
   else if (kind == 1)
-    p.affinity(R"({"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"topologyKey":"zone"}]}})");
+    p.affinity(
+        R"({"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"topologyKey":"zone"}]}})");
   else if (kind == 2)
     p.spread(R"({"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}})");
   return p;

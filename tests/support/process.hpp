@@ -8,8 +8,8 @@
 namespace spotshift::testing {
 
 struct CommandResult {
-  int status = -1;      // exit status, or -1 when it did not exit normally
-  std::string output;   // stdout and stderr together
+  int status = -1;     // exit status, or -1 when it did not exit normally
+  std::string output;  // stdout and stderr together
 };
 
 // Runs cmd with /bin/sh, capturing stdout and stderr.

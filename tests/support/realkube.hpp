@@ -3,16 +3,16 @@
 // kube-scheduler and kwok's fake nodes on loopback) as a test fixture, and the tests' choice of
 // backend. Catch tests only.
 
-#include "support/catch.hpp"
 #include "core/strings.hpp"
+#include "support/catch.hpp"
 #include "support/process.hpp"
 
 #include <fmt/format.h>
 #include <rapidjson/document.h>
 
 #include <cstdlib>
-#include <memory>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,12 +26,12 @@ inline bool real_backend() {
 
 // One request as the API server's audit log recorded it.
 struct AuditRecord {
-  std::string method;      // the HTTP method, from the audit verb
-  std::string path;        // the request URI without its query
+  std::string method;  // the HTTP method, from the audit verb
+  std::string path;    // the request URI without its query
   std::string user_agent;
-  std::string user;        // the authenticated user name
-  std::string verb;        // the audit verb: get, list, watch, create, update, patch, delete
-  std::string resource;    // "pods", "pods/eviction", "" for a non-resource URL
+  std::string user;      // the authenticated user name
+  std::string verb;      // the audit verb: get, list, watch, create, update, patch, delete
+  std::string resource;  // "pods", "pods/eviction", "" for a non-resource URL
   int code = 0;
 };
 
@@ -81,16 +81,18 @@ class RealCluster {
     std::vector<AuditRecord> out;
     std::ifstream in(dir_ + "/logs/audit.log");
     std::string line;
-    for (size_t skip = 0; skip < audit_from_ && std::getline(in, line); ++skip) {
-    }
+    for (size_t skip = 0; skip < audit_from_ && std::getline(in, line); ++skip) {}
     while (std::getline(in, line)) {
       rapidjson::Document d;
       if (d.Parse(line.data(), line.size()).HasParseError() || !d.IsObject()) continue;
       auto str = [&](const char* k) { return d.HasMember(k) && d[k].IsString() ? std::string(d[k].GetString()) : std::string(); };
       AuditRecord r;
       std::string verb = str("verb");
-      r.method = verb == "create" ? "POST" : verb == "update" ? "PUT" : verb == "patch" ? "PATCH"
-               : verb == "delete" || verb == "deletecollection" ? "DELETE" : "GET";
+      r.method = verb == "create"                                 ? "POST"
+                 : verb == "update"                               ? "PUT"
+                 : verb == "patch"                                ? "PATCH"
+                 : verb == "delete" || verb == "deletecollection" ? "DELETE"
+                                                                  : "GET";
       r.path = str("requestURI");
       r.path = r.path.substr(0, r.path.find('?'));
       r.user_agent = str("userAgent");
