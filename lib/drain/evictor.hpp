@@ -52,8 +52,8 @@ struct EvictorOptions {
   Duration max_graceful_termination = std::chrono::minutes(2);  // never below 1 s: 0 is force deletion
   Duration termination_headroom = std::chrono::seconds(30);     // beyond the grace period, waiting for a pod to go
   Duration drained_node_taint_ttl = Duration::zero();           // the taint kept once every replacement is bound
-  Duration poll_interval = std::chrono::seconds(1);             // checking that a pod is gone
-  Duration retry_base = std::chrono::seconds(1);                // 429/5xx without Retry-After: 1s, 2s, 4s ...
+  Duration poll_interval = std::chrono::seconds(1);  // the longest wait between checks that a pod is gone (from 100 ms, doubling)
+  Duration retry_base = std::chrono::seconds(1);     // 429/5xx without Retry-After: 1s, 2s, 4s ...
   Duration retry_cap = std::chrono::seconds(10);
   Duration replacement_timeout = std::chrono::seconds(30);  // waiting for replacements to be scheduled
   int taint_attempts = 8;                                   // 409 conflicts and transient errors
