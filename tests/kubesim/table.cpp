@@ -130,60 +130,39 @@ struct BuiltIn {
   std::function<std::vector<std::string>(const Value&, Time)> cells;
 };
 
+// The columns as kubectl prints them, laid out by hand.
+// clang-format off
 BuiltIn builtin(const ResourceType& rt) {
   auto name = [](const Value& o) { return std::string(name_of(o)); };
   const std::string& k = rt.kind;
   if (k == "Node")
-    return {{{"Name", "string", "name"},
-             {"Status", "string"},
-             {"Roles", "string"},
-             {"Age", "string"},
-             {"Version", "string"},
-             {"Internal-IP", "string", "", 1},
-             {"External-IP", "string", "", 1},
-             {"OS-Image", "string", "", 1},
-             {"Kernel-Version", "string", "", 1},
-             {"Container-Runtime", "string", "", 1}},
+    return {{{"Name", "string", "name"}, {"Status", "string"}, {"Roles", "string"}, {"Age", "string"}, {"Version", "string"},
+             {"Internal-IP", "string", "", 1}, {"External-IP", "string", "", 1}, {"OS-Image", "string", "", 1},
+             {"Kernel-Version", "string", "", 1}, {"Container-Runtime", "string", "", 1}},
             [=](const Value& o, Time now) {
               auto info = [&](std::string_view key) { return std::string(json_string(o, {"status", "nodeInfo", key}, "<unknown>")); };
-              return std::vector<std::string>{name(o),
-                                              node_status(o),
-                                              node_roles(o),
-                                              age(o, now),
-                                              info("kubeletVersion"),
-                                              node_address(o, "InternalIP"),
-                                              node_address(o, "ExternalIP"),
-                                              info("osImage"),
-                                              info("kernelVersion"),
-                                              info("containerRuntimeVersion")};
+              return std::vector<std::string>{name(o), node_status(o), node_roles(o), age(o, now), info("kubeletVersion"),
+                                              node_address(o, "InternalIP"), node_address(o, "ExternalIP"), info("osImage"),
+                                              info("kernelVersion"), info("containerRuntimeVersion")};
             }};
   if (k == "Pod")
-    return {{{"Name", "string", "name"},
-             {"Ready", "string"},
-             {"Status", "string"},
-             {"Restarts", "string"},
-             {"Age", "string"},
-             {"IP", "string", "", 1},
-             {"Node", "string", "", 1},
-             {"Nominated Node", "string", "", 1},
+    return {{{"Name", "string", "name"}, {"Ready", "string"}, {"Status", "string"}, {"Restarts", "string"}, {"Age", "string"},
+             {"IP", "string", "", 1}, {"Node", "string", "", 1}, {"Nominated Node", "string", "", 1},
              {"Readiness Gates", "string", "", 1}},
             [=](const Value& o, Time now) {
               std::string ip(json_string(o, {"status", "podIP"}, "<none>"));
               std::string node(json_string(o, {"spec", "nodeName"}, "<none>"));
               std::string nominated(json_string(o, {"status", "nominatedNodeName"}, "<none>"));
-              return std::vector<std::string>{name(o), pod_ready(o), pod_status(o),     "0", age(o, now), ip,
-                                              node,    nominated,    readiness_gates(o)};
+              return std::vector<std::string>{name(o), pod_ready(o), pod_status(o), "0", age(o, now), ip, node, nominated,
+                                              readiness_gates(o)};
             }};
   if (k == "PodDisruptionBudget")
-    return {{{"Name", "string", "name"},
-             {"Min Available", "string"},
-             {"Max Unavailable", "string"},
-             {"Allowed Disruptions", "integer"},
-             {"Age", "string"}},
+    return {{{"Name", "string", "name"}, {"Min Available", "string"}, {"Max Unavailable", "string"},
+             {"Allowed Disruptions", "integer"}, {"Age", "string"}},
             [=](const Value& o, Time now) {
               return std::vector<std::string>{name(o), int_or_string(o, {"spec", "minAvailable"}),
-                                              int_or_string(o, {"spec", "maxUnavailable"}), num(o, {"status", "disruptionsAllowed"}),
-                                              age(o, now)};
+                                              int_or_string(o, {"spec", "maxUnavailable"}),
+                                              num(o, {"status", "disruptionsAllowed"}), age(o, now)};
             }};
   if (k == "Event")
     return {{{"Last Seen", "string"}, {"Type", "string"}, {"Reason", "string"}, {"Object", "string"}, {"Message", "string"}},
@@ -211,9 +190,8 @@ BuiltIn builtin(const ResourceType& rt) {
                                               num(o, {"status", "availableReplicas"}), age(o, now)};
             }};
   if (k == "StatefulSet")
-    return {{{"Name", "string", "name"}, {"Ready", "string"}, {"Age", "string"}}, [=](const Value& o, Time now) {
-              return std::vector<std::string>{name(o), ready_of_desired(o), age(o, now)};
-            }};
+    return {{{"Name", "string", "name"}, {"Ready", "string"}, {"Age", "string"}},
+            [=](const Value& o, Time now) { return std::vector<std::string>{name(o), ready_of_desired(o), age(o, now)}; }};
   if (k == "ReplicaSet")
     return {{{"Name", "string", "name"}, {"Desired", "integer"}, {"Current", "integer"}, {"Ready", "integer"}, {"Age", "string"}},
             [=](const Value& o, Time now) {
@@ -221,23 +199,13 @@ BuiltIn builtin(const ResourceType& rt) {
                                               num(o, {"status", "readyReplicas"}), age(o, now)};
             }};
   if (k == "DaemonSet")
-    return {{{"Name", "string", "name"},
-             {"Desired", "integer"},
-             {"Current", "integer"},
-             {"Ready", "integer"},
-             {"Up-to-date", "integer"},
-             {"Available", "integer"},
-             {"Node Selector", "string"},
-             {"Age", "string"}},
+    return {{{"Name", "string", "name"}, {"Desired", "integer"}, {"Current", "integer"}, {"Ready", "integer"},
+             {"Up-to-date", "integer"}, {"Available", "integer"}, {"Node Selector", "string"}, {"Age", "string"}},
             [=](const Value& o, Time now) {
-              return std::vector<std::string>{name(o),
-                                              num(o, {"status", "desiredNumberScheduled"}),
-                                              num(o, {"status", "currentNumberScheduled"}),
-                                              num(o, {"status", "numberReady"}),
-                                              num(o, {"status", "updatedNumberScheduled"}),
-                                              num(o, {"status", "numberAvailable"}),
-                                              node_selector(o),
-                                              age(o, now)};
+              return std::vector<std::string>{name(o), num(o, {"status", "desiredNumberScheduled"}),
+                                              num(o, {"status", "currentNumberScheduled"}), num(o, {"status", "numberReady"}),
+                                              num(o, {"status", "updatedNumberScheduled"}), num(o, {"status", "numberAvailable"}),
+                                              node_selector(o), age(o, now)};
             }};
   // Data counts data and binaryData keys together, as kubectl's printer does.
   auto data_count = [](const Value& o) {
@@ -247,21 +215,21 @@ BuiltIn builtin(const ResourceType& rt) {
     return std::to_string(n);
   };
   if (k == "ConfigMap")
-    return {{{"Name", "string", "name"}, {"Data", "integer"}, {"Age", "string"}}, [=](const Value& o, Time now) {
-              return std::vector<std::string>{name(o), data_count(o), age(o, now)};
-            }};
+    return {{{"Name", "string", "name"}, {"Data", "integer"}, {"Age", "string"}},
+            [=](const Value& o, Time now) { return std::vector<std::string>{name(o), data_count(o), age(o, now)}; }};
   if (k == "Secret")
-    return {{{"Name", "string", "name"}, {"Type", "string"}, {"Data", "integer"}, {"Age", "string"}}, [=](const Value& o, Time now) {
+    return {{{"Name", "string", "name"}, {"Type", "string"}, {"Data", "integer"}, {"Age", "string"}},
+            [=](const Value& o, Time now) {
               return std::vector<std::string>{name(o), std::string(json_string(o, {"type"})), data_count(o), age(o, now)};
             }};
   if (k == "CustomResourceDefinition")
     return {{{"Name", "string", "name"}, {"Created At", "date"}}, [=](const Value& o, Time) {
               return std::vector<std::string>{name(o), std::string(json_string(o, {"metadata", "creationTimestamp"}))};
             }};
-  return {{{"Name", "string", "name"}, {"Age", "string"}}, [=](const Value& o, Time now) {
-            return std::vector<std::string>{name(o), age(o, now)};
-          }};
+  return {{{"Name", "string", "name"}, {"Age", "string"}},
+          [=](const Value& o, Time now) { return std::vector<std::string>{name(o), age(o, now)}; }};
 }
+// clang-format on
 
 void write_partial_metadata(Writer& w, const Value& obj) {
   w.StartObject();

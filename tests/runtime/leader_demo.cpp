@@ -3,6 +3,7 @@
 
 #include "core/log.hpp"
 #include "kube/client.hpp"
+#include "leader_manager.hpp"
 #include "runtime/informer.hpp"
 #include "runtime/manager.hpp"
 
@@ -50,13 +51,7 @@ int main(int argc, char** argv) {
   if (!client) return 1;
   Timers timers(ioc.get_executor(), SystemClock::instance());
   Metrics metrics;
-  ManagerOptions mo;
-  mo.metrics_address = "0";
-  mo.probe_address = "0";
-  mo.leader_elect = true;
-  mo.leader.namespace_ = "default";
-  mo.leader.name = "leader-demo";
-  mo.leader.identity = argv[2];
+  ManagerOptions mo = runtime::testing::leader_elected("leader-demo", argv[2], "0");
   Manager manager(ioc.get_executor(), *client, timers, metrics, mo);
   Informer<model::Node>::Options io;
   io.field_selector = std::string("metadata.name=") + argv[3];

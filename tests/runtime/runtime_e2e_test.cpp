@@ -2,6 +2,7 @@
 
 #include "core/strings.hpp"
 #include "kube/client.hpp"
+#include "leader_manager.hpp"
 #include "runtime/events.hpp"
 #include "runtime/informer.hpp"
 #include "runtime/leader.hpp"
@@ -322,13 +323,7 @@ TEST_CASE("the manager waits for caches, serves probes and metrics, and shuts do
   auto client = client_for(ioc, sim);
   Metrics metrics;
   metrics.set_build_info("test", "none");
-  ManagerOptions mo;
-  mo.metrics_address = "127.0.0.1:0";
-  mo.probe_address = "127.0.0.1:0";
-  mo.leader_elect = true;
-  mo.leader.namespace_ = "default";
-  mo.leader.name = "mgr";
-  mo.leader.identity = "mgr-1";
+  ManagerOptions mo = runtime::testing::leader_elected("mgr", "mgr-1", "127.0.0.1:0");
   mo.handle_signals = false;
   Manager manager(ioc.get_executor(), client, timers, metrics, mo);
   Informer<model::Node> nodes("nodes", client, timers, {});

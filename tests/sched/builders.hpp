@@ -19,42 +19,18 @@ namespace spotshift::sched::testing {
 class NodeBuilder {
  public:
   explicit NodeBuilder(std::string name) : name_(std::move(name)) { labels_["kubernetes.io/hostname"] = name_; }
-  NodeBuilder& cpu(std::string v) {
-    cpu_ = std::move(v);
-    return *this;
-  }
-  NodeBuilder& memory(std::string v) {
-    memory_ = std::move(v);
-    return *this;
-  }
-  NodeBuilder& pods(int n) {
-    pods_ = n;
-    return *this;
-  }
-  NodeBuilder& scalar(std::string k, std::string v) {
-    scalars_[k] = v;
-    return *this;
-  }
-  NodeBuilder& label(std::string k, std::string v) {
-    labels_[k] = std::move(v);
-    return *this;
-  }
-  NodeBuilder& taint(std::string k, std::string v, std::string effect) {
-    taints_.push_back({k, v, effect});
-    return *this;
-  }
-  NodeBuilder& unschedulable() {
-    unschedulable_ = true;
-    return *this;
-  }
-  NodeBuilder& condition(std::string type, std::string status) {
-    conditions_[type] = std::move(status);
-    return *this;
-  }
-  NodeBuilder& annotation(std::string k, std::string v) {
-    annotations_[k] = std::move(v);
-    return *this;
-  }
+  // One setter a line.
+  // clang-format off
+  NodeBuilder& cpu(std::string v) { cpu_ = std::move(v); return *this; }
+  NodeBuilder& memory(std::string v) { memory_ = std::move(v); return *this; }
+  NodeBuilder& pods(int n) { pods_ = n; return *this; }
+  NodeBuilder& scalar(std::string k, std::string v) { scalars_[k] = v; return *this; }
+  NodeBuilder& label(std::string k, std::string v) { labels_[k] = std::move(v); return *this; }
+  NodeBuilder& taint(std::string k, std::string v, std::string effect) { taints_.push_back({k, v, effect}); return *this; }
+  NodeBuilder& unschedulable() { unschedulable_ = true; return *this; }
+  NodeBuilder& condition(std::string type, std::string status) { conditions_[type] = std::move(status); return *this; }
+  NodeBuilder& annotation(std::string k, std::string v) { annotations_[k] = std::move(v); return *this; }
+  // clang-format on
   std::string json() const {
     std::string labels, taints, scalars, conds, annotations;
     for (const auto& [k, v] : labels_) labels += fmt::format("{}\"{}\":\"{}\"", labels.empty() ? "" : ",", k, v);
@@ -84,96 +60,32 @@ class NodeBuilder {
 class PodBuilder {
  public:
   explicit PodBuilder(std::string name) : name_(std::move(name)) {}
-  PodBuilder& ns(std::string v) {
-    ns_ = std::move(v);
-    return *this;
-  }
-  PodBuilder& cpu(std::string v) {
-    cpu_ = std::move(v);
-    return *this;
-  }
-  PodBuilder& memory(std::string v) {
-    memory_ = std::move(v);
-    return *this;
-  }
-  PodBuilder& scalar(std::string k, std::string v) {
-    scalars_[k] = v;
-    return *this;
-  }
-  PodBuilder& on(std::string node) {
-    node_ = std::move(node);
-    return *this;
-  }
-  PodBuilder& label(std::string k, std::string v) {
-    labels_[k] = std::move(v);
-    return *this;
-  }
-  PodBuilder& selector(std::string k, std::string v) {
-    selector_[k] = std::move(v);
-    return *this;
-  }
-  PodBuilder& toleration(std::string json) {
-    tolerations_.push_back(std::move(json));
-    return *this;
-  }
-  PodBuilder& host_port(int port) {
-    ports_.push_back(port);
-    return *this;
-  }
-  PodBuilder& affinity(std::string json) {
-    affinity_ = std::move(json);
-    return *this;
-  }
-  PodBuilder& spread(std::string json) {
-    spread_.push_back(std::move(json));
-    return *this;
-  }
-  PodBuilder& pvc(std::string claim) {
-    pvcs_.push_back(std::move(claim));
-    return *this;
-  }
-  PodBuilder& best_effort() {
-    best_effort_ = true;
-    return *this;
-  }
-  PodBuilder& phase(std::string p) {
-    phase_ = std::move(p);
-    return *this;
-  }
-  PodBuilder& nominated(std::string node) {
-    nominated_ = std::move(node);
-    return *this;
-  }
+  // One setter a line.
+  // clang-format off
+  PodBuilder& ns(std::string v) { ns_ = std::move(v); return *this; }
+  PodBuilder& cpu(std::string v) { cpu_ = std::move(v); return *this; }
+  PodBuilder& memory(std::string v) { memory_ = std::move(v); return *this; }
+  PodBuilder& scalar(std::string k, std::string v) { scalars_[k] = v; return *this; }
+  PodBuilder& on(std::string node) { node_ = std::move(node); return *this; }
+  PodBuilder& label(std::string k, std::string v) { labels_[k] = std::move(v); return *this; }
+  PodBuilder& selector(std::string k, std::string v) { selector_[k] = std::move(v); return *this; }
+  PodBuilder& toleration(std::string json) { tolerations_.push_back(std::move(json)); return *this; }
+  PodBuilder& host_port(int port) { ports_.push_back(port); return *this; }
+  PodBuilder& affinity(std::string json) { affinity_ = std::move(json); return *this; }
+  PodBuilder& spread(std::string json) { spread_.push_back(std::move(json)); return *this; }
+  PodBuilder& pvc(std::string claim) { pvcs_.push_back(std::move(claim)); return *this; }
+  PodBuilder& best_effort() { best_effort_ = true; return *this; }
+  PodBuilder& phase(std::string p) { phase_ = std::move(p); return *this; }
+  PodBuilder& nominated(std::string node) { nominated_ = std::move(node); return *this; }
   // The controlling owner: owner("ReplicaSet", "web-abc").
-  PodBuilder& owner(std::string kind, std::string name) {
-    owner_ = {std::move(kind), std::move(name)};
-    return *this;
-  }
-  PodBuilder& annotation(std::string k, std::string v) {
-    annotations_[k] = std::move(v);
-    return *this;
-  }
-  PodBuilder& empty_dir() {
-    extra_volumes_.push_back(R"({"name":"scratch","emptyDir":{}})");
-    return *this;
-  }
-  PodBuilder& host_path() {
-    extra_volumes_.push_back(R"({"name":"logs","hostPath":{"path":"/var/log"}})");
-    return *this;
-  }
-  PodBuilder& terminating() {
-    terminating_ = true;
-    return *this;
-  }
-  PodBuilder& unready() {
-    ready_ = false;
-    return *this;
-  }
-  PodBuilder& unschedulable() {
-    unschedulable_ = true;
-    phase_ = "Pending";
-    return *this;
-  }
+  PodBuilder& owner(std::string kind, std::string name) { owner_ = {std::move(kind), std::move(name)}; return *this; }
+  PodBuilder& annotation(std::string k, std::string v) { annotations_[k] = std::move(v); return *this; }
+  PodBuilder& empty_dir() { extra_volumes_.push_back(R"({"name":"scratch","emptyDir":{}})"); return *this; }
+  PodBuilder& host_path() { extra_volumes_.push_back(R"({"name":"logs","hostPath":{"path":"/var/log"}})"); return *this; }
+  PodBuilder& terminating() { terminating_ = true; return *this; }
+  PodBuilder& unready() { ready_ = false; return *this; }
+  PodBuilder& unschedulable() { unschedulable_ = true; phase_ = "Pending"; return *this; }
+  // clang-format on
   std::string json() const {
     std::string labels, sel, scalars, ports, vols, annotations, owners;
     for (const auto& [k, v] : annotations_) annotations += fmt::format("{}\"{}\":\"{}\"", annotations.empty() ? "" : ",", k, v);

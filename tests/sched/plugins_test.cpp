@@ -41,297 +41,145 @@ void run_table(const std::string& filter, const std::vector<Case>& cases) {
 
 }  // namespace
 
+// One row per case, as the rules read: laid out by hand.
+// clang-format off
 TEST_CASE("NodeUnschedulable", "[plugins]") {
-  run_table("NodeUnschedulable",
-            {
-                {"a schedulable node admits any pod", {make_node("a")}, {}, make_pod("p"), "a", ""},
-                {"a cordoned node refuses pods", {make_node("a").unschedulable()}, {}, make_pod("p"), "a", "node(s) were unschedulable"},
-                {"a pod tolerating the unschedulable taint may use a cordoned node",
-                 {make_node("a").unschedulable()},
-                 {},
-                 make_pod("p").toleration(R"({"key":"node.kubernetes.io/unschedulable","operator":"Exists","effect":"NoSchedule"})"),
-                 "a",
-                 ""},
-            });
+  run_table("NodeUnschedulable", {
+      {"a schedulable node admits any pod", {make_node("a")}, {}, make_pod("p"), "a", ""},
+      {"a cordoned node refuses pods", {make_node("a").unschedulable()}, {}, make_pod("p"), "a", "node(s) were unschedulable"},
+      {"a pod tolerating the unschedulable taint may use a cordoned node", {make_node("a").unschedulable()}, {},
+       make_pod("p").toleration(R"({"key":"node.kubernetes.io/unschedulable","operator":"Exists","effect":"NoSchedule"})"), "a", ""},
+  });
 }
 
 TEST_CASE("NodeConditions", "[plugins]") {
-  run_table(
-      "NodeConditions",
-      {
-          {"a Ready node admits pods", {make_node("a")}, {}, make_pod("p"), "a", ""},
-          {"a NotReady node refuses pods", {make_node("a").condition("Ready", "False")}, {}, make_pod("p"), "a", "node(s) were not ready"},
-          {"an Unknown Ready condition refuses pods",
-           {make_node("a").condition("Ready", "Unknown")},
-           {},
-           make_pod("p"),
-           "a",
-           "node(s) were not ready"},
-          {"memory pressure refuses BestEffort pods",
-           {make_node("a").condition("MemoryPressure", "True")},
-           {},
-           make_pod("p").best_effort(),
-           "a",
-           "node(s) had memory pressure"},
-          {"memory pressure admits pods with requests", {make_node("a").condition("MemoryPressure", "True")}, {}, make_pod("p"), "a", ""},
-          {"disk pressure refuses pods",
-           {make_node("a").condition("DiskPressure", "True")},
-           {},
-           make_pod("p"),
-           "a",
-           "node(s) had disk pressure"},
-          {"PID pressure refuses pods",
-           {make_node("a").condition("PIDPressure", "True")},
-           {},
-           make_pod("p"),
-           "a",
-           "node(s) had PID pressure"},
-          {"an unavailable network refuses pods",
-           {make_node("a").condition("NetworkUnavailable", "True")},
-           {},
-           make_pod("p"),
-           "a",
-           "node(s) had unavailable network"},
-      });
+  run_table("NodeConditions", {
+      {"a Ready node admits pods", {make_node("a")}, {}, make_pod("p"), "a", ""},
+      {"a NotReady node refuses pods", {make_node("a").condition("Ready", "False")}, {}, make_pod("p"), "a", "node(s) were not ready"},
+      {"an Unknown Ready condition refuses pods", {make_node("a").condition("Ready", "Unknown")}, {}, make_pod("p"), "a", "node(s) were not ready"},
+      {"memory pressure refuses BestEffort pods", {make_node("a").condition("MemoryPressure", "True")}, {}, make_pod("p").best_effort(), "a",
+       "node(s) had memory pressure"},
+      {"memory pressure admits pods with requests", {make_node("a").condition("MemoryPressure", "True")}, {}, make_pod("p"), "a", ""},
+      {"disk pressure refuses pods", {make_node("a").condition("DiskPressure", "True")}, {}, make_pod("p"), "a", "node(s) had disk pressure"},
+      {"PID pressure refuses pods", {make_node("a").condition("PIDPressure", "True")}, {}, make_pod("p"), "a", "node(s) had PID pressure"},
+      {"an unavailable network refuses pods", {make_node("a").condition("NetworkUnavailable", "True")}, {}, make_pod("p"), "a",
+       "node(s) had unavailable network"},
+  });
 }
 
 TEST_CASE("NodeName", "[plugins]") {
   run_table("NodeName", {
-                            {"a pod without nodeName may go anywhere", {make_node("a")}, {}, make_pod("p"), "a", ""},
-                            {"a pod with nodeName goes only there",
-                             {make_node("a"), make_node("b")},
-                             {},
-                             make_pod("p").on("a"),
-                             "b",
-                             "node(s) didn't match the requested node name"},
-                            {"a pod with nodeName fits its node", {make_node("a")}, {}, make_pod("p").on("a"), "a", ""},
-                        });
+      {"a pod without nodeName may go anywhere", {make_node("a")}, {}, make_pod("p"), "a", ""},
+      {"a pod with nodeName goes only there", {make_node("a"), make_node("b")}, {}, make_pod("p").on("a"), "b",
+       "node(s) didn't match the requested node name"},
+      {"a pod with nodeName fits its node", {make_node("a")}, {}, make_pod("p").on("a"), "a", ""},
+  });
 }
 
 TEST_CASE("NodeResourcesFit", "[plugins]") {
-  run_table("NodeResourcesFit",
-            {
-                {"requests within allocatable fit",
-                 {make_node("a").cpu("1")},
-                 {make_pod("e").cpu("500m").on("a")},
-                 make_pod("p").cpu("500m"),
-                 "a",
-                 ""},
-                {"cpu beyond allocatable is insufficient",
-                 {make_node("a").cpu("1")},
-                 {make_pod("e").cpu("600m").on("a")},
-                 make_pod("p").cpu("500m"),
-                 "a",
-                 "Insufficient cpu"},
-                {"memory beyond allocatable is insufficient",
-                 {make_node("a").memory("1Gi")},
-                 {},
-                 make_pod("p").memory("2Gi"),
-                 "a",
-                 "Insufficient memory"},
-                {"the pod count is a resource", {make_node("a").pods(1)}, {make_pod("e").on("a")}, make_pod("p"), "a", "Too many pods"},
-                {"extended resources must be available",
-                 {make_node("a").scalar("nvidia.com/gpu", "1")},
-                 {make_pod("e").scalar("nvidia.com/gpu", "1").on("a")},
-                 make_pod("p").scalar("nvidia.com/gpu", "1"),
-                 "a",
-                 "Insufficient nvidia.com/gpu"},
-                {"an extended resource the node lacks is insufficient",
-                 {make_node("a")},
-                 {},
-                 make_pod("p").scalar("example.com/fpga", "1"),
-                 "a",
-                 "Insufficient example.com/fpga"},
-                {"terminal pods use nothing",
-                 {make_node("a").cpu("1")},
-                 {make_pod("done").cpu("1").on("a").phase("Succeeded")},
-                 make_pod("p").cpu("1"),
-                 "a",
-                 ""},
-                // Requests beyond int64 saturate; their sums must not wrap around to a node that looks empty.
-                {"a request beyond int64 keeps its node full",
-                 {make_node("a").cpu("4")},
-                 {make_pod("huge").cpu("1e20").on("a"), make_pod("e").cpu("250m").on("a")},
-                 make_pod("p").cpu("1"),
-                 "a",
-                 "Insufficient cpu"},
-                {"a pod asking beyond int64 fits nowhere",
-                 {make_node("a").cpu("4")},
-                 {make_pod("e").cpu("1").on("a")},
-                 make_pod("p").cpu("1e20"),
-                 "a",
-                 "Insufficient cpu"},
-            });
+  run_table("NodeResourcesFit", {
+      {"requests within allocatable fit", {make_node("a").cpu("1")}, {make_pod("e").cpu("500m").on("a")}, make_pod("p").cpu("500m"), "a", ""},
+      {"cpu beyond allocatable is insufficient", {make_node("a").cpu("1")}, {make_pod("e").cpu("600m").on("a")}, make_pod("p").cpu("500m"),
+       "a", "Insufficient cpu"},
+      {"memory beyond allocatable is insufficient", {make_node("a").memory("1Gi")}, {}, make_pod("p").memory("2Gi"), "a",
+       "Insufficient memory"},
+      {"the pod count is a resource", {make_node("a").pods(1)}, {make_pod("e").on("a")}, make_pod("p"), "a", "Too many pods"},
+      {"extended resources must be available", {make_node("a").scalar("nvidia.com/gpu", "1")}, {make_pod("e").scalar("nvidia.com/gpu", "1").on("a")},
+       make_pod("p").scalar("nvidia.com/gpu", "1"), "a", "Insufficient nvidia.com/gpu"},
+      {"an extended resource the node lacks is insufficient", {make_node("a")}, {}, make_pod("p").scalar("example.com/fpga", "1"), "a",
+       "Insufficient example.com/fpga"},
+      {"terminal pods use nothing", {make_node("a").cpu("1")}, {make_pod("done").cpu("1").on("a").phase("Succeeded")},
+       make_pod("p").cpu("1"), "a", ""},
+      // Requests beyond int64 saturate; their sums must not wrap around to a node that looks empty.
+      {"a request beyond int64 keeps its node full", {make_node("a").cpu("4")},
+       {make_pod("huge").cpu("1e20").on("a"), make_pod("e").cpu("250m").on("a")}, make_pod("p").cpu("1"), "a", "Insufficient cpu"},
+      {"a pod asking beyond int64 fits nowhere", {make_node("a").cpu("4")}, {make_pod("e").cpu("1").on("a")},
+       make_pod("p").cpu("1e20"), "a", "Insufficient cpu"},
+  });
 }
 
 TEST_CASE("TaintToleration", "[plugins]") {
-  run_table("TaintToleration",
-            {
-                {"an untainted node admits any pod", {make_node("a")}, {}, make_pod("p"), "a", ""},
-                {"a NoSchedule taint refuses pods that do not tolerate it",
-                 {make_node("a").taint("dedicated", "gpu", "NoSchedule")},
-                 {},
-                 make_pod("p"),
-                 "a",
-                 "node(s) had untolerated taint {dedicated: gpu}"},
-                {"a NoExecute taint refuses pods too",
-                 {make_node("a").taint("k", "v", "NoExecute")},
-                 {},
-                 make_pod("p"),
-                 "a",
-                 "node(s) had untolerated taint {k: v}"},
-                {"a PreferNoSchedule taint only scores", {make_node("a").taint("k", "v", "PreferNoSchedule")}, {}, make_pod("p"), "a", ""},
-                {"an Equal toleration with the right value tolerates",
-                 {make_node("a").taint("dedicated", "gpu", "NoSchedule")},
-                 {},
-                 make_pod("p").toleration(R"({"key":"dedicated","value":"gpu","effect":"NoSchedule"})"),
-                 "a",
-                 ""},
-                {"an Exists toleration with an empty key tolerates everything",
-                 {make_node("a").taint("k", "v", "NoExecute")},
-                 {},
-                 make_pod("p").toleration(R"({"operator":"Exists"})"),
-                 "a",
-                 ""},
-            });
+  run_table("TaintToleration", {
+      {"an untainted node admits any pod", {make_node("a")}, {}, make_pod("p"), "a", ""},
+      {"a NoSchedule taint refuses pods that do not tolerate it", {make_node("a").taint("dedicated", "gpu", "NoSchedule")}, {}, make_pod("p"),
+       "a", "node(s) had untolerated taint {dedicated: gpu}"},
+      {"a NoExecute taint refuses pods too", {make_node("a").taint("k", "v", "NoExecute")}, {}, make_pod("p"), "a",
+       "node(s) had untolerated taint {k: v}"},
+      {"a PreferNoSchedule taint only scores", {make_node("a").taint("k", "v", "PreferNoSchedule")}, {}, make_pod("p"), "a", ""},
+      {"an Equal toleration with the right value tolerates", {make_node("a").taint("dedicated", "gpu", "NoSchedule")}, {},
+       make_pod("p").toleration(R"({"key":"dedicated","value":"gpu","effect":"NoSchedule"})"), "a", ""},
+      {"an Exists toleration with an empty key tolerates everything", {make_node("a").taint("k", "v", "NoExecute")}, {},
+       make_pod("p").toleration(R"({"operator":"Exists"})"), "a", ""},
+  });
 }
 
 TEST_CASE("NodeAffinity", "[plugins]") {
   std::string spot_only = R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
       {"matchExpressions":[{"key":"capacity","operator":"In","values":["spot"]}]},
       {"matchFields":[{"key":"metadata.name","operator":"In","values":["special"]}]}]}}})";
-  run_table(
-      "NodeAffinity",
-      {
-          {"nodeSelector labels must all match", {make_node("a").label("disk", "ssd")}, {}, make_pod("p").selector("disk", "ssd"), "a", ""},
-          {"a missing nodeSelector label refuses",
-           {make_node("a")},
-           {},
-           make_pod("p").selector("disk", "ssd"),
-           "a",
-           "node(s) didn't match Pod's node affinity/selector"},
-          {"required terms are ORed: the first matches",
-           {make_node("a").label("capacity", "spot")},
-           {},
-           make_pod("p").affinity(spot_only),
-           "a",
-           ""},
-          {"required terms are ORed: matchFields on the name",
-           {make_node("special")},
-           {},
-           make_pod("p").affinity(spot_only),
-           "special",
-           ""},
-          {"no term matching refuses",
-           {make_node("a").label("capacity", "on-demand")},
-           {},
-           make_pod("p").affinity(spot_only),
-           "a",
-           "node(s) didn't match Pod's node affinity/selector"},
-      });
+  run_table("NodeAffinity", {
+      {"nodeSelector labels must all match", {make_node("a").label("disk", "ssd")}, {}, make_pod("p").selector("disk", "ssd"), "a", ""},
+      {"a missing nodeSelector label refuses", {make_node("a")}, {}, make_pod("p").selector("disk", "ssd"), "a",
+       "node(s) didn't match Pod's node affinity/selector"},
+      {"required terms are ORed: the first matches", {make_node("a").label("capacity", "spot")}, {}, make_pod("p").affinity(spot_only), "a", ""},
+      {"required terms are ORed: matchFields on the name", {make_node("special")}, {}, make_pod("p").affinity(spot_only), "special", ""},
+      {"no term matching refuses", {make_node("a").label("capacity", "on-demand")}, {}, make_pod("p").affinity(spot_only), "a",
+       "node(s) didn't match Pod's node affinity/selector"},
+  });
 }
 
 TEST_CASE("NodePorts", "[plugins]") {
-  run_table("NodePorts",
-            {
-                {"a free host port fits", {make_node("a")}, {make_pod("e").host_port(80).on("a")}, make_pod("p").host_port(8080), "a", ""},
-                {"a host port in use conflicts",
-                 {make_node("a")},
-                 {make_pod("e").host_port(80).on("a")},
-                 make_pod("p").host_port(80),
-                 "a",
-                 "node(s) didn't have free ports for the requested pod ports"},
-            });
+  run_table("NodePorts", {
+      {"a free host port fits", {make_node("a")}, {make_pod("e").host_port(80).on("a")}, make_pod("p").host_port(8080), "a", ""},
+      {"a host port in use conflicts", {make_node("a")}, {make_pod("e").host_port(80).on("a")}, make_pod("p").host_port(80), "a",
+       "node(s) didn't have free ports for the requested pod ports"},
+  });
 }
 
 TEST_CASE("InterPodAffinity", "[plugins]") {
-  auto anti =
-      R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})";
-  auto with_db =
-      R"({"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"topologyKey":"zone"}]}})";
-  auto self =
-      R"({"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})";
+  auto anti = R"({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})";
+  auto with_db = R"({"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"db"}},"topologyKey":"zone"}]}})";
+  auto self = R"({"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"zone"}]}})";
   std::vector<NodePtr> zones = {make_node("a1").label("zone", "a"), make_node("a2").label("zone", "a"), make_node("b1").label("zone", "b")};
   run_table("InterPodAffinity", {
-                                    {"anti-affinity refuses a domain holding a matching pod",
-                                     zones,
-                                     {make_pod("w").label("app", "web").on("a1")},
-                                     make_pod("p").label("app", "web").affinity(anti),
-                                     "a2",
-                                     "node(s) didn't match pod anti-affinity rules"},
-                                    {"anti-affinity admits another domain",
-                                     zones,
-                                     {make_pod("w").label("app", "web").on("a1")},
-                                     make_pod("p").label("app", "web").affinity(anti),
-                                     "b1",
-                                     ""},
-                                    {"an existing pod's anti-affinity refuses the incoming pod (symmetry)",
-                                     zones,
-                                     {make_pod("w").label("app", "web").affinity(anti).on("a1")},
-                                     make_pod("p").label("app", "web"),
-                                     "a2",
-                                     "node(s) didn't satisfy existing pods anti-affinity rules"},
-                                    {"anti-affinity only counts pods in the term's namespaces",
-                                     zones,
-                                     {make_pod("w").ns("other").label("app", "web").on("a1")},
-                                     make_pod("p").label("app", "web").affinity(anti),
-                                     "a2",
-                                     ""},
-                                    {"affinity needs a matching pod in the domain",
-                                     zones,
-                                     {make_pod("d").label("app", "db").on("b1")},
-                                     make_pod("p").affinity(with_db),
-                                     "a1",
-                                     "node(s) didn't match pod affinity rules"},
-                                    {"affinity is satisfied in the matching pod's domain",
-                                     zones,
-                                     {make_pod("d").label("app", "db").on("b1")},
-                                     make_pod("p").affinity(with_db),
-                                     "b1",
-                                     ""},
-                                    {"the first pod of a group matching its own affinity may go anywhere",
-                                     zones,
-                                     {},
-                                     make_pod("p").label("app", "web").affinity(self),
-                                     "a1",
-                                     ""},
-                                    {"affinity refuses a node without the topology key",
-                                     {make_node("nokey")},
-                                     {make_pod("d").label("app", "db").on("nokey")},
-                                     make_pod("p").affinity(with_db),
-                                     "nokey",
-                                     "node(s) didn't match pod affinity rules"},
-                                });
+      {"anti-affinity refuses a domain holding a matching pod", zones, {make_pod("w").label("app", "web").on("a1")},
+       make_pod("p").label("app", "web").affinity(anti), "a2", "node(s) didn't match pod anti-affinity rules"},
+      {"anti-affinity admits another domain", zones, {make_pod("w").label("app", "web").on("a1")}, make_pod("p").label("app", "web").affinity(anti),
+       "b1", ""},
+      {"an existing pod's anti-affinity refuses the incoming pod (symmetry)", zones, {make_pod("w").label("app", "web").affinity(anti).on("a1")},
+       make_pod("p").label("app", "web"), "a2", "node(s) didn't satisfy existing pods anti-affinity rules"},
+      {"anti-affinity only counts pods in the term's namespaces", zones, {make_pod("w").ns("other").label("app", "web").on("a1")},
+       make_pod("p").label("app", "web").affinity(anti), "a2", ""},
+      {"affinity needs a matching pod in the domain", zones, {make_pod("d").label("app", "db").on("b1")}, make_pod("p").affinity(with_db), "a1",
+       "node(s) didn't match pod affinity rules"},
+      {"affinity is satisfied in the matching pod's domain", zones, {make_pod("d").label("app", "db").on("b1")}, make_pod("p").affinity(with_db),
+       "b1", ""},
+      {"the first pod of a group matching its own affinity may go anywhere", zones, {}, make_pod("p").label("app", "web").affinity(self), "a1", ""},
+      {"affinity refuses a node without the topology key", {make_node("nokey")}, {make_pod("d").label("app", "db").on("nokey")},
+       make_pod("p").affinity(with_db), "nokey", "node(s) didn't match pod affinity rules"},
+  });
 }
 
 TEST_CASE("PodTopologySpread", "[plugins]") {
   auto spread = R"({"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","labelSelector":{"matchLabels":{"app":"web"}}})";
-  auto min3 =
-      R"({"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","minDomains":3,"labelSelector":{"matchLabels":{"app":"web"}}})";
+  auto min3 = R"({"maxSkew":1,"topologyKey":"zone","whenUnsatisfiable":"DoNotSchedule","minDomains":3,"labelSelector":{"matchLabels":{"app":"web"}}})";
   std::vector<NodePtr> zones = {make_node("a1").label("zone", "a"), make_node("b1").label("zone", "b"), make_node("nokey")};
   std::vector<PodPtr> one_in_a = {make_pod("w1").label("app", "web").on("a1")};
-  run_table("PodTopologySpread",
-            {
-                {"a domain at the minimum admits the pod", zones, one_in_a, make_pod("p").label("app", "web").spread(spread), "b1", ""},
-                {"a domain one above the minimum would exceed maxSkew 1", zones, one_in_a, make_pod("p").label("app", "web").spread(spread),
-                 "a1", "node(s) didn't match pod topology spread constraints"},
-                {"a node without the topology key is refused", zones, one_in_a, make_pod("p").label("app", "web").spread(spread), "nokey",
-                 "node(s) didn't match pod topology spread constraints (missing required label)"},
-                {"with minDomains above the eligible domains the minimum is zero",
-                 zones,
-                 {make_pod("w1").label("app", "web").on("b1")},
-                 make_pod("p").label("app", "web").spread(min3),
-                 "b1",
-                 "node(s) didn't match pod topology spread constraints"},
-                {"a pod not matching its own selector does not count itself", zones, one_in_a,
-                 make_pod("p").label("app", "other").spread(spread), "a1", ""},
-            });
+  run_table("PodTopologySpread", {
+      {"a domain at the minimum admits the pod", zones, one_in_a, make_pod("p").label("app", "web").spread(spread), "b1", ""},
+      {"a domain one above the minimum would exceed maxSkew 1", zones, one_in_a, make_pod("p").label("app", "web").spread(spread), "a1",
+       "node(s) didn't match pod topology spread constraints"},
+      {"a node without the topology key is refused", zones, one_in_a, make_pod("p").label("app", "web").spread(spread), "nokey",
+       "node(s) didn't match pod topology spread constraints (missing required label)"},
+      {"with minDomains above the eligible domains the minimum is zero", zones, {make_pod("w1").label("app", "web").on("b1")},
+       make_pod("p").label("app", "web").spread(min3), "b1", "node(s) didn't match pod topology spread constraints"},
+      {"a pod not matching its own selector does not count itself", zones, one_in_a, make_pod("p").label("app", "other").spread(spread), "a1", ""},
+  });
 }
 
 TEST_CASE("VolumeZone", "[plugins]") {
   VolumeRequirements zones = {{"default/data", {{"topology.kubernetes.io/zone", "a"}}}};
-  std::vector<NodePtr> nodes = {make_node("a1").label("topology.kubernetes.io/zone", "a"),
-                                make_node("b1").label("topology.kubernetes.io/zone", "b")};
+  std::vector<NodePtr> nodes = {make_node("a1").label("topology.kubernetes.io/zone", "a"), make_node("b1").label("topology.kubernetes.io/zone", "b")};
   auto snap = ClusterSnapshot::build(nodes, {}, zones);
   Fork fork(snap);
   ProfileConfig p;
@@ -357,9 +205,9 @@ TEST_CASE("NodeResourcesFit gives the same verdict over many nodes as node by no
   ProfileConfig p;
   p.filters = {"NodeResourcesFit"};
   auto fw = Framework::create(p).value();
-  std::vector<PodPtr> pods = {make_pod("none").cpu("0").memory("0"),       make_pod("cpu").cpu("500m").memory("0"),
+  std::vector<PodPtr> pods = {make_pod("none").cpu("0").memory("0"), make_pod("cpu").cpu("500m").memory("0"),
                               make_pod("memory").cpu("0").memory("256Mi"), make_pod("both").cpu("500m").memory("256Mi"),
-                              make_pod("best-effort").best_effort(),       make_pod("gpu").cpu("100m").scalar("nvidia.com/gpu", "1")};
+                              make_pod("best-effort").best_effort(), make_pod("gpu").cpu("100m").scalar("nvidia.com/gpu", "1")};
   for (const auto& pod : pods) {
     INFO(pod->meta.name);
     std::vector<int> one_by_one;
@@ -377,3 +225,4 @@ TEST_CASE("NodeResourcesFit gives the same verdict over many nodes as node by no
   CHECK(names(pods[2]) == std::vector<std::string>{"full-cpu", "gpu", "roomy"});
   CHECK(names(pods[5]) == std::vector<std::string>{"gpu"});
 }
+// clang-format on
