@@ -3,13 +3,19 @@
 //   kubesim_bench ingest     d. watch events per second from kubesim into an informer's store
 //   kubesim_bench reaction   e. from a spot node turning Ready to the policy's status showing the
 //                               new plan, and to the operator's first eviction request
+//   kubesim_bench realized   g. realized drains: the operator on an openb cluster made live until it
+//                               stops draining; on-demand nodes really emptied against the first
+//                               plan's drainable ones, where the replacements went, Pending pods
+//                               (--seeds, --variants, --profiles, --max-minutes; --help)
 //
-// With no argument it runs both. Each figure is one JSON line: {"name","value","unit","goal"};
+// With no argument it runs all three. Each figure is one JSON line: {"name","value","unit","goal"};
 // details go to stderr.
 
 #include "bench.hpp"
 #include "scenario.hpp"
 
+#include "core/flags.hpp"
+#include "core/strings.hpp"
 #include "kube/client.hpp"
 #include "model/pod.hpp"
 #include "runtime/informer.hpp"
@@ -17,14 +23,19 @@
 #include "runtime/timers.hpp"
 #include "simulator.hpp"
 #include "support/asio_run.hpp"
+#include "support/metrics_text.hpp"
 #include "support/process.hpp"
 #include "support/sim_client.hpp"
 
+#include <rapidjson/document.h>
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <iostream>
+#include <map>
+#include <regex>
 #include <thread>
 
 using namespace spotshift;
@@ -295,15 +306,196 @@ void figure_reaction() {
   bench::report("reaction_spot_ready_to_plan_in_status_1000_nodes_30000_pods_median", median(big_plan), "ms", "<= 50 ms");
 }
 
+// ---- g: realized drains ----------------------------------------------------------------------
+
+// One run of figure g: an openb cluster made live (ReplicaSets, a DaemonSet, budgets), the
+// operator with nodeDrainDelay 1s until it stops draining, kubesim's scheduler placing every
+// replacement.
+struct RealizedCase {
+  std::string name;
+  bench::OpenbOptions scenario;
+  bool packing = false;
+};
+
+struct RealizedResult {
+  int drainable = 0;      // in the first plan: spotshift plan on the cluster as loaded, with the same policy
+  int planned_moves = 0;  // the pods that plan moves off its drainable nodes
+  int emptied = 0;        // on-demand nodes running only DaemonSet pods at the end that ran others at the start
+  double planned = 0, other_spot = 0, not_spot = 0, pending = 0, missing = 0;  // replacements, by where they went
+  int pending_pods = 0;                                                        // Pending pods at the end
+  double evictions = 0, succeeded = 0, aborted = 0;
+  double seconds = 0;
+  bool stopped = false;  // stopped draining within the time limit
+};
+
+std::string realized_policy(bool packing) {
+  std::string spec = "  nodeDrainDelay: 1s\n  podEvictionTimeout: 60s\n  maxGracefulTermination: 30s\n";
+  if (packing)
+    spec +=
+        "  drainOrder: ScarceResources\n  searchIterations: 2000\n  profile:\n    scores:\n"
+        "      - {name: Fragmentation, weight: 100}\n      - {name: BestFit, weight: 1}\n";
+  return "apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata: {name: default}\nspec:\n" + spec;
+}
+
+// The nodes with the pods that are not DaemonSet pods, of the nodes labelled as on-demand.
+std::map<std::string, int> workload_pods_on_demand(kubesim::Cluster& c) {
+  std::map<std::string, int> out;
+  for (const auto& [key, node] : c.store().objects(*c.registry().nodes()))
+    if (kubesim::json_path(node->doc, {"metadata", "labels", "node-role.kubernetes.io/worker"})) out[key] = 0;
+  for (const auto& [key, pod] : c.store().objects(*c.registry().pods())) {
+    std::string_view phase = kubesim::json_string(pod->doc, {"status", "phase"});
+    if (phase == "Succeeded" || phase == "Failed" || key.starts_with("kube-system/node-agent-")) continue;
+    auto it = out.find(std::string(kubesim::json_string(pod->doc, {"spec", "nodeName"})));
+    if (it != out.end()) ++it->second;
+  }
+  return out;
+}
+
+RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) {
+  auto scenario = bench::openb_cluster(rc.scenario);
+  if (!scenario) fail(scenario.error().message);
+  testing::TempDir dir;
+  dir.write("cluster.json", *scenario);
+  dir.write("policy.yaml", realized_policy(rc.packing));
+  RealizedResult out;
+
+  // The first plan, offline, on the same objects and policy.
+  auto plan = testing::run(
+      fmt::format("{} plan --snapshot {} --policy {} -o json", SPOTSHIFT_BIN, dir.file("cluster.json"), dir.file("policy.yaml")));
+  if (plan.status != 0) fail("spotshift plan: " + plan.output);
+  rapidjson::Document doc;
+  doc.Parse(plan.output.c_str(), plan.output.size());
+  if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("drainableNodes")) fail("spotshift plan: no JSON plan:\n" + plan.output);
+  out.drainable = static_cast<int>(doc["drainableNodes"].Size());
+  out.planned_moves = doc.HasMember("summary") ? doc["summary"]["podsToMove"].GetInt() : 0;
+
+  kubesim::SimulatorOptions o;
+  o.scenario_text = std::move(*scenario);
+  o.cluster.kubelet_start_delay = 100ms;
+  o.cluster.termination_cap = 200ms;
+  kubesim::Simulator sim(o);
+  if (auto r = sim.start(); !r) fail(r.error().message);
+  if (auto r = sim.write_kubeconfig(dir.file("kubeconfig")); !r) fail(r.error().message);
+  std::map<std::string, int> at_start;
+  sim.run([&](kubesim::Cluster& c) { at_start = workload_pods_on_demand(c); });
+  auto kubectl = [&](const std::string& args) {
+    auto r = testing::run(fmt::format("kubectl --kubeconfig {} {}", dir.file("kubeconfig"), args));
+    if (r.status != 0) fail("kubectl " + args + ": " + r.output);
+  };
+  kubectl(fmt::format("apply -f {}/crds/reschedulepolicies.spotshift.io.yaml", SOURCE_ROOT));
+  kubectl("apply -f " + dir.file("policy.yaml"));
+  const std::string log = dir.file("operator.log");
+  auto pid =
+      testing::run(fmt::format("{} run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "
+                               ">{} 2>&1 & echo $!",
+                               SPOTSHIFT_BIN, dir.file("kubeconfig"), log));
+  const std::string operator_pid(trim(pid.output));
+  const auto started = clock_type::now();
+
+  // Until it stops draining: no drain in progress and none started for 15 s (fifteen drain
+  // delays), or the time limit.
+  std::string progress, last_progress;
+  auto quiet_since = clock_type::now();
+  for (;;) {
+    std::this_thread::sleep_for(500ms);
+    bool draining = false;
+    sim.run([&](kubesim::Cluster& c) {
+      if (const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies"))
+        for (const auto& [k, obj] : c.store().objects(*rt)) {
+          draining = !kubesim::json_string(obj->doc, {"status", "currentDrain", "node"}).empty();
+          progress = fmt::format("{} {}", kubesim::json_int(obj->doc, {"status", "nodesDrainedTotal"}).value_or(0),
+                                 kubesim::json_string(obj->doc, {"status", "lastDrain", "startedAt"}));
+        }
+    });
+    if (draining || progress != last_progress) quiet_since = clock_type::now();
+    last_progress = progress;
+    if (clock_type::now() - quiet_since > 15s) {
+      out.stopped = true;
+      break;
+    }
+    if (clock_type::now() - started > limit) break;
+  }
+  out.seconds = std::chrono::duration<double>(clock_type::now() - started).count();
+
+  std::string metrics;
+  std::smatch m;
+  std::string text = testing::run("cat " + log).output;
+  if (std::regex_search(text, m, std::regex(R"(serving metrics address=127\.0\.0\.1:([0-9]+))")))
+    metrics = testing::run(fmt::format("bash -c 'exec 3<>/dev/tcp/127.0.0.1/{}; printf \"GET /metrics HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'",
+                                       m[1].str()))
+                  .output;
+  testing::run("kill -9 " + operator_pid + " 2>/dev/null");
+  auto sample = [&](const std::string& series) { return std::max(0.0, testing::metric_sample(metrics, series)); };
+  auto placement = [&](const char* where) {
+    return sample(fmt::format(R"(spotshift_replacements_total{{policy="default",placement="{}"}})", where));
+  };
+  out.planned = placement("planned");
+  out.other_spot = placement("other_spot");
+  out.not_spot = placement("not_spot");
+  out.pending = placement("pending");
+  out.missing = placement("missing");
+  out.evictions = sample(R"(spotshift_evictions_total{policy="default",result="evicted"})");
+  out.succeeded = sample(R"(spotshift_drains_total{policy="default",result="succeeded"})");
+  out.aborted = sample(R"(spotshift_drains_total{policy="default",result="aborted"})");
+  sim.run([&](kubesim::Cluster& c) {
+    for (const auto& [node, pods] : workload_pods_on_demand(c))
+      if (pods == 0 && at_start[node] > 0) ++out.emptied;
+    for (const auto& [key, pod] : c.store().objects(*c.registry().pods()))
+      if (kubesim::json_string(pod->doc, {"spec", "nodeName"}).empty() && kubesim::json_string(pod->doc, {"status", "phase"}) == "Pending")
+        ++out.pending_pods;
+  });
+  return out;
+}
+
+void figure_realized(const std::vector<std::string>& args) {
+  if (!testing::tool_installed("kubectl")) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
+  std::string seeds = "1", variants = "single,multi", profiles = "default,packing";
+  int minutes = 30;
+  FlagSet flags("kubesim_bench realized", "Figure g: realized drains on openb clusters in kubesim.");
+  flags.add_string("seeds", &seeds, "The openb scenario's seeds, comma-separated.");
+  flags.add_string("variants", &variants, "single (the trace's GPU requests) and multi (half the GPU tasks ask 2 to 8 GPUs).");
+  flags.add_string("profiles", &profiles, "default and packing (Fragmentation and BestFit, drainOrder ScarceResources, plan search).");
+  flags.add_int("max-minutes", &minutes, "A run that is still draining after this long is reported as it stands.");
+  if (auto code = flags.parse_command(args, std::cout, std::cerr)) std::exit(*code);
+  for (auto seed : split(seeds, ','))
+    for (auto variant : split(variants, ','))
+      for (auto profile : split(profiles, ',')) {
+        RealizedCase rc;
+        rc.scenario.data_dir = bench::default_openb_dir();
+        rc.scenario.seed = std::stoull(std::string(seed));
+        rc.scenario.workloads = true;
+        if (variant == "multi") rc.scenario.multi_gpu_share = 0.5;
+        else if (variant != "single") fail(fmt::format("unknown variant \"{}\"", variant));
+        if (profile != "default" && profile != "packing") fail(fmt::format("unknown profile \"{}\"", profile));
+        rc.packing = profile == "packing";
+        rc.name = fmt::format("openb_seed{}_{}_{}", seed, variant, profile);
+        RealizedResult r = run_realized(rc, std::chrono::minutes(minutes));
+        const double replacements = r.planned + r.other_spot + r.not_spot + r.pending + r.missing;
+        std::fprintf(stderr,
+                     "realized %s: drainable in the first plan %d; on-demand nodes emptied %d (%s); replacements %.0f: on the planned "
+                     "node %.0f, other spot %.0f, not spot %.0f, pending %.0f, missing %.0f; Pending at the end %d; evictions %.0f (%.2f "
+                     "per emptied node; the first plan: %.2f per drainable node); drains succeeded %.0f, aborted %.0f; %.0f s\n",
+                     rc.name.c_str(), r.drainable, r.emptied, r.stopped ? "stopped draining" : "still draining at the time limit",
+                     replacements, r.planned, r.other_spot, r.not_spot, r.pending, r.missing, r.pending_pods, r.evictions,
+                     r.emptied ? r.evictions / r.emptied : 0.0, r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.succeeded,
+                     r.aborted, r.seconds);
+        bench::report("realized_drains_" + rc.name, r.drainable ? 100.0 * r.emptied / r.drainable : 100.0, "%", ">= 98 %");
+        bench::report("replacements_on_planned_node_" + rc.name, replacements ? 100.0 * r.planned / replacements : 0.0, "%",
+                      "none (steering off)");
+        bench::report("pending_pods_at_end_" + rc.name, r.pending_pods, "pods", "0");
+      }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string which = argc > 1 ? argv[1] : "all";
-  if (which != "all" && which != "ingest" && which != "reaction") {
-    std::fprintf(stderr, "usage: kubesim_bench [ingest|reaction]\n");
+  if (which != "all" && which != "ingest" && which != "reaction" && which != "realized") {
+    std::fprintf(stderr, "usage: kubesim_bench [ingest|reaction|realized [flags]]\n");
     return 2;
   }
   if (which == "all" || which == "ingest") figure_ingest();
   if (which == "all" || which == "reaction") figure_reaction();
+  if (which == "all" || which == "realized") figure_realized(std::vector<std::string>(argv + std::min(argc, 2), argv + argc));
   return 0;
 }

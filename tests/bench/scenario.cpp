@@ -67,15 +67,15 @@ struct PodSpec {
   std::string gpu_spec;
 };
 
-void write_pod(std::string& out, const PodSpec& p) {
-  fmt::format_to(
-      std::back_inserter(out),
-      R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{0}","namespace":"{1}","uid":"pod-{1}-{0}","resourceVersion":"1",)"
-      R"("labels":{{"app":"{2}","pod-template-hash":"5d8f7"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet",)"
-      R"("name":"{2}-5d8f7","uid":"rs-{1}-{2}","controller":true,"blockOwnerDeletion":true}}]}},)"
-      R"("spec":{{"nodeName":"{3}","containers":[{{"name":"app","image":"registry.example/{2}:1","resources":{{"requests":{{)"
-      R"("cpu":"{4}","memory":"{5}Mi")",
-      p.name, p.ns, p.app, p.node, cpu_text(p.cpu_milli), p.memory_mib);
+// The pod's spec: nodeName when it is bound, the container with its requests, tolerations, and
+// the constraint or GPU model affinity it has.
+void write_pod_spec(std::string& out, const PodSpec& p) {
+  out += '{';
+  if (!p.node.empty()) fmt::format_to(std::back_inserter(out), R"("nodeName":"{}",)", p.node);
+  fmt::format_to(std::back_inserter(out),
+                 R"("containers":[{{"name":"app","image":"registry.example/{0}:1","resources":{{"requests":{{)"
+                 R"("cpu":"{1}","memory":"{2}Mi")",
+                 p.app, cpu_text(p.cpu_milli), p.memory_mib);
   if (p.gpu_milli) fmt::format_to(std::back_inserter(out), R"(,"alibabacloud.com/gpu-milli":"{}")", p.gpu_milli);
   out += R"(}}}],"tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300},)"
          R"({"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}])";
@@ -97,7 +97,53 @@ void write_pod(std::string& out, const PodSpec& p) {
         R"(,"affinity":{{"nodeAffinity":{{"requiredDuringSchedulingIgnoredDuringExecution":{{"nodeSelectorTerms":[{{"matchExpressions":[{{"key":"alibabacloud.com/gpu-model","operator":"In","values":[{}]}}]}}]}}}}}})",
         values);
   }
-  out += R"(},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}})";
+  out += '}';
+}
+
+void write_pod(std::string& out, const PodSpec& p) {
+  fmt::format_to(
+      std::back_inserter(out),
+      R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{0}","namespace":"{1}","uid":"pod-{1}-{0}","resourceVersion":"1",)"
+      R"("labels":{{"app":"{2}","pod-template-hash":"5d8f7"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet",)"
+      R"("name":"{2}-5d8f7","uid":"rs-{1}-{2}","controller":true,"blockOwnerDeletion":true}}]}},"spec":)",
+      p.name, p.ns, p.app);
+  write_pod_spec(out, p);
+  out += R"(,"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}})";
+}
+
+// The ReplicaSet the pods of p's workload name as their controller, with p's spec (unbound) as
+// its template: kubesim recreates an evicted pod from it.
+void write_replicaset(std::string& out, const PodSpec& p, int replicas) {
+  fmt::format_to(std::back_inserter(out),
+                 R"({{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{{"name":"{1}-5d8f7","namespace":"{0}","uid":"rs-{0}-{1}",)"
+                 R"("resourceVersion":"1","labels":{{"app":"{1}","pod-template-hash":"5d8f7"}}}},"spec":{{"replicas":{2},)"
+                 R"("selector":{{"matchLabels":{{"app":"{1}","pod-template-hash":"5d8f7"}}}},)"
+                 R"("template":{{"metadata":{{"labels":{{"app":"{1}","pod-template-hash":"5d8f7"}}}},"spec":)",
+                 p.ns, p.app, replicas);
+  PodSpec unbound = p;
+  unbound.node.clear();
+  write_pod_spec(out, unbound);
+  out += "}}}";
+}
+
+// A node agent on every node: the DaemonSet and its pod on `node` (what stays on a drained node).
+constexpr int64_t kAgentCpuMilli = 50, kAgentMemoryMib = 64;
+void write_agent_daemonset(std::string& out) {
+  out +=
+      R"({"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"node-agent","namespace":"kube-system","uid":"ds-node-agent",)"
+      R"("resourceVersion":"1"},"spec":{"selector":{"matchLabels":{"app":"node-agent"}},"template":{"metadata":{"labels":)"
+      R"({"app":"node-agent"}},"spec":{"tolerations":[{"operator":"Exists"}],"containers":[{"name":"agent","image":"registry.example/agent:1",)"
+      R"("resources":{"requests":{"cpu":"50m","memory":"64Mi"}}}]}}}})";
+}
+void write_agent_pod(std::string& out, const std::string& node) {
+  fmt::format_to(std::back_inserter(out),
+                 R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"node-agent-{0}","namespace":"kube-system","uid":"agent-{0}",)"
+                 R"("resourceVersion":"1","labels":{{"app":"node-agent"}},"ownerReferences":[{{"apiVersion":"apps/v1","kind":"DaemonSet",)"
+                 R"("name":"node-agent","uid":"ds-node-agent","controller":true,"blockOwnerDeletion":true}}]}},"spec":{{"nodeName":"{0}",)"
+                 R"("tolerations":[{{"operator":"Exists"}}],"containers":[{{"name":"agent","image":"registry.example/agent:1",)"
+                 R"("resources":{{"requests":{{"cpu":"{1}m","memory":"{2}Mi"}}}}}}]}},)"
+                 R"("status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"True"}}]}}}})",
+                 node, kAgentCpuMilli, kAgentMemoryMib);
 }
 
 void write_pdb(std::string& out, const std::string& ns, const std::string& app, int replicas) {
@@ -209,6 +255,11 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     nodes[i].on_demand = i < od;
     nodes[i].present = i < spot_now;
+    if (o.workloads) {
+      nodes[i].cpu += kAgentCpuMilli;
+      nodes[i].mem += kAgentMemoryMib;
+      ++nodes[i].pods;
+    }
   }
   std::vector<PodSpec> tasks;
   for (const auto& r : pod_rows) {
@@ -255,6 +306,9 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
   };
   for (int64_t asked = 0, drawn = 0; asked < target; ++drawn) {
     PodSpec p = tasks[draw(rng)];
+    // The multi-GPU variant: whole GPUs, 2 to 8 of them, for this share of the GPU tasks.
+    if (o.multi_gpu_share > 0 && p.gpu_milli > 0 && std::uniform_real_distribution<double>(0, 1)(rng) < o.multi_gpu_share)
+      p.gpu_milli = 1000 * std::uniform_int_distribution<int64_t>(2, 8)(rng);
     asked += p.gpu_milli;
     p.name = fmt::format("{}-{:05d}", p.name, drawn);
     p.app = p.name;
@@ -274,6 +328,21 @@ Result<std::string> openb_cluster(const OpenbOptions& o) {
   ListWriter list;
   for (const auto& n : nodes) write_node(list.item(), n.name, n.on_demand, n.shape, "");
   for (const auto& p : placed) write_pod(list.item(), p);
+  if (o.workloads) {
+    write_agent_daemonset(list.item());
+    for (const auto& n : nodes) write_agent_pod(list.item(), n.name);
+    // One ReplicaSet per workload, with as many replicas as it has pods placed; a budget
+    // (maxUnavailable 1) for each web workload of more than one.
+    std::vector<std::pair<const PodSpec*, int>> workloads;
+    for (const auto& p : placed) {
+      if (workloads.empty() || workloads.back().first->app != p.app || workloads.back().first->ns != p.ns) workloads.emplace_back(&p, 0);
+      ++workloads.back().second;
+    }
+    for (const auto& [p, replicas] : workloads) {
+      write_replicaset(list.item(), *p, replicas);
+      if (p->gpu_milli == 0 && replicas > 1) write_pdb(list.item(), p->ns, p->app, replicas);
+    }
+  }
   return list.finish();
 }
 

@@ -44,6 +44,12 @@ struct OpenbOptions {
   int copies = 1;
   int max_nodes = 0;  // at most this many of the copies' nodes (0: all)
   int web_pods = 0;
+  // The multi-GPU variant: this share of the GPU tasks ask 2 to 8 whole GPUs instead.
+  double multi_gpu_share = 0;
+  // What makes the cluster live for the operator (figure g): the ReplicaSet of every workload (its
+  // pods' spec as the template, so an evicted pod is recreated), a node-agent DaemonSet with its
+  // pod on every node, and a budget (maxUnavailable 1) for each web workload of several pods.
+  bool workloads = false;
 };
 
 Result<std::string> openb_cluster(const OpenbOptions& o);
