@@ -460,8 +460,12 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   out.node = best;
   // The sum place() would compute for this node, in the same order: the fullest-first score
   // normalises the fullest feasible node to 100, as it does this one alone.
-  std::vector<double> total(1, 0.0);
-  add_scores(state, pod, fork, uniform, {best}, total);
+  // (Reused buffers: this runs for nearly every pod of a plan.)
+  thread_local std::vector<int> one(1);
+  thread_local std::vector<double> total(1);
+  one[0] = best;
+  total[0] = 0;
+  add_scores(state, pod, fork, uniform, one, total);
   out.score = total[0];
   return out;
 }
