@@ -382,8 +382,11 @@ asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const 
   }
   std::set<std::string> targets;
   for (const auto& m : node_plan.moves) targets.insert(m.target);
-  std::string message = fmt::format("Draining {} for policy {}: moving {} to spot node{} {}", node_plan.node, name,
-                                    pods_text(node_plan.moves.size()), targets.size() == 1 ? "" : "s", fmt::join(targets, ", "));
+  // What is known: every pod fits on spot nodes now, and where the plan found room; the cluster's
+  // scheduler places the replacements (ReplacementNotOnSpot reports one that is not on a spot node).
+  const size_t n = node_plan.moves.size();
+  std::string message = fmt::format("Draining {} for policy {}: its {} fit{} on spot nodes now (the plan found room on {})", node_plan.node,
+                                    name, pods_text(n), n == 1 ? "s" : "", fmt::join(targets, ", "));
   events_.record(node_ref(node_plan.node), telemetry::kDrainStarted, message, policy_ref(*policy));
   events_.record(policy_ref(*policy), telemetry::kDrainStarted, message, node_ref(node_plan.node));
 
