@@ -354,7 +354,7 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
   each_bit(dynamics, [&](size_t i) {
     if (out.feasible.empty()) return;
     if (filters_[i].many) filters_[i].many->filter_nodes(state, i, pod, fork, out.feasible);
-    else std::erase_if(out.feasible, [&](int n) { return !filters_[i].plugin->filter(state, i, pod, fork, n).ok(); });
+    else filters_[i].plugin->filter_each(state, i, pod, fork, out.feasible);
   });
   if (out.feasible.empty()) {
     // Nowhere: say why, node by node, as kube-scheduler does (the first failing filter counts).

@@ -126,12 +126,13 @@ class FilterPlugin {
   // The verdict depends only on the pod and the node's labels, taints and conditions, never on
   // what runs there: it is computed once per pod signature and cached.
   bool node_static() const { return node_static_; }
+  // filter() on each node, keeping those that pass: what the framework does for a plugin without
+  // FilterNodes, and what a FilterNodes plugin falls back to.
+  void filter_each(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const;
 
  protected:
   static constexpr bool kNodeStatic = true;
   explicit FilterPlugin(bool node_static = false) : node_static_(node_static) {}
-  // filter() on each node, keeping those that pass: what a FilterNodes plugin falls back to.
-  void filter_each(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const;
 
  private:
   bool node_static_;
