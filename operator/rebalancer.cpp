@@ -182,6 +182,7 @@ asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::Reschedu
   in.name = policy.name();
   in.generation = policy.meta.generation;
   in.previous = policy.status;
+  in.spec = policy.spec ? &*policy.spec : nullptr;
   if (st.cached_drained_base < 0) {
     st.cached_drained_base = policy.status.nodes_drained_total;
     st.cached_evicted_base = policy.status.pods_evicted_total;

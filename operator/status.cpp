@@ -35,6 +35,11 @@ void condition(Writer& w, const StatusInput& in, std::string_view type, bool sta
 
 }  // namespace
 
+std::string_view policy_mode(const drain::PolicySpec& spec) {
+  if (spec.suspend) return "Suspended";
+  return spec.dry_run ? "DryRun" : "Active";
+}
+
 std::string status_body(const StatusInput& in, bool with_plan_duration) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
@@ -71,6 +76,8 @@ std::string status_body(const StatusInput& in, bool with_plan_duration) {
   if (in.blocked) condition(w, in, "Blocked", true, in.blocked->reason, in.blocked->message);
   else condition(w, in, "Blocked", false, "NotBlocked", "no gate holds a drainable node back");
   w.EndArray();
+  if (in.spec) key_str(w, "mode", policy_mode(*in.spec));
+  if (in.blocked) key_str(w, "blockedBy", in.blocked->reason);
 
   if (in.plan) {
     str(w, "onDemandNodes");

@@ -8,6 +8,9 @@
 //   Blocked   True when a drainable node waits on a gate: DrainDelay, UnschedulablePods,
 //             Suspended, DryRun or SharedSpotNodes; False (NotBlocked) otherwise.
 // A condition's lastTransitionTime changes only when its status does.
+//
+// For `kubectl get rsp`: mode (Suspended, DryRun or Active, from the spec; absent while the spec
+// is invalid) and blockedBy (the Blocked condition's reason while it is True).
 
 #include "drain/gate.hpp"
 #include "drain/planner.hpp"
@@ -38,8 +41,12 @@ struct StatusInput {
   std::optional<Time> next_drain_after;
   int64_t nodes_drained_total = 0;
   int64_t pods_evicted_total = 0;
-  std::optional<drain::Gate> blocked;  // drain::evaluate_gates()
+  std::optional<drain::Gate> blocked;       // drain::evaluate_gates()
+  const drain::PolicySpec* spec = nullptr;  // absent when invalid
 };
+
+// Suspended, DryRun or Active: what the policy does now, as the printer column shows it.
+std::string_view policy_mode(const drain::PolicySpec& spec);
 
 // The update body: {"apiVersion", "kind", "metadata": {"name", "resourceVersion"}, "status": {...}}.
 // Without the plan duration, the text only changes when something a person cares about does.

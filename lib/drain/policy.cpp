@@ -170,6 +170,9 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
     }
     return true;
   });
+  // The CRD's rule, checked again for policies the API server did not check (files, older CRDs).
+  if (d.ok() && s.on_demand_selector == s.spot_selector)
+    d.fail("onDemandNodeSelector and spotNodeSelector must differ (a node matching both is neither)");
 }
 
 // The status fields the operator reads back (its own writes).

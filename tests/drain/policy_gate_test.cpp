@@ -111,6 +111,14 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
   CHECK(error(R"({"profile":{"scores":[{"name":"FreeCPU","weight":101}]}})") ==
         "decoding ReschedulePolicy: spec.profile.scores[0].weight: must be an integer from 0 to 100");
   CHECK(error(R"([1,2])") == "decoding ReschedulePolicy: spec: expected an object, got an array");
+  // The CRD's rules, for policies the API server did not check.
+  CHECK(error(R"({"onDemandNodeSelector":{"matchLabels":{"pool":"a"}},"spotNodeSelector":{"matchLabels":{"pool":"a"}}})") ==
+        "decoding ReschedulePolicy: spec: onDemandNodeSelector and spotNodeSelector must differ (a node matching both is neither)");
+  CHECK(error(R"({"podSelector":{"matchExpressions":[{"key":"app","operator":"In"}]}})") ==
+        "decoding ReschedulePolicy: spec.podSelector.matchExpressions[0]: key \"app\": operator In needs at least one value");
+  CHECK(error(R"({"profile":{"filters":["NodeName","NodeName"]}})").ends_with("filter plugin \"NodeName\" is listed twice"));
+  CHECK(error(R"({"profile":{"scores":[{"name":"LeastAllocated","args":{"order":"fullest"}}]}})")
+            .ends_with("score plugin LeastAllocated takes no args (got \"order\")"));
 }
 
 TEST_CASE("a policy object with a bad spec still decodes, carrying the error", "[policy]") {

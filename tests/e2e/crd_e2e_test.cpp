@@ -43,7 +43,7 @@ TEST_CASE("the CRD defaults a policy, shows it in printer columns and explains i
   // The printer columns, in order.
   std::string table = env.kubectl("get reschedulepolicies");
   INFO(table);
-  CHECK(table.starts_with("NAME      ON-DEMAND   SPOT   DRAINABLE   DRAINING   LAST DRAIN   AGE\n"));
+  CHECK(table.starts_with("NAME      MODE   READY   ON-DEMAND   SPOT   DRAINABLE   DRAINING   BLOCKED   LAST DRAIN   AGE\n"));
   // The short name serves the same table (up to the AGE column, which may tick between the two reads).
   auto without_age = [](const std::string& t) {
     std::string out;
@@ -51,6 +51,19 @@ TEST_CASE("the CRD defaults a policy, shows it in printer columns and explains i
     return out;
   };
   CHECK(without_age(env.kubectl("get rsp")) == without_age(table));
+  // The status fills the columns; a policy in dry run does not look like a live one, and -o wide
+  // adds when the next drain may start.
+  env.kubectl(
+      R"(patch rsp default --subresource status --type merge -p '{"status":{"mode":"DryRun","blockedBy":"DryRun","onDemandNodes":2,)"
+      R"("spotNodes":3,"drainableNodes":1,"nextDrainAfter":"2030-01-01T00:00:00Z","conditions":[{"type":"Ready","status":"True",)"
+      R"("reason":"Planned","message":"2 on-demand nodes","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}')");
+  std::string row = std::string(split(env.kubectl("get rsp default"), '\n')[1]);
+  INFO(row);
+  CHECK(row.starts_with("default   DryRun   True    2           3      1                      DryRun    "));
+  std::string wide = env.kubectl("get rsp default -o wide");
+  INFO(wide);
+  CHECK(wide.find("   LAST DRAIN   NEXT DRAIN             AGE\n") != std::string::npos);
+  CHECK(wide.find("   2030-01-01T00:00:00Z   ") != std::string::npos);
   // kubectl explain reads the published schema.
   std::string explain = env.kubectl("explain rsp.spec");
   INFO(explain);
@@ -104,7 +117,34 @@ TEST_CASE("invalid policies are refused with the messages the policy reference s
         "* "
         R"(spec.dryRun: Invalid value: "string": spec.dryRun in body must be of type boolean: "string")" +
             kRulesNotChecked);
+  // CEL rules and list types.
+  const std::string differ = "spec: Invalid value: onDemandNodeSelector and spotNodeSelector must differ (a node matching both is neither)";
+  CHECK(rejection(env, "l", "  onDemandNodeSelector: {matchLabels: {pool: a}}\n  spotNodeSelector: {matchLabels: {pool: a}}\n") == differ);
+  CHECK(rejection(env, "u",
+                  "  onDemandNodeSelector: {matchExpressions: [{key: pool, operator: In, values: [a]}]}\n"
+                  "  spotNodeSelector: {matchExpressions: [{key: pool, operator: In, values: [a]}]}\n") == differ);
+  const std::string values =
+      "spec.podSelector.matchExpressions[0]: Invalid value: values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist";
+  CHECK(rejection(env, "m", "  podSelector: {matchExpressions: [{key: app, operator: In}]}\n") == values);
+  CHECK(rejection(env, "nn", "  podSelector: {matchExpressions: [{key: app, operator: Exists, values: [a]}]}\n") == values);
+  CHECK(rejection(env, "o", "  profile:\n    filters: [NodeName, NodeName]\n") ==
+        R"(spec.profile.filters[1]: Duplicate value: "NodeName")");
+  CHECK(rejection(env, "p", "  profile:\n    scores: [{name: FreeCPU}, {name: FreeCPU, weight: 2}]\n") ==
+        R"(spec.profile.scores[1]: Duplicate value: {"name":"FreeCPU"})");
+  const std::string args = "spec.profile.scores[0]: Invalid value: only FreeCPU takes args: order, fullest or emptiest";
+  CHECK(rejection(env, "q", "  profile:\n    scores: [{name: FreeCPU, args: {order: sideways}}]\n") == args);
+  CHECK(rejection(env, "r", "  profile:\n    scores: [{name: LeastAllocated, args: {order: fullest}}]\n") == args);
+  CHECK(rejection(env, "s", "  profile:\n    scores: [{name: FreeCPU, args: {order: emptiest}}]\n").empty());
+  CHECK(rejection(env, "t",
+                  "  podSelector: {matchExpressions: [{key: app, operator: NotIn, values: [a]}, {key: b, operator: DoesNotExist}]}\n")
+            .empty());
+  CHECK(rejection(env, "v",
+                  "  onDemandNodeSelector: {matchLabels: {pool: a}}\n"
+                  "  spotNodeSelector: {matchLabels: {pool: a}, matchExpressions: [{key: spot, operator: Exists}]}\n")
+            .empty());
   // A valid one is accepted.
   CHECK(rejection(env, "g", "  nodeDrainDelay: 90s\n").empty());
-  CHECK(env.kubectl("get rsp -o name") == "reschedulepolicy.spotshift.io/g\nreschedulepolicy.spotshift.io/i\n");
+  CHECK(env.kubectl("get rsp -o name") ==
+        "reschedulepolicy.spotshift.io/g\nreschedulepolicy.spotshift.io/i\nreschedulepolicy.spotshift.io/s\n"
+        "reschedulepolicy.spotshift.io/t\nreschedulepolicy.spotshift.io/v\n");
 }

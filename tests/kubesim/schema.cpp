@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace spotshift::kubesim {
@@ -76,6 +77,11 @@ Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
   out->max_length_ = json_int(s, {"maxLength"});
   out->min_items_ = json_int(s, {"minItems"});
   out->max_items_ = json_int(s, {"maxItems"});
+  out->max_properties_ = json_int(s, {"maxProperties"});
+  out->list_type_ = std::string(json_string(s, {"x-kubernetes-list-type"}));
+  if (const Value* keys = json_member(s, "x-kubernetes-list-map-keys"); keys && keys->IsArray())
+    for (const auto& k : keys->GetArray())
+      if (k.IsString()) out->list_keys_.emplace_back(k.GetString());
   if (auto p = json_string(s, {"pattern"}); !p.empty()) {
     try {
       out->pattern_.emplace(std::string(p), std::regex::ECMAScript);
@@ -86,18 +92,14 @@ Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
   }
   if (const Value* d = json_member(s, "default")) out->default_json_ = to_json(*d);
   if (const Value* rules = json_member(s, "x-kubernetes-validations"); rules && rules->IsArray()) {
-    static const std::regex form(R"(^\s*duration\(self\)\s*(>=|>|<=|<)\s*duration\('([^']*)'\)\s*$)");
     for (const auto& r : rules->GetArray()) {
       std::string rule(json_string(r, {"rule"}));
-      std::smatch m;
-      auto bound = std::regex_match(rule, m, form) ? parse_go_duration(m[2].str()) : Result<Duration>(Error::invalid(""));
-      if (!bound)
+      auto program = cel::Program::compile(rule);
+      if (!program)
         return Error::invalid(
-            fmt::format("x-kubernetes-validations: kubesim evaluates only rules of the form "
-                        "duration(self) >= duration('1s') (also >, <=, <), not \"{}\"",
-                        rule));
+            fmt::format("x-kubernetes-validations: kubesim cannot evaluate the rule \"{}\": {}", rule, program.error().message));
       std::string message(json_string(r, {"message"}));
-      out->rules_.push_back({m[1].str(), *bound, message.empty() ? fmt::format("failed rule: {}", rule) : message});
+      out->rules_.push_back({std::move(*program), message.empty() ? fmt::format("failed rule: {}", rule) : message});
     }
   }
   out->any_rules_ = !out->rules_.empty() || (out->items_ && out->items_->any_rules_) || (out->additional_ && out->additional_->any_rules_);
@@ -240,11 +242,14 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
       add(causes, "FieldValueTooLong", path, fmt::format("Too long: may not be longer than {}", *max_length_));
     if (pattern_ && !std::regex_search(std::string(v.GetString(), v.GetStringLength()), *pattern_))
       add(causes, "FieldValueInvalid", path, fmt::format("Invalid value: {}: {} in body should match '{}'", shown(v), path, pattern_text_));
-    if (auto d = rules_.empty() ? Result<Duration>(Error::invalid("")) : parse_go_duration({v.GetString(), v.GetStringLength()}))
-      for (const auto& r : rules_) {
-        bool holds = r.op == ">=" ? *d >= r.bound : r.op == ">" ? *d > r.bound : r.op == "<=" ? *d <= r.bound : *d < r.bound;
-        if (!holds) add(cel, "FieldValueInvalid", path, fmt::format("Invalid value: {}: {}", shown(v), r.message));
-      }
+  }
+  for (const auto& r : rules_) {
+    // The apiserver shows a scalar's value; an object's or a list's, not.
+    std::string value = v.IsObject() || v.IsArray() ? "" : shown(v) + ": ";
+    auto holds = r.program.eval(v);
+    if (!holds)
+      add(cel, "FieldValueInvalid", path, fmt::format("Invalid value: {}{} evaluating rule: {}", value, holds.error().message, r.message));
+    else if (!*holds) add(cel, "FieldValueInvalid", path, fmt::format("Invalid value: {}{}", value, r.message));
   }
   if (v.IsArray()) {
     int64_t n = v.Size();
@@ -255,8 +260,11 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
       add(causes, "FieldValueTooMany", path, fmt::format("Too many: {}: must have at most {} items", n, *max_items_));
     if (items_)
       for (rapidjson::SizeType i = 0; i < v.Size(); ++i) items_->validate(v[i], fmt::format("{}[{}]", path, i), causes, cel);
+    check_duplicates(v, path, causes);
   }
   if (v.IsObject()) {
+    if (max_properties_ && static_cast<int64_t>(v.MemberCount()) > *max_properties_)
+      add(causes, "FieldValueTooMany", path, fmt::format("Too many: {}: must have at most {} items", v.MemberCount(), *max_properties_));
     for (const auto& r : required_)
       if (!v.HasMember(json_key(r))) add(causes, "FieldValueRequired", child(path, r), "Required value");
     for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
@@ -265,6 +273,26 @@ void Schema::validate(const Value& v, const std::string& path, std::vector<Statu
       if (!sub && additional_) sub = additional_.get();
       if (sub) sub->validate(it->value, child(path, name), causes, cel);
     }
+  }
+}
+
+void Schema::check_duplicates(const Value& list, const std::string& path, std::vector<StatusCause>& causes) const {
+  if (list_type_ != "set" && list_type_ != "map") return;
+  // A set's items compare whole; a map's by their keys, which the apiserver shows as an object.
+  auto identity = [&](const Value& item) {
+    if (list_type_ == "set" || !item.IsObject()) return canonical_json(item);
+    Doc keys(rapidjson::kObjectType);
+    for (const auto& k : list_keys_)
+      if (const Value* kv = json_member(item, k))
+        keys.AddMember(str(k, keys.GetAllocator()), copy_of(*kv, keys.GetAllocator()), keys.GetAllocator());
+    return canonical_json(keys);
+  };
+  std::vector<std::string> seen;
+  for (rapidjson::SizeType i = 0; i < list.Size(); ++i) {
+    std::string id = identity(list[i]);
+    if (std::find(seen.begin(), seen.end(), id) != seen.end())
+      add(causes, "FieldValueDuplicate", fmt::format("{}[{}]", path, i), fmt::format("Duplicate value: {}", id));
+    else seen.push_back(std::move(id));
   }
 }
 
