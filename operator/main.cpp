@@ -1,9 +1,12 @@
 // spotshift: moves the pods of on-demand nodes onto spot nodes when all of them fit.
 //
 //   spotshift run      the operator
-//   spotshift plan     the planner, offline, on a cluster snapshot
+//   spotshift plan     the planner, on a live cluster (list only) or a snapshot
 //   spotshift version  the version
+//
+// Installed as kubectl-spotshift too, it is a kubectl plugin: `kubectl spotshift plan ...`.
 
+#include "live_plan.hpp"
 #include "plan_command.hpp"
 #include "run.hpp"
 #include "version.hpp"
@@ -19,7 +22,7 @@ empty on-demand node can be scaled away. It never violates a PodDisruptionBudget
 
 Usage:
   spotshift run [flags]        Run the operator (see spotshift run --help)
-  spotshift plan [flags]       Plan offline on a cluster snapshot (see spotshift plan --help)
+  spotshift plan [flags]       Plan on the cluster, read only, or on a snapshot (see spotshift plan --help)
   spotshift version            Print the version
 
 Documentation: docs/user-guide.md
@@ -36,7 +39,7 @@ int main(int argc, char** argv) {
   std::string command = args[0];
   args.erase(args.begin());
   if (command == "run") return spotshift::op::run_command(args, std::cout, std::cerr);
-  if (command == "plan") return spotshift::op::plan_command(args, std::cout, std::cerr);
+  if (command == "plan") return spotshift::op::plan_command(args, std::cout, std::cerr, spotshift::op::read_cluster);
   if (command == "version" || command == "--version") {
     if (!args.empty() && args[0] != "-h" && args[0] != "--help") {
       std::cerr << "error: spotshift version takes no arguments\n";

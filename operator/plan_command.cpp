@@ -18,8 +18,6 @@
 
 namespace spotshift::op {
 
-namespace {
-
 // The objects of a snapshot, each decoded from the text in one pass as it comes (no document).
 struct Collector {
   Snapshot snap;
@@ -106,6 +104,8 @@ struct Collector {
   }
 };
 
+namespace {
+
 std::string one_of(const std::string& v, std::initializer_list<std::string_view> allowed) {
   for (auto a : allowed)
     if (v == a) return "";
@@ -115,11 +115,22 @@ std::string one_of(const std::string& v, std::initializer_list<std::string_view>
 
 }  // namespace
 
+SnapshotBuilder::SnapshotBuilder() : c_(std::make_unique<Collector>()) {}
+SnapshotBuilder::SnapshotBuilder(SnapshotBuilder&&) noexcept = default;
+SnapshotBuilder::~SnapshotBuilder() = default;
+
+Result<void> SnapshotBuilder::add(std::string_view kind, model::JsonReader& r) { return c_->decode(kind, r); }
+
+void SnapshotBuilder::listed_all(std::string_view kind) { c_->controllers[std::string(kind)]; }
+
+void SnapshotBuilder::warn(std::string warning) { c_->snap.warnings.push_back(std::move(warning)); }
+
 Result<Snapshot> read_snapshot(std::string_view text) {
   // kubectl's -o json is read straight from its text, object by object: the YAML reader (JSON is
   // YAML too) builds a document and is far slower on a 150,000-pod dump. A document starting with
   // '{' must therefore be JSON.
-  Collector c;
+  SnapshotBuilder b;
+  Collector& c = *b.c_;
   if (std::string_view t = trim(text); t.starts_with('{')) {
     model::JsonReader r(t);
     if (auto done = c.object(r); !done) return done.error();
@@ -134,6 +145,14 @@ Result<Snapshot> read_snapshot(std::string_view text) {
       if (auto done = c.object(r); !done) return done.error();
     }
   }
+  auto snap = std::move(b).finish();
+  if (!snap)
+    return Error::invalid(fmt::format("the snapshot holds {} (make it with kubectl get nodes,pods,pdb -A -o json)", snap.error().message));
+  return snap;
+}
+
+Result<Snapshot> SnapshotBuilder::finish() && {
+  Collector& c = *c_;
   std::vector<const model::PersistentVolumeClaim*> claims;
   std::vector<const model::PersistentVolume*> volumes;
   for (const auto& x : c.claims) claims.push_back(&x);
@@ -157,8 +176,7 @@ Result<Snapshot> read_snapshot(std::string_view text) {
           },
           [&](std::string_view kind) { return controllers->find(kind) != controllers->end(); });
     };
-  if (c.snap.input.nodes.empty())
-    return Error::invalid("the snapshot holds no Node objects (make it with kubectl get nodes,pods,pdb -A -o json)");
+  if (c.snap.input.nodes.empty()) return Error::invalid("no Node objects");
   return std::move(c.snap);
 }
 
@@ -181,59 +199,132 @@ Result<std::pair<std::string, drain::PolicySpec>> read_policy(std::string_view t
   return std::make_pair(policy->meta.name, std::move(*policy->spec));
 }
 
-int plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string snapshot_path, policy_path, output = "table";
+namespace {
+
+// The policy a live plan uses: the one named, the only one, or the defaults when there is none.
+Result<std::pair<std::string, drain::PolicySpec>> cluster_policy(const std::vector<drain::ReschedulePolicy>& policies,
+                                                                 const std::string& name, std::vector<std::string>& warnings) {
+  std::vector<std::string> names;
+  for (const auto& p : policies) names.push_back(p.name());
+  const drain::ReschedulePolicy* chosen = nullptr;
+  for (const auto& p : policies)
+    if (p.name() == name) chosen = &p;
+  if (!name.empty() && !chosen)
+    return Error::invalid(fmt::format("the cluster has no ReschedulePolicy named {} ({})", name,
+                                      names.empty() ? "it has none" : "it has " + join(names, ", ")));
+  if (name.empty() && policies.size() > 1)
+    return Error::invalid(
+        fmt::format("the cluster has {} ReschedulePolicies ({}): choose one with --policy-name", policies.size(), join(names, ", ")));
+  if (name.empty() && policies.size() == 1) chosen = &policies[0];
+  if (!chosen) {
+    warnings.push_back("the cluster has no ReschedulePolicy: planned with the policy's defaults");
+    return std::make_pair(std::string("(defaults)"), drain::default_policy_spec());
+  }
+  if (!chosen->spec) return Error::invalid(fmt::format("the policy {} is invalid: {}", chosen->name(), chosen->spec_error->message));
+  return std::make_pair(chosen->name(), *chosen->spec);
+}
+
+Result<std::pair<std::string, drain::PolicySpec>> file_policy(const std::string& path) {
+  auto text = read_file(path);
+  if (!text) return text.error();
+  auto p = read_policy(*text);
+  if (!p) return p.error().wrap(fmt::format("reading the policy {}", path));
+  return p;
+}
+
+}  // namespace
+
+int plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const ClusterReader& live) {
+  std::string snapshot_path, policy_path, policy_name, output = "table";
+  LiveOptions live_options;
+  bool exit_code = false;
   FlagSet flags("spotshift plan",
-                "Runs the planner offline on a cluster snapshot and prints which on-demand nodes would be drained, in\n"
-                "what order, where each pod would go, and why every other on-demand node is not drainable.\n\n"
-                "Make a snapshot with:\n  kubectl get nodes,pods,pdb,namespaces,pvc,pv,rs,sts,jobs -A -o json > snapshot.json");
-  flags.add_string("snapshot", &snapshot_path, "The cluster snapshot: a v1 List in JSON or YAML (required).");
-  flags.add_string("policy", &policy_path, "A ReschedulePolicy file; without it the policy's defaults apply.");
+                "Runs the planner and prints which on-demand nodes would be drained, in what order, where the plan found\n"
+                "room for each pod, and why every other on-demand node is not drainable. Nothing is written.\n\n"
+                "On a live cluster (the current kubeconfig context, or --kubeconfig and --context), with a policy as it\n"
+                "is in the cluster:\n"
+                "  spotshift plan --policy-name default        (also: kubectl spotshift plan --policy-name default)\n"
+                "Offline, on a snapshot:\n"
+                "  kubectl get nodes,pods,pdb,namespaces,pvc,pv,rs,sts,jobs -A -o json > snapshot.json\n"
+                "  spotshift plan --snapshot snapshot.json --policy policy.yaml\n\n"
+                "Exit codes: 0 planned, 1 error, 2 bad flags; with --exit-code, 3 when no node is drainable.");
+  flags.add_string("snapshot", &snapshot_path,
+                   "A cluster snapshot, a v1 List in JSON or YAML: plan offline instead of reading the cluster.");
+  flags.add_string("policy", &policy_path, "A ReschedulePolicy file to plan with.");
+  flags.add_string("policy-name", &policy_name,
+                   "The ReschedulePolicy in the cluster to plan with (default: the only one; the policy's defaults when there is none).");
+  flags.add_string("kubeconfig", &live_options.kubeconfig, "Path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, or in-cluster).");
+  flags.add_string("context", &live_options.context, "The kubeconfig context to use (default: its current context).");
+  flags.add_bool("exit-code", &exit_code, "Exit with 3 when no on-demand node is drainable (0 when one is), for scripts.");
   flags.add_checked(
-      "output", &output, "Output format: table or json.",
+      "output", &output, "Output format: table, json or yaml.",
       [](const std::string& v) {
-        return one_of(v, {"table", "json"});
+        return one_of(v, {"table", "json", "yaml"});
       },
       "o");
   if (auto stop = flags.parse_command(args, out, err)) return *stop;
-  if (snapshot_path.empty()) {
-    err << "error: --snapshot is required (see spotshift plan --help)\n";
+  const bool offline = !snapshot_path.empty();
+  if (offline && (!policy_name.empty() || !live_options.kubeconfig.empty() || !live_options.context.empty())) {
+    err << "error: --snapshot plans offline: --policy-name, --kubeconfig and --context read a live cluster (use --policy FILE "
+           "with --snapshot)\n";
     return 2;
   }
-  auto text = read_file(snapshot_path);
-  if (!text) {
-    err << "error: " << text.error().message << "\n";
-    return 1;
+  if (!policy_path.empty() && !policy_name.empty()) {
+    err << "error: --policy and --policy-name both name the policy: give one\n";
+    return 2;
   }
-  auto snap = read_snapshot(*text);
-  if (!snap) {
-    err << "error: reading the snapshot " << snapshot_path << ": " << snap.error().message << "\n";
-    return 1;
-  }
-  std::string policy_name = "(defaults)";
-  drain::PolicySpec spec = drain::default_policy_spec();
-  if (!policy_path.empty()) {
-    auto ptext = read_file(policy_path);
-    if (!ptext) {
-      err << "error: " << ptext.error().message << "\n";
+  Snapshot snap;
+  std::vector<drain::ReschedulePolicy> cluster_policies;
+  std::string source;
+  if (offline) {
+    auto text = read_file(snapshot_path);
+    if (!text) {
+      err << "error: " << text.error().message << "\n";
       return 1;
     }
-    auto p = read_policy(*ptext);
-    if (!p) {
-      err << "error: reading the policy " << policy_path << ": " << p.error().message << "\n";
+    auto read = read_snapshot(*text);
+    if (!read) {
+      err << "error: reading the snapshot " << snapshot_path << ": " << read.error().message << "\n";
       return 1;
     }
-    policy_name = p->first;
-    spec = std::move(p->second);
+    snap = std::move(*read);
+  } else {
+    if (!live) {
+      err << "error: --snapshot is required here (see spotshift plan --help)\n";
+      return 2;
+    }
+    auto read = live(live_options);
+    if (!read) {
+      err << "error: reading the cluster: " << read.error().message << "\n";
+      return 1;
+    }
+    snap = std::move(read->snapshot);
+    cluster_policies = std::move(read->policies);
   }
-  for (const auto& w : snap->warnings) err << "warning: " << w << "\n";
-  drain::Plan plan = drain::make_plan(snap->input, spec);
+  std::pair<std::string, drain::PolicySpec> policy{"(defaults)", drain::default_policy_spec()};
+  if (!policy_path.empty() || !offline) {
+    auto chosen = !policy_path.empty() ? file_policy(policy_path) : cluster_policy(cluster_policies, policy_name, snap.warnings);
+    if (!chosen) {
+      err << "error: " << chosen.error().message << "\n";
+      return 1;
+    }
+    policy = std::move(*chosen);
+  }
+  for (const auto& w : snap.warnings) err << "warning: " << w << "\n";
+  drain::Plan plan = drain::make_plan(snap.input, policy.second);
   if (output == "json") {
     out << drain::plan_to_json(plan);
+  } else if (output == "yaml") {
+    model::JsonDocument doc;
+    if (auto parsed = model::parse_json(drain::plan_to_json(plan), doc); !parsed) {
+      err << "error: " << parsed.error().message << "\n";
+      return 1;
+    }
+    out << model::to_yaml(doc);
   } else {
-    out << "Policy " << policy_name << ": " << drain::plan_to_table(plan);
+    out << "Policy " << policy.first << ": " << drain::plan_to_table(plan);
   }
-  return 0;
+  return exit_code && plan.summary.drainable_nodes == 0 ? kNothingDrainable : 0;
 }
 
 }  // namespace spotshift::op

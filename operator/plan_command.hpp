@@ -1,12 +1,16 @@
 #pragma once
-// `spotshift plan`: the operator's planner, offline, on a snapshot of a cluster (the output of
+// `spotshift plan`: the operator's planner on a snapshot of a cluster (the output of
 // `kubectl get nodes,pods,pdb -A -o json`, optionally with namespaces, PVCs and PVs, ReplicaSets,
-// StatefulSets and Jobs) and a
-// ReschedulePolicy file. No cluster, no I/O beyond reading the two files.
+// StatefulSets and Jobs) and a ReschedulePolicy file, or on the cluster itself, listed (never
+// written) through a kubeconfig, with a policy as it is in the cluster (live_plan.hpp).
 
 #include "drain/planner.hpp"
+#include "drain/policy.hpp"
+#include "model/json_reader.hpp"
 
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +21,29 @@ struct Snapshot {
   std::vector<std::string> warnings;  // objects skipped, with the reason
 };
 
+struct Collector;
+
+// Builds a snapshot from objects handed over one at a time, each decoded from the text as it
+// comes (no document).
+class SnapshotBuilder {
+ public:
+  SnapshotBuilder();
+  SnapshotBuilder(SnapshotBuilder&&) noexcept;
+  ~SnapshotBuilder();
+  // The object of this kind r is at, read whole; kinds spotshift plan does not read are skipped,
+  // and an object that does not decode is skipped with a warning.
+  Result<void> add(std::string_view kind, model::JsonReader& r);
+  // Every object of a controller kind (ReplicaSet, StatefulSet, Job) was added, even if there was
+  // none: a pod whose controller of this kind is missing has none.
+  void listed_all(std::string_view kind);
+  void warn(std::string warning);
+  Result<Snapshot> finish() &&;
+
+ private:
+  friend Result<Snapshot> read_snapshot(std::string_view text);
+  std::unique_ptr<Collector> c_;
+};
+
 // A v1 List (JSON or YAML, nested Lists allowed) or a YAML stream of objects. Kinds other than
 // Node, Pod, PodDisruptionBudget, Namespace, PersistentVolumeClaim and PersistentVolume are
 // ignored; objects that do not decode are skipped with a warning, as the operator's caches do.
@@ -25,7 +52,26 @@ Result<Snapshot> read_snapshot(std::string_view text);
 // A ReschedulePolicy (YAML or JSON, as applied with kubectl). Returns its name and valid spec.
 Result<std::pair<std::string, drain::PolicySpec>> read_policy(std::string_view text);
 
+// Where `spotshift plan` reads a live cluster.
+struct LiveOptions {
+  std::string kubeconfig;  // empty: $KUBECONFIG, ~/.kube/config or in-cluster, as spotshift run
+  std::string context;
+};
+
+// A live cluster as `spotshift plan` reads it.
+struct ClusterRead {
+  std::string server;  // for the header
+  Snapshot snapshot;
+  std::vector<drain::ReschedulePolicy> policies;
+};
+
+// How plan_command reads a live cluster (live_plan.hpp's read_cluster; tests may give another).
+using ClusterReader = std::function<Result<ClusterRead>(const LiveOptions&)>;
+
+// The exit code of --exit-code when nothing is drainable (0 when something is).
+inline constexpr int kNothingDrainable = 3;
+
 // Runs the command; returns the process exit code.
-int plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const ClusterReader& live = {});
 
 }  // namespace spotshift::op

@@ -21,12 +21,8 @@ void set(JsonValue& obj, const std::string& key, JsonValue&& v, Alloc& a) {
   else obj.AddMember(str(key, a), std::move(v), a);
 }
 
-void scalar(const YAML::Node& n, JsonValue& out, Alloc& a) {
-  const std::string& s = n.Scalar();
-  if (n.Tag() == "!" || n.Tag() == "tag:yaml.org,2002:str") {  // quoted, or explicitly a string
-    out = str(s, a);
-    return;
-  }
+// A plain scalar s as the core schema reads it.
+void plain_scalar(const std::string& s, JsonValue& out, Alloc& a) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") {
     out.SetNull();
     return;
@@ -54,6 +50,54 @@ void scalar(const YAML::Node& n, JsonValue& out, Alloc& a) {
     return;
   }
   out = str(s, a);
+}
+
+void scalar(const YAML::Node& n, JsonValue& out, Alloc& a) {
+  if (n.Tag() == "!" || n.Tag() == "tag:yaml.org,2002:str") {  // quoted, or explicitly a string
+    out = str(n.Scalar(), a);
+    return;
+  }
+  plain_scalar(n.Scalar(), out, a);
+}
+
+// Strings that a YAML reader would take for something else unquoted: the core schema's null,
+// booleans and numbers, and YAML 1.1's yes, no, on, off (which older readers still apply).
+bool needs_quotes(const std::string& s) {
+  JsonDocument d;
+  JsonValue v;
+  plain_scalar(s, v, d.GetAllocator());
+  if (!v.IsString()) return true;
+  static const std::regex kYaml11(R"(y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)");
+  return std::regex_match(s, kYaml11);
+}
+
+void emit(YAML::Emitter& e, const JsonValue& v) {
+  if (v.IsObject()) {
+    e << YAML::BeginMap;
+    for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
+      e << YAML::Key << std::string(it->name.GetString(), it->name.GetStringLength()) << YAML::Value;
+      emit(e, it->value);
+    }
+    e << YAML::EndMap;
+  } else if (v.IsArray()) {
+    e << YAML::BeginSeq;
+    for (const auto& x : v.GetArray()) emit(e, x);
+    e << YAML::EndSeq;
+  } else if (v.IsString()) {
+    std::string s(v.GetString(), v.GetStringLength());
+    if (needs_quotes(s)) e << YAML::DoubleQuoted;
+    e << s;
+  } else if (v.IsBool()) {
+    e << v.GetBool();
+  } else if (v.IsInt64()) {
+    e << v.GetInt64();
+  } else if (v.IsUint64()) {
+    e << v.GetUint64();
+  } else if (v.IsNumber()) {
+    e << v.GetDouble();
+  } else {
+    e << YAML::Null;
+  }
 }
 
 Result<void> convert(const YAML::Node& n, JsonValue& out, Alloc& a) {
@@ -108,6 +152,14 @@ Result<JsonDocument> parse_yaml(std::string_view text) {
   if (!docs) return docs.error();
   if (docs->size() != 1) return Error::invalid(fmt::format("expected one YAML document, found {}", docs->size()));
   return std::move(docs->front());
+}
+
+std::string to_yaml(const JsonValue& v) {
+  YAML::Emitter e;
+  e.SetBoolFormat(YAML::TrueFalseBool);
+  e.SetNullFormat(YAML::LowerNull);
+  emit(e, v);
+  return std::string(e.c_str()) + "\n";
 }
 
 }  // namespace spotshift::model

@@ -5,6 +5,7 @@
 
 #include "model/json.hpp"
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,5 +15,7 @@ namespace spotshift::model {
 Result<std::vector<JsonDocument>> parse_yaml_documents(std::string_view text);
 // One document; JSON is valid YAML, so this also reads JSON.
 Result<JsonDocument> parse_yaml(std::string_view text);
+// Block-style YAML for a JSON value; strings that would read back as another type are quoted.
+std::string to_yaml(const JsonValue& v);
 
 }  // namespace spotshift::model

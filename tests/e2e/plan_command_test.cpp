@@ -1,11 +1,14 @@
 // `spotshift plan` on a snapshot taken from kubesim with kubectl, with a policy the CRD accepted:
 // the offline path users take (docs/user-guide.md), here with a GPU pool planned by the default
 // order, by drainOrder ScarceResources (the packing profile, docs/scheduling.md) and with the
-// plan search (searchIterations); and the operator itself draining what the search chose.
+// plan search (searchIterations); the same plan read from the live cluster (list only), also as a
+// kubectl plugin; and the operator itself draining what the search chose.
 
 #include "env.hpp"
 
 #include "model/json.hpp"
+
+#include <regex>
 
 using namespace spotshift::e2e;
 
@@ -176,4 +179,58 @@ TEST_CASE("the operator drains the node the plan search chose first", "[operator
   CHECK_FALSE(env.any_draining());
   op->stop(SIGTERM);
   CHECK(op->exit_status() == 0);
+}
+
+TEST_CASE("spotshift plan on the live cluster reads it without writing and plans as on a snapshot of it", "[plan]") {
+  Env env("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n" + gpu_pool());
+  env.apply("packing", gpu_policy("packing", "  drainOrder: ScarceResources\n"));
+  auto spotshift = [&](const std::string& args) {
+    auto r = spotshift::testing::run(fmt::format("{} plan {} 2>&1", SPOTSHIFT_BIN, args));
+    INFO(args << "\n" << r.output);
+    return r;
+  };
+  auto without_timing = [](std::string json) { return std::regex_replace(json, std::regex(R"("planMillis":[0-9.e+-]+,?)"), ""); };
+  // The same plan as from kubectl's snapshot with the policy as the cluster has it.
+  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,pvc,pv,rs,sts,jobs -A -o json"));
+  env.dir.write("packing.yaml", env.kubectl("get rsp packing -o yaml"));
+  auto offline = spotshift(fmt::format("--snapshot {} --policy {} -o json", env.dir.file("snapshot.json"), env.dir.file("packing.yaml")));
+  REQUIRE(offline.status == 0);
+  auto live = spotshift(fmt::format("--kubeconfig {} --policy-name packing -o json", env.kubeconfig()));
+  REQUIRE(live.status == 0);
+  CHECK(without_timing(live.output) == without_timing(offline.output));
+  CHECK(drain_order(live.output) == std::vector<std::string>{"gpu-od-b", "gpu-od-c"});
+  // List only: nothing written, nothing watched.
+  auto requests = env.requests("spotshift/", "/");
+  REQUIRE_FALSE(requests.empty());
+  for (const auto& r : requests) {
+    INFO(r);
+    CHECK(r.starts_with("GET "));
+    CHECK(r.find("watch") == std::string::npos);
+  }
+  // YAML and the table; the only policy is the default choice.
+  auto yaml = spotshift(fmt::format("--kubeconfig {} -o yaml", env.kubeconfig()));
+  REQUIRE(yaml.status == 0);
+  CHECK(yaml.output.find("drainableNodes:\n  - node: gpu-od-b\n") != std::string::npos);
+  auto table = spotshift(fmt::format("--kubeconfig {}", env.kubeconfig()));
+  CHECK(table.output.starts_with("Policy packing: "));
+  // --exit-code: 0 when a node is drainable, 3 when none is.
+  CHECK(spotshift(fmt::format("--kubeconfig {} --exit-code", env.kubeconfig())).status == 0);
+  env.apply("none", policy_yaml("none", "  onDemandNodeSelector: {matchLabels: {pool: nowhere}}\n"));
+  CHECK(spotshift(fmt::format("--kubeconfig {} --policy-name none --exit-code", env.kubeconfig())).status == 3);
+  // Clear errors: two policies and none named, a name the cluster does not have, flags that do not go together.
+  auto two = spotshift(fmt::format("--kubeconfig {}", env.kubeconfig()));
+  CHECK(two.status == 1);
+  CHECK(two.output == "error: the cluster has 2 ReschedulePolicies (none, packing): choose one with --policy-name\n");
+  auto missing = spotshift(fmt::format("--kubeconfig {} --policy-name nope", env.kubeconfig()));
+  CHECK(missing.output == "error: the cluster has no ReschedulePolicy named nope (it has none, packing)\n");
+  auto mixed = spotshift(fmt::format("--snapshot {} --policy-name packing", env.dir.file("snapshot.json")));
+  CHECK(mixed.status == 2);
+  // As a kubectl plugin: kubectl finds kubectl-spotshift on the PATH and passes the rest on.
+  std::string bin = env.dir.file("bin");
+  REQUIRE(spotshift::testing::run(fmt::format("mkdir -p {0} && ln -s {1} {0}/kubectl-spotshift", bin, SPOTSHIFT_BIN)).status == 0);
+  auto plugin = spotshift::testing::run(
+      fmt::format("PATH={}:$PATH KUBECONFIG={} kubectl spotshift plan --policy-name packing -o json 2>&1", bin, env.kubeconfig()));
+  INFO(plugin.output);
+  CHECK(plugin.status == 0);
+  CHECK(without_timing(plugin.output) == without_timing(offline.output));
 }

@@ -4,6 +4,7 @@
 #include "model/pdb.hpp"
 #include "model/pod.hpp"
 #include "model/workload.hpp"
+#include "model/yaml.hpp"
 
 #include "support/catch.hpp"
 
@@ -364,4 +365,18 @@ TEST_CASE("pods order by namespace/name key without building it", "[decode]") {
       INFO(a.key() << " vs " << b.key());
       CHECK(a.key_less(b) == (a.key() < b.key()));
     }
+}
+
+TEST_CASE("JSON written as YAML reads back the same, strings that look like other types quoted", "[decode]") {
+  const std::string json = R"({"name":"a","n":3,"x":1.5,"ok":true,"none":null,"s":["true","3","yes","off","","null","1.5","plain"],)"
+                           R"("nested":{"list":[{"k":"v"}],"empty":{},"no":[]}})";
+  model::JsonDocument doc;
+  REQUIRE(model::parse_json(json, doc));
+  std::string yaml = model::to_yaml(doc);
+  INFO(yaml);
+  CHECK(yaml.find("\n  - \"true\"\n  - \"3\"\n  - \"yes\"\n  - \"off\"\n") != std::string::npos);
+  CHECK(yaml.find("  - plain\n") != std::string::npos);
+  auto back = model::parse_yaml(yaml);
+  REQUIRE(back);
+  CHECK(model::json_text(*back) == model::json_text(doc));
 }
