@@ -120,8 +120,8 @@ runtime::ObjectReference SpotRebalancer::node_ref(const std::string& node) const
   return {"v1", "Node", "", node, n ? n->meta.uid : "", ""};
 }
 
-std::map<std::string, std::string> SpotRebalancer::conflicts(const drain::PolicySpec& spec, const std::string& policy) const {
-  std::map<std::string, std::string> out;
+std::map<std::string, drain::Exclusion> SpotRebalancer::conflicts(const drain::PolicySpec& spec, const std::string& policy) const {
+  std::map<std::string, drain::Exclusion> out;
   std::vector<std::shared_ptr<const drain::ReschedulePolicy>> others;
   stores_.policies.for_each([&](const auto& p) {
     if (p->name() != policy && p->spec) others.push_back(p);
@@ -244,6 +244,16 @@ void SpotRebalancer::update_metrics(const std::string& policy, const drain::Plan
   nodes.with({policy, "drainable"}).set(plan.summary.drainable_nodes);
   nodes.with({policy, "undrainable"}).set(plan.summary.undrainable_nodes);
   metrics_.family(telemetry::kPlanDuration).with({policy}).observe(plan.summary.plan_millis / 1000.0);
+  std::map<std::string_view, int> by_rule;
+  for (const auto& u : plan.undrainable)
+    for (auto rule : u.rules) ++by_rule[rule];
+  auto& undrainable = metrics_.family(telemetry::kUndrainableNodes);
+  for (auto rule : drain::kRejectionRules) undrainable.with({policy, std::string(rule)}).set(by_rule[rule]);
+}
+
+void SpotRebalancer::set_gate_metrics(const std::string& policy, const std::optional<drain::Gate>& blocked) {
+  auto& gates = metrics_.family(telemetry::kGateBlocked);
+  for (auto gate : drain::kGates) gates.with({policy, std::string(gate)}).set(blocked && blocked->reason == gate ? 1 : 0);
 }
 
 void SpotRebalancer::report_undrainable(const drain::ReschedulePolicy& policy, PolicyState& st, const drain::Plan& plan) {
@@ -395,6 +405,7 @@ asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const 
   options.poll_interval = options_.poll_interval;
   options.replacement_timeout = options_.replacement_timeout;
   st.active = std::make_shared<drain::Evictor>(client_, timers_, options, stores_.pods);
+  metrics_.family(telemetry::kDrainInProgress).with({name}).set(1);
   tasks_.start(name, drain_task(policy, spec, state, node_plan, gate_before), [this, name] {
     if (options_.enqueue) options_.enqueue(name);
   });
@@ -475,6 +486,12 @@ void SpotRebalancer::record_outcome(const drain::ReschedulePolicy& policy, const
   const std::string& node = report.node;
   st.evicted_total += static_cast<int64_t>(report.evicted.size());
   auto& drains = metrics_.family(telemetry::kDrains);
+  metrics_.family(telemetry::kDrainInProgress).with({name}).set(0);
+  metrics_.family(telemetry::kDrainDuration)
+      .with({name, report.outcome == drain::DrainOutcome::kSucceeded ? "succeeded"
+                   : report.outcome == drain::DrainOutcome::kAborted ? "aborted"
+                                                                     : "stale"})
+      .observe(std::chrono::duration<double>(report.finished - report.started).count());
   switch (report.outcome) {
     case drain::DrainOutcome::kSucceeded: {
       st.backoff.succeeded(node);
@@ -601,6 +618,7 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
                        fmt::format("Policy {} plans to drain {} next ({}), held back for now: {}", key, head.node, moves, blocked->message),
                        policy_ref(*policy));
     }
+    set_gate_metrics(key, blocked);
     if (!blocked) {
       // The status says the drain started; the task's end enqueues the policy again.
       if (auto r = co_await start_drain(policy, state_ptr, head); !r) co_return r.error();
@@ -608,6 +626,7 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
     }
   } else {
     st.announced.clear();
+    set_gate_metrics(key, std::nullopt);
   }
   StatusInput in;
   in.plan = plan.get();

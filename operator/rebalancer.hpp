@@ -98,7 +98,7 @@ class SpotRebalancer final : public runtime::Reconciler {
   drain::PlanInput plan_input(const drain::PolicySpec& spec, const std::string& policy) const;
   // How long the policy's next plan must still wait (RebalancerOptions::max_planning_cpu_percent).
   Duration plan_cooldown(const PolicyState& st, Time now) const;
-  std::map<std::string, std::string> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;
+  std::map<std::string, drain::Exclusion> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;
   asio::awaitable<Result<void>> write_status(const drain::ReschedulePolicy& policy, PolicyState& state, StatusInput in);
   // Another policy's drain in progress whose spot nodes (as its last plan saw them) overlap
   // this plan's: why this policy must wait, or nothing.
@@ -119,6 +119,7 @@ class SpotRebalancer final : public runtime::Reconciler {
   void record_outcome(const drain::ReschedulePolicy& policy, const drain::PolicySpec& spec, PolicyState& st,
                       const drain::DrainReport& report, std::optional<Time> gate_before);
   asio::awaitable<void> clean_stale_taints(const std::string& policy);
+  void set_gate_metrics(const std::string& policy, const std::optional<drain::Gate>& blocked);
   void report_undrainable(const drain::ReschedulePolicy& policy, PolicyState& state, const drain::Plan& plan);
   void update_metrics(const std::string& policy, const drain::Plan& plan);
   runtime::ObjectReference policy_ref(const drain::ReschedulePolicy& p) const;

@@ -142,10 +142,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     co.qps = f.qps;
     co.burst = f.burst;
     co.user_agent = fmt::format("spotshift/{} ({})", kVersion, identity);
-    co.on_request = [&requests = api_requests.with({name}), &waits = api_waits.with({name})](Duration wait) {
-      requests.inc();
-      waits.inc(std::chrono::duration<double>(wait).count());
-    };
+    co.on_request = [&waits = api_waits.with({name})](Duration wait) { waits.inc(std::chrono::duration<double>(wait).count()); };
+    co.on_response = [&api_requests, name](int code) { api_requests.with({name, code ? std::to_string(code) : "<error>"}).inc(); };
     return co;
   };
   auto client = kube::Client::create(ioc.get_executor(), *config, client_options("controller"));
@@ -202,9 +200,11 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
                             metrics, ro);
   runtime::Controller controller("spotrebalancer", rebalancer, queue, timers, {f.workers, Duration::zero()});
   auto& reconciles = metrics.family(runtime::telemetry::kReconciles);
+  auto& reconcile_duration = metrics.family(runtime::telemetry::kReconcileDuration);
   auto& depth = metrics.family(runtime::telemetry::kWorkqueueDepth);
-  controller.observer = [&](Duration, std::string_view result) {
+  controller.observer = [&](Duration took, std::string_view result) {
     reconciles.with({std::string(result)}).inc();
+    reconcile_duration.get().observe(std::chrono::duration<double>(took).count());
     depth.get().set(static_cast<double>(queue.len()));
   };
   policies.on_event([&queue](const runtime::ObjectEvent<drain::ReschedulePolicy>& e) {

@@ -36,6 +36,25 @@ inline const MetricDef kPlanDuration{"spotshift_plan_duration_seconds",
                                      {"policy"},
                                      {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
 inline const MetricDef kDrains{"spotshift_drains_total", "Drain attempts by result.", MetricType::kCounter, {"policy", "result"}, {}};
+inline const MetricDef kDrainDuration{"spotshift_drain_duration_seconds",
+                                      "Time from a drain's start to its end, by result (succeeded, aborted, stale).",
+                                      MetricType::kHistogram,
+                                      {"policy", "result"},
+                                      {5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600}};
+inline const MetricDef kDrainInProgress{
+    "spotshift_drain_in_progress", "1 while a drain of the policy runs (tainted node, evictions).", MetricType::kGauge, {"policy"}, {}};
+inline const MetricDef kUndrainableNodes{"spotshift_undrainable_nodes",
+                                         "On-demand nodes not drainable in the last plan, by kind of reason (a node with reasons "
+                                         "of two kinds counts under both).",
+                                         MetricType::kGauge,
+                                         {"policy", "reason"},
+                                         {}};
+inline const MetricDef kGateBlocked{"spotshift_gate_blocked",
+                                    "1 for the gate holding the next drain back (Suspended, DrainDelay, UnschedulablePods, DryRun, "
+                                    "SharedSpotNodes), 0 for the others.",
+                                    MetricType::kGauge,
+                                    {"policy", "gate"},
+                                    {}};
 inline const MetricDef kPolicyValid{"spotshift_policy_valid", "1 when the policy's spec is valid.", MetricType::kGauge, {"policy"}, {}};
 
 // ---- events -----------------------------------------------------------------------------------

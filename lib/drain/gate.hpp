@@ -18,6 +18,7 @@
 #include "drain/drainability.hpp"
 #include "drain/policy.hpp"
 
+#include <array>
 #include <functional>
 #include <map>
 #include <optional>
@@ -42,6 +43,9 @@ bool pending_unschedulable(const model::Pod& pod);
 GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope, SpotReach& spot_reach);
 
 // The gate that holds a drainable node back, as the policy's Blocked condition shows it.
+// Every gate, in the order evaluate_gates() checks them: a Gate's reason is one of these.
+inline constexpr std::array<std::string_view, 5> kGates = {"Suspended", "DrainDelay", "UnschedulablePods", "DryRun", "SharedSpotNodes"};
+
 struct Gate {
   std::string reason;  // Suspended, DrainDelay, UnschedulablePods, DryRun, SharedSpotNodes
   std::string message;

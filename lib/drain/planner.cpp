@@ -264,16 +264,18 @@ class PlanPass {
   // The node's plan, or why it cannot drain.
   std::variant<NodePlan, NodeRejection> plan_node(int idx, const Hints* hints, sched::Fork& committed, Pass& pass) {
     const sched::NodeInfo& info = snap_.node(idx);
-    if (auto ex = in_.excluded.find(info.name); ex != in_.excluded.end()) return NodeRejection{info.name, {ex->second}};
-    if (!info.node->opt_out.empty()) return NodeRejection{info.name, {fmt::format("the node is annotated {}=true", info.node->opt_out)}};
-    NodeRejection rejection{info.name, {}};
+    if (auto ex = in_.excluded.find(info.name); ex != in_.excluded.end())
+      return NodeRejection(info.name, ex->second.rule, ex->second.reason);
+    if (!info.node->opt_out.empty())
+      return NodeRejection(info.name, "node-annotation", fmt::format("the node is annotated {}=true", info.node->opt_out));
+    NodeRejection rejection(info.name);
     NodePlan node_plan;
     node_plan.node = info.name;
     node_plan.requested_cpu_milli = info.used.cpu_milli;
 
     std::vector<Candidate> moving = verdicts(info, node_plan, rejection);
     if (moving.empty() && rejection.reasons.empty()) {
-      rejection.reasons.push_back("nothing to move: every pod on it stays (DaemonSet, static or terminating pods)");
+      rejection.add("nothing-to-move", "nothing to move: every pod on it stays (DaemonSet, static or terminating pods)");
       return rejection;
     }
     charge_budgets(moving, rejection);
@@ -306,14 +308,13 @@ class PlanPass {
           node_plan.skipped.push_back(fmt::format("{}: {}", pod->key(), v.reason));
           break;
         case Verdict::kBlock:
-          rejection.reasons.push_back(fmt::format("pod {}: {}", pod->key(), v.reason));
+          rejection.add(v.rule, fmt::format("pod {}: {}", pod->key(), v.reason));
           break;
         case Verdict::kMove:
           if (auto claim = unknown_claim(*pod)) {
-            rejection.reasons.push_back(
-                fmt::format("pod {}: PersistentVolumeClaim {} or its PersistentVolume is not known, so the "
-                            "zone its volume needs cannot be checked",
-                            pod->key(), *claim));
+            rejection.add("volume-unknown", fmt::format("pod {}: PersistentVolumeClaim {} or its PersistentVolume is not known, so the "
+                                                        "zone its volume needs cannot be checked",
+                                                        pod->key(), *claim));
             break;
           }
           moving.push_back({pod, std::move(v), {}});
@@ -345,7 +346,7 @@ class PlanPass {
     std::vector<const model::Pod*> moving_pods;
     for (const auto& c : moving) moving_pods.push_back(c.pod.get());
     BudgetCheck budget = check_budgets(moving_pods, budgets_);
-    for (auto& r : budget.reasons) rejection.reasons.push_back(std::move(r));
+    for (auto& r : budget.reasons) rejection.add("budget", std::move(r));
     for (size_t k = 0; k < moving.size(); ++k) moving[k].budgets = std::move(budget.budgets_of[k]);
   }
 
@@ -353,11 +354,11 @@ class PlanPass {
   void place(const std::vector<Candidate>& moving, const Hints* hints, sched::Fork& attempt, NodePlan& node_plan,
              NodeRejection& rejection) {
     if (!framework_) {
-      rejection.reasons.push_back(fmt::format("the scheduling profile is invalid: {}", framework_.error().message));
+      rejection.add("profile-invalid", fmt::format("the scheduling profile is invalid: {}", framework_.error().message));
       return;
     }
     if (spot_.empty()) {
-      rejection.reasons.push_back("no Ready, schedulable node matches the spotNodeSelector");
+      rejection.add("no-spot-nodes", "no Ready, schedulable node matches the spotNodeSelector");
       return;
     }
     for (const auto& c : moving) {
@@ -371,7 +372,7 @@ class PlanPass {
         if (auto h = hints->find(c.pod.get()); h != hints->end()) placed = framework_->place(unbound_, attempt, {h->second}, &cache_);
       if (placed.node < 0) placed = framework_->place_on_tracked(unbound_, attempt, cache_);
       if (placed.node < 0) {
-        rejection.reasons.push_back(fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));
+        rejection.add("no-room", fmt::format("pod {} fits on no spot node: {}", c.pod->key(), placed.diagnosis.message()));
         return;
       }
       // The what-if holds the pod itself: nothing in a fork reads an added pod's node name.
@@ -410,6 +411,11 @@ class PlanPass {
 
 }  // namespace
 
+void NodeRejection::add(std::string_view rule, std::string reason) {
+  reasons.push_back(std::move(reason));
+  if (std::find(rules.begin(), rules.end(), rule) == rules.end()) rules.push_back(rule);
+}
+
 Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   const auto started = std::chrono::steady_clock::now();
   Plan plan;
@@ -425,7 +431,8 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     NodeClass cls = classify_node(node, spec);
     if (cls == NodeClass::kNone) continue;
     if (cls == NodeClass::kBoth) {
-      plan.undrainable.push_back({node.name(), {"matches both the onDemandNodeSelector and the spotNodeSelector, so it is neither"}});
+      plan.undrainable.emplace_back(node.name(), "both-selectors",
+                                    "matches both the onDemandNodeSelector and the spotNodeSelector, so it is neither");
       continue;
     }
     if (cls == NodeClass::kSpot) {
@@ -435,7 +442,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
       continue;
     }
     if (!usable(node)) {
-      if (!in.only_node) plan.undrainable.push_back({node.name(), {unusable_reason(node)}});
+      if (!in.only_node) plan.undrainable.emplace_back(node.name(), "not-usable", unusable_reason(node));
       continue;
     }
     on_demand.push_back(i);

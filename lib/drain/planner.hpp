@@ -27,9 +27,11 @@
 #include "drain/policy.hpp"
 #include "sched/snapshot.hpp"
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +39,24 @@ namespace spotshift::drain {
 
 using NodePtr = sched::NodePtr;
 using PodPtr = sched::PodPtr;
+
+// The kinds of reasons a node is not drainable, a fixed set (spotshift_undrainable_nodes' reason
+// label): the drainability rules that block a pod (annotation, selection, controller, owner,
+// local-storage, kube-system, pinned) and the planner's own.
+inline constexpr std::array<std::string_view, 17> kRejectionRules = {
+    "annotation",      "selection",       "controller", "owner",          "local-storage", "kube-system",
+    "pinned",          "volume-unknown",  "budget",     "no-room",        "no-spot-nodes", "profile-invalid",
+    "nothing-to-move", "node-annotation", "not-usable", "both-selectors", "excluded"};
+
+// An on-demand node the planner must leave alone: why, and the kind of reason (a
+// kRejectionRules name: another policy's node or a drain's backoff are "excluded").
+struct Exclusion {
+  std::string reason;
+  std::string_view rule = "excluded";
+  Exclusion() = default;
+  Exclusion(std::string r) : reason(std::move(r)) {}  // NOLINT: a reason alone is the common case
+  Exclusion(const char* r) : reason(r) {}             // NOLINT
+};
 
 struct PlanInput {
   std::vector<NodePtr> nodes;
@@ -53,7 +73,7 @@ struct PlanInput {
   OwnerLookup owners;
   // On-demand nodes the planner must leave alone, with the reason (another policy also selects
   // them, a drain of theirs backs off, ...).
-  std::map<std::string, std::string> excluded;
+  std::map<std::string, Exclusion> excluded;
   // Plan only this on-demand node (the evictor's re-check), without earlier nodes' moves.
   std::optional<std::string> only_node;
   // Where the cluster snapshot of the last plan is kept for this one (the operator's, across its
@@ -78,6 +98,12 @@ struct NodePlan {
 struct NodeRejection {
   std::string node;
   std::vector<std::string> reasons;
+  std::vector<std::string_view> rules;  // the distinct kRejectionRules its reasons are of
+
+  NodeRejection() = default;
+  NodeRejection(std::string n, std::string_view rule, std::string reason) : node(std::move(n)) { add(rule, std::move(reason)); }
+  explicit NodeRejection(std::string n) : node(std::move(n)) {}
+  void add(std::string_view rule, std::string reason);
 };
 
 struct PlanSummary {

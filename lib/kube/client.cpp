@@ -165,6 +165,7 @@ asio::awaitable<Result<HttpResponse>> Client::execute(Request req) {
     if (config_.tls() && !cred->token.empty()) attempt.headers.emplace_back("Authorization", "Bearer " + cred->token);
     ++requests_sent_;
     auto r = co_await transport_->send(attempt, options_.request_timeout);
+    if (options_.on_response) options_.on_response(r ? r->status : 0);
     if (!r) {
       Error e = r.error();
       if (req.idempotent && e.is_retryable() && network < options_.network_retries) {
@@ -341,6 +342,7 @@ asio::awaitable<Result<RawWatch>> Client::watch(const Resource& r, std::string_v
     if (config_.tls() && !cred->token.empty()) sent.headers.emplace_back("Authorization", "Bearer " + cred->token);
     ++requests_sent_;
     auto resp = co_await transport_->open(sent, options_.request_timeout);
+    if (options_.on_response) options_.on_response(resp ? resp->status : 0);
     if (!resp) co_return resp.error().wrap(fmt::format("watch {}", r.plural));
     if (resp->status == 401 && attempt == 0 && credentials_) continue;
     if (resp->status / 100 != 2) {

@@ -40,6 +40,9 @@ struct ClientOptions {
   // Told each time a request (or a retry of one) passes the client-side rate limit, with how long
   // the limit held it back: for metrics.
   std::function<void(Duration rate_limit_wait)> on_request;
+  // Told the HTTP status code of each answer (each retry's too), 0 when the request got none (a
+  // connection or TLS failure, a timeout): for metrics.
+  std::function<void(int code)> on_response;
 };
 
 // The apiserver's error for a non-2xx response (a Status body when there is one).

@@ -20,9 +20,10 @@ inline const MetricDef kInternedStrings{"spotshift_interned_strings",
 inline const MetricDef kInternedStringBytes{
     "spotshift_interned_string_bytes", "Bytes of the strings in the interning pool.", MetricType::kGauge, {}, {}};
 inline const MetricDef kApiRequests{"spotshift_api_requests_total",
-                                    "Requests to the API server by client: controller, events or leader-election.",
+                                    "Answers from the API server by client (controller, events or leader-election) and HTTP status "
+                                    "code (\"<error>\" when there was none: a connection failure, a timeout); each retry counts.",
                                     MetricType::kCounter,
-                                    {"client"},
+                                    {"client", "code"},
                                     {}};
 inline const MetricDef kApiRateLimitWait{"spotshift_api_rate_limit_wait_seconds_total",
                                          "Time requests waited for the client-side rate limit (--kube-api-qps), by client.",
@@ -30,6 +31,11 @@ inline const MetricDef kApiRateLimitWait{"spotshift_api_rate_limit_wait_seconds_
                                          {"client"},
                                          {}};
 inline const MetricDef kReconciles{"spotshift_reconcile_total", "Reconciles by result.", MetricType::kCounter, {"result"}, {}};
+inline const MetricDef kReconcileDuration{"spotshift_reconcile_duration_seconds",
+                                          "Time one reconcile of a policy took (a plan, the gates, a status write).",
+                                          MetricType::kHistogram,
+                                          {},
+                                          {0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}};
 inline const MetricDef kWorkqueueDepth{"spotshift_workqueue_depth", "Policies waiting to be reconciled.", MetricType::kGauge, {}, {}};
 
 }  // namespace spotshift::runtime::telemetry

@@ -10,6 +10,7 @@ using namespace spotshift;
 using namespace spotshift::e2e;
 
 using spotshift::testing::metric_sample;
+using spotshift::testing::metric_sum;
 
 namespace {
 // Returns once the operator has planned `policy` three more times, nudging it until it has (a
@@ -99,14 +100,25 @@ TEST_CASE("on-demand nodes empty onto spot nodes one after another, least reques
   const size_t other_requests = env.operator_requests("/").size() - event_requests;
   REQUIRE(event_requests > 0);
   std::string metrics = op->metrics();
-  CHECK(metric_sample(metrics, R"(spotshift_api_requests_total{client="events"})") >= static_cast<double>(event_requests));
-  CHECK(metric_sample(metrics, R"(spotshift_api_requests_total{client="controller"})") >= static_cast<double>(other_requests));
+  CHECK(metric_sum(metrics, "spotshift_api_requests_total", {R"(client="events")"}) >= static_cast<double>(event_requests));
+  CHECK(metric_sum(metrics, "spotshift_api_requests_total", {R"(client="controller")"}) >= static_cast<double>(other_requests));
+  // By status code: lists and status writes answered 200, evictions 201.
+  CHECK(metric_sample(metrics, R"(spotshift_api_requests_total{client="controller",code="200"})") > 0);
+  CHECK(metric_sample(metrics, R"(spotshift_api_requests_total{client="controller",code="201"})") >= 5);
   CHECK(metric_sample(metrics, R"(spotshift_api_rate_limit_wait_seconds_total{client="events"})") >= 0);
   CHECK(metrics.find(R"(spotshift_drains_total{policy="default",result="succeeded"} 2)") != std::string::npos);
   CHECK(metrics.find(R"(spotshift_evictions_total{policy="default",result="evicted"} 5)") != std::string::npos);
   CHECK(metrics.find(R"(spotshift_nodes{policy="default",class="on_demand"})") != std::string::npos);
   CHECK(metrics.find("spotshift_build_info") != std::string::npos);
   CHECK(metrics.find("spotshift_plan_duration_seconds_count") != std::string::npos);
+  CHECK(metric_sample(metrics, "spotshift_reconcile_duration_seconds_count") > 0);
+  CHECK(metric_sample(metrics, R"(spotshift_drain_duration_seconds_count{policy="default",result="succeeded"})") == 2);
+  CHECK(metric_sample(metrics, R"(spotshift_drain_in_progress{policy="default"})") == 0);
+  // The nodes left: ondemand-3 (a pinned pod) and ondemand-4 (a budget); nothing drainable, no gate.
+  CHECK(metric_sample(metrics, R"(spotshift_undrainable_nodes{policy="default",reason="pinned"})") == 1);
+  CHECK(metric_sample(metrics, R"(spotshift_undrainable_nodes{policy="default",reason="budget"})") == 1);
+  CHECK(metric_sample(metrics, R"(spotshift_undrainable_nodes{policy="default",reason="no-room"})") == 0);
+  CHECK(metric_sum(metrics, "spotshift_gate_blocked", {R"(policy="default")"}) == 0);
   // The caches' labels, namespaces and node names went through the interning pool.
   CHECK(metric_sample(metrics, "spotshift_interned_strings") > 0);
   CHECK(metric_sample(metrics, "spotshift_interned_string_bytes") > metric_sample(metrics, "spotshift_interned_strings"));
@@ -142,6 +154,9 @@ TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   CHECK(env.status("default", {"drainableNodes"}) == "2");
   // kubectl get rsp: a policy in dry run does not look like a live one.
   CHECK(env.kubectl("get rsp default -o jsonpath={.status.mode}/{.status.blockedBy}") == "DryRun/DryRun");
+  std::string metrics = op->metrics();
+  CHECK(metric_sample(metrics, R"(spotshift_gate_blocked{policy="default",gate="DryRun"})") == 1);
+  CHECK(metric_sample(metrics, R"(spotshift_gate_blocked{policy="default",gate="DrainDelay"})") == 0);
   replanned(env, *op, "default");
   CHECK(env.operator_requests("PATCH /api/v1/nodes").empty());
   CHECK(env.operator_requests("/eviction").empty());
@@ -710,7 +725,7 @@ TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e
   CHECK_FALSE(env.any_draining());
   CHECK(follower->log().find("removed the taint of an interrupted drain") != std::string::npos);
   // The lease is renewed through a client of its own, which no other request can hold back.
-  CHECK(metric_sample(follower->metrics(), R"(spotshift_api_requests_total{client="leader-election"})") >= 1);
+  CHECK(metric_sum(follower->metrics(), "spotshift_api_requests_total", {R"(client="leader-election")"}) >= 1);
   follower->stop(SIGTERM);
   CHECK(follower->exit_status() == 0);
 }
