@@ -4,6 +4,8 @@
 #   make test   set up, build (warnings are errors), and run every test, including a bounded fuzz run
 #   make bench  set up, build as the image does (release, NDEBUG), and run the benchmarks
 #   make format format the C++ sources as .clang-format says (make test checks it)
+#   make image  the operator image as an OCI archive, without a container engine
+#               (build-image/spotshift-image.oci.tar; docs/install.md, "The image")
 #   make asan   set up, build with AddressSanitizer and UBSan, and run every test under them
 #               (not part of `make test`: the build takes about 20 minutes on 2 cores)
 
@@ -14,7 +16,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_SECONDS ?= 30
 MESON ?= meson
 
-.PHONY: all setup setup-demo build fuzz-build test demo bench asan clean format
+.PHONY: all setup setup-demo build fuzz-build test demo bench asan clean format image
 
 all: build
 
@@ -76,4 +78,7 @@ asan: setup $(ASAN_BUILD)/build.ninja
 	  $(MESON) test -C $(ASAN_BUILD) --print-errorlogs --timeout-multiplier 3 --no-suite image
 
 clean:
-	rm -rf $(BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD) $(BENCH_BUILD) $(ASAN_BUILD) build-image
+
+image: setup-demo
+	scripts/build-image.sh

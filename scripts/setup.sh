@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev   # the libFuzzer build
   clang-format               # the style check (scripts/format.sh)
   openssl curl procps        # certificates and probes in end-to-end tests
+  umoci                      # the operator image as an OCI archive (scripts/build-image.sh)
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev  # the chart renderer (Helm's engine)
 )
 

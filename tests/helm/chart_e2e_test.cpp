@@ -78,8 +78,8 @@ TEST_CASE("the operator with only the chart's RBAC and the Deployment's args dra
 TEST_CASE("taking away any one permission the chart grants gets a request of the operator refused", "[chart-e2e]") {
   TempDir dir;
   auto r = render_installed(dir);
-  std::vector<Atom> atoms = atoms_of(r.one("ClusterRole"));
-  auto lease_atoms = atoms_of(r.one("Role"));
+  std::vector<Atom> atoms = atoms_of(operator_role(r, "ClusterRole"));
+  auto lease_atoms = atoms_of(operator_role(r, "Role"));
   atoms.insert(atoms.end(), lease_atoms.begin(), lease_atoms.end());
   REQUIRE(atoms.size() == 30);
 
@@ -88,7 +88,7 @@ TEST_CASE("taking away any one permission the chart grants gets a request of the
     INFO(atom.text());
     TempDir run_dir;
     std::string rest = r.documents([&](const std::string& k) { return !is_crd(k) && k != atom.role_kind; });
-    rest += "---\n" + role_without(r.one(atom.role_kind), atom) + "\n";
+    rest += "---\n" + role_without(operator_role(r, atom.role_kind), atom) + "\n";
     Env env({}, tls_with_service_account());
     install(env, run_dir, "spotshift", r.documents(is_crd), rest);
     env.apply("policy", policy_yaml("default", ""));

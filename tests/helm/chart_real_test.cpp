@@ -80,6 +80,20 @@ TEST_CASE("helm lint passes and helm template renders what the tests' renderer r
   REQUIRE(ours.status == 0);
   CHECK(helm_r.kinds().size() == ours.kinds().size());
   CHECK(as_json(helm_r) == as_json(ours));
+  // values.schema.json: Helm refuses a misspelt key, a wrong type, a value outside its range or enum.
+  for (const auto& [set, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--set replicaCont=3", "additional properties 'replicaCont' not allowed"},
+           {"--set-string replicaCount=two", "at '/replicaCount': got string, want integer"},
+           {"--set workers=0", "at '/workers': minimum: got 0, want 1"},
+           {"--set log.format=xml", "at '/log/format': value must be one of 'text', 'json'"},
+           {"--set image.digest=latest", "at '/image/digest'"},
+       }) {
+    INFO(set);
+    std::string refused = helm(env, "template spotshift " + kChart + " " + set, false);
+    CHECK(refused.find("values don't meet the specifications of the schema") != std::string::npos);
+    CHECK(refused.find(message) != std::string::npos);
+  }
+  CHECK(helm(env, "lint " + std::string(SOURCE_ROOT) + "/charts/spotshift-crds").find("0 chart(s) failed") != std::string::npos);
   // A value the chart refuses fails helm too, with the chart's message.
   std::string bad = helm(env, "template spotshift " + kChart + " --set replicaCount=2 --set leaderElection.enabled=false", false);
   CHECK(bad.find("leaderElection") != std::string::npos);
@@ -192,8 +206,8 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
   helm(env, "install spotshift " + kChart + " --create-namespace --namespace spotshift");
   env.kubectl("wait --for condition=Established --timeout 30s crd/reschedulepolicies.spotshift.io");
   Rendered r = helm_template(env, "spotshift " + kChart + " --namespace spotshift");
-  std::vector<Atom> atoms = atoms_of(r.one("ClusterRole"));
-  auto lease_atoms = atoms_of(r.one("Role"));
+  std::vector<Atom> atoms = atoms_of(operator_role(r, "ClusterRole"));
+  auto lease_atoms = atoms_of(operator_role(r, "Role"));
   atoms.insert(atoms.end(), lease_atoms.begin(), lease_atoms.end());
   REQUIRE(atoms.size() == 30);
   std::string token = env.kubectl("create token spotshift -n spotshift --duration 1h");
@@ -212,7 +226,7 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
     env.kubectl(fmt::format(
         "label node {0}-ondemand-1 {0}-ondemand-2 {0}-ondemand-3 {0}-ondemand-4 {0}-spot-1 {0}-spot-2 spotshift.io/copy={0}", copy));
     REQUIRE(eventually([&] { return env.all_running(); }, 30s, 200ms));
-    env.dir.write("role.json", role_without(r.one(atom.role_kind), atom));
+    env.dir.write("role.json", role_without(operator_role(r, atom.role_kind), atom));
     env.kubectl("apply -f " + env.dir.file("role.json"));
     env.apply(
         copy + "-policy",
@@ -249,7 +263,7 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
     // The next operator takes the Lease at once, and this copy's policy stops.
     env.kubectl("delete lease -n spotshift spotshift --ignore-not-found");
     env.kubectl("delete rsp " + copy);
-    env.dir.write("role.json", kubesim::to_json(r.one(atom.role_kind)));
+    env.dir.write("role.json", kubesim::to_json(operator_role(r, atom.role_kind)));
     env.kubectl("apply -f " + env.dir.file("role.json"));
   }
   INFO("permissions the operator never needed:\n" << fmt::format("{}", fmt::join(unused, "\n\n")));

@@ -1,7 +1,7 @@
 // Command helm-render renders a Helm chart the way `helm template` does, with the engine Helm
 // uses: Go text/template, the sprig function library, and Helm's own functions (include, tpl,
-// required, toYaml, fromYaml, toJson, fromJson, lookup). No helm binary exists on the machines
-// the tests run on, so this is how the chart is rendered in the test suite.
+// required, toYaml, fromYaml, toJson, fromJson, lookup). The fast chart suite renders with it;
+// the e2e-real suite runs real Helm, built from source, and checks that both render the same.
 //
 //	helm-render --chart charts/spotshift [--name R] [--namespace NS] [-f values.yaml]...
 //	            [--set a.b=c]... [--set-string a=b]... [--include-crds] [--notes]
@@ -15,8 +15,10 @@
 // deeply, null deletes a key); numbers from YAML files are float64 (Helm reads values through
 // JSON) and numbers from --set are int64; missing keys render as empty strings; files under
 // templates/ whose names start with "_" define templates but render nothing; empty documents are
-// dropped; CRDs from crds/ are printed first, unrendered. Subcharts, hooks, .Files globbing and
-// values.schema.json are not supported (the spotshift chart uses none of them).
+// dropped; CRDs from crds/ are printed first, unrendered; .Files.Get reads a file of the chart;
+// hooks (helm test's pod) render as any template, as `helm template` prints them. Subcharts,
+// .Files globbing and values.schema.json are not supported: the chart's schema is checked by real
+// Helm in the e2e-real suite.
 package main
 
 import (
@@ -261,6 +263,18 @@ type chartFile struct {
 type KubeVersion struct{ Version, Major, Minor, GitVersion string }
 
 func (k KubeVersion) String() string { return k.Version }
+
+// Files is the chart's .Files: Get reads a file of the chart by its path in the chart, "" when
+// there is none (as Helm's does).
+type Files struct{ dir string }
+
+func (f Files) Get(name string) string {
+	b, err := os.ReadFile(filepath.Join(f.dir, filepath.FromSlash(name)))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
 
 type APIVersions []string
 
@@ -554,6 +568,7 @@ func main() {
 			"Release":      release,
 			"Chart":        chart,
 			"Capabilities": caps,
+			"Files":        Files{dir: *chartDir},
 			"Template":     map[string]interface{}{"Name": tname, "BasePath": path.Join(chart.Name, "templates")},
 		}
 	}

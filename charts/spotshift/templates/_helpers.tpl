@@ -31,6 +31,9 @@ helm.sh/chart: {{ include "spotshift.chart" . }}
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: spotshift
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{/* The labels that select the operator's pods (immutable in a Deployment: keep them stable). */}}
@@ -47,19 +50,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
+{{/* repository@digest when a digest is given, else repository:tag (the appVersion by default). */}}
 {{- define "spotshift.image" -}}
-{{- printf "%s:%s" (required "image.repository is required" .Values.image.repository) (.Values.image.tag | default .Chart.AppVersion) }}
+{{- $repository := required "image.repository is required" .Values.image.repository }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
 {{- end }}
 
 {{/* Values that cannot work together fail the install with a message, not a broken Deployment. */}}
 {{- define "spotshift.validate" -}}
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "replicaCount above 1 needs leaderElection.enabled: two operators without a Lease would drain at the same time" }}
-{{- end }}
-{{- if lt (int .Values.replicaCount) 0 }}
-{{- fail "replicaCount must be 0 or more" }}
-{{- end }}
-{{- if not (has .Values.log.format (list "text" "json")) }}
-{{- fail (printf "log.format must be text or json, not %q" (toString .Values.log.format)) }}
 {{- end }}
 {{- end }}
