@@ -147,6 +147,33 @@ TEST_CASE("the metrics reference lists exactly the metrics the operator declares
   CHECK(documented == declared);
 }
 
+TEST_CASE("the metrics reference gives each metric the type and labels of its declaration", "[docs]") {
+  // A declaration: {"name", "help" "more help"..., MetricType::kGauge, {"label", ...}, ...}.
+  const std::regex decl(R"re(\{\s*"(spotshift_[a-z_]+)",\s*(?:"(?:[^"\\]|\\.)*"\s*)+,\s*MetricType::k([A-Za-z]+),\s*\{([^}]*)\})re");
+  std::map<std::string, std::string> declared;  // name -> "type | `label`, `label`"
+  for (const char* header : kTelemetryHeaders) {
+    std::string t = text(header);
+    for (auto it = std::sregex_iterator(t.begin(), t.end(), decl); it != std::sregex_iterator(); ++it) {
+      std::string type = (*it)[2].str();
+      type[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(type[0])));
+      std::vector<std::string> labels;
+      const std::string list = (*it)[3].str();
+      const std::regex label(R"re("([a-z_]+)")re");
+      for (auto l = std::sregex_iterator(list.begin(), list.end(), label); l != std::sregex_iterator(); ++l)
+        labels.push_back("`" + (*l)[1].str() + "`");
+      declared[(*it)[1].str()] = type + " | " + (labels.empty() ? "—" : join(labels, ", "));
+    }
+  }
+  REQUIRE(declared.size() >= 10);
+  std::map<std::string, std::string> documented;
+  for (const auto& [key, cells] : table_rows(text("docs/events-and-metrics.md"), "spotshift_"))
+    documented[key] = cells.at(2) + " | " + cells.at(3);
+  for (const auto& [name, type_and_labels] : declared) {
+    INFO(name);
+    CHECK(documented[name] == type_and_labels);
+  }
+}
+
 TEST_CASE("telemetry is declared once and used by its declaration", "[docs]") {
   const std::string users = telemetry_users();
   // No family registered by a name written at its call site, no event recorded by a string reason.
@@ -249,5 +276,97 @@ TEST_CASE("every test the guarantees table of docs/how-it-decides.md cites exist
   for (const auto& name : cited) {
     INFO(name);
     CHECK(tests.count(name));
+  }
+}
+
+namespace {
+
+// The user documents: every page of docs/, the README and the charts' READMEs.
+std::vector<std::pair<std::string, std::string>> user_documents() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& e : std::filesystem::directory_iterator(kRoot + "/docs"))
+    if (e.path().extension() == ".md") out.emplace_back("docs/" + e.path().filename().string(), read_file(e.path().string()).value());
+  for (const char* f : {"README.md", "charts/spotshift/README.md", "charts/spotshift-crds/README.md"}) out.emplace_back(f, text(f));
+  return out;
+}
+
+std::set<std::string> declared_metrics() {
+  std::set<std::string> declared;
+  for (const char* header : kTelemetryHeaders)
+    for (const auto& name : matches(text(header), std::regex(R"re("(spotshift_[a-z_]+)")re"))) declared.insert(name);
+  return declared;
+}
+
+// The flags a subcommand's --help lists.
+std::set<std::string> help_flags(const std::string& command) {
+  std::string out;
+  FILE* p = popen(fmt::format("{} {} --help 2>&1", SPOTSHIFT_BIN, command).c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  pclose(p);
+  auto flags = matches(out, std::regex(R"re(\n\s+(--[a-z][a-z0-9-]*))re"));
+  REQUIRE(flags.size() >= 3);
+  flags.insert("--help");
+  return flags;
+}
+
+}  // namespace
+
+TEST_CASE("every metric the documents name is one the operator declares", "[docs]") {
+  const auto declared = declared_metrics();
+  for (const auto& [file, doc] : user_documents())
+    for (auto name : matches(doc, std::regex(R"re(\b(spotshift_[a-z_]+))re"))) {
+      for (std::string_view suffix : {"_bucket", "_count", "_sum"})
+        if (name.ends_with(suffix) && !declared.count(name)) name.resize(name.size() - suffix.size());
+      INFO(file << ": " << name);
+      CHECK(declared.count(name));
+    }
+}
+
+TEST_CASE("every spotshift run and spotshift plan flag the documents give is one the binary takes", "[docs]") {
+  const std::map<std::string, std::set<std::string>> flags = {{"run", help_flags("run")}, {"plan", help_flags("plan")}};
+  int checked = 0;
+  for (const auto& [file, doc] : user_documents())
+    for (auto line : split(doc, '\n')) {
+      std::smatch m;
+      std::string l(line);
+      if (!std::regex_search(l, m, std::regex(R"((?:kubectl |^|[^-\w])spotshift (run|plan)\b(.*))"))) continue;
+      const auto& known = flags.at(m[1]);
+      std::string rest = m[2];
+      // Up to the end of the command: a closing backtick or a shell comment.
+      rest = rest.substr(0, std::min(rest.find('`'), rest.find(" #")));
+      for (const auto& flag : matches(rest, std::regex(R"re((?:^|\s)(--[a-z][a-z0-9-]*))re"))) {
+        INFO(file << ": spotshift " << m[1] << " " << flag << "\n" << l);
+        CHECK(known.count(flag));
+        ++checked;
+      }
+    }
+  CHECK(checked >= 10);
+}
+
+TEST_CASE("the event reasons and gates (and modes and alerts) the user documents name exist", "[docs]") {
+  std::set<std::string> known;
+  std::string declared = text("operator/telemetry.hpp");
+  for (const auto& r : matches(declared, std::regex(R"re(EventReason k[A-Za-z]+\{"([A-Z][A-Za-z]+)")re"))) known.insert(r);
+  REQUIRE(known.size() >= 10);
+  for (const auto& g : matches(text("lib/drain/gate.hpp"), std::regex(R"re("([A-Z][A-Za-z]+)")re"))) known.insert(g);
+  // The policy's conditions, their reasons and its modes (operator/status.cpp).
+  std::string status = text("operator/status.cpp");
+  for (const auto& s : matches(status, std::regex(R"re("([A-Z][A-Za-z]+)")re"))) known.insert(s);
+  for (const auto& a : matches(text("charts/spotshift/templates/prometheusrule.yaml"), std::regex(R"re(alert: ([A-Za-z]+))re")))
+    known.insert(a);
+  // Kubernetes' own words the documents use in the same style.
+  for (const char* k : {"PodDisruptionBudget", "ReschedulePolicy", "ResourceQuota", "PreferNoSchedule", "NoSchedule", "Exists", "In",
+                        "NotIn", "DoesNotExist", "Move", "Block", "Any", "SpotOnly", "Disabled", "RequestedCPU", "ScarceResources"})
+    known.insert(k);
+  // In the pages that explain what users see, a backticked CamelCase word that reads like a reason
+  // (two capitals or more) must be one of them.
+  for (const char* file : {"docs/troubleshooting.md", "docs/faq.md", "docs/user-guide.md", "docs/events-and-metrics.md"}) {
+    for (const auto& word : matches(text(file), std::regex(R"re(`([A-Z][a-z]+(?:[A-Z][a-z]+)+)`)re"))) {
+      INFO(file << ": " << word);
+      CHECK(known.count(word));
+    }
   }
 }
