@@ -8,7 +8,7 @@
 #   scripts/kube-tools.sh check                  exit 1 (naming what is missing) unless all are built
 #   scripts/kube-tools.sh recipe COMPONENT       what the component is built from (version, flags)
 #
-# Components: kubectl kube-apiserver kube-controller-manager kube-scheduler etcd helm kwok.
+# Components: kubectl kube-apiserver kube-controller-manager kube-scheduler etcd helm kwok promtool.
 # The cache is $SPOTSHIFT_KUBE_CACHE (default /var/cache/spotshift/kube as root, else
 # ~/.cache/spotshift/kube), keyed by version:
 # <cache>/kubernetes-<version>/bin. A binary is written under a temporary name and renamed when
@@ -26,7 +26,7 @@ if [ "$(id -u)" -eq 0 ]; then default_cache=/var/cache/spotshift/kube; else defa
 cache=${SPOTSHIFT_KUBE_CACHE:-$default_cache}
 root="$cache/kubernetes-$KUBERNETES_VERSION"
 bin="$root/bin"
-all=(kubectl kube-apiserver kube-controller-manager kube-scheduler etcd helm kwok)
+all=(kubectl kube-apiserver kube-controller-manager kube-scheduler etcd helm kwok promtool)
 
 find_go() {
   local g
@@ -104,6 +104,7 @@ recipe() {
   case $1 in
     helm) echo "helm $HELM_VERSION $(helm_ldflags)" ;;
     kwok) echo "kwok $KWOK_VERSION" ;;
+    promtool) echo "promtool $PROMETHEUS_VERSION" ;;
     *) echo "$1 $KUBERNETES_VERSION $(version_ldflags)" ;;
   esac
 }
@@ -130,6 +131,9 @@ build_one() {
     kwok)
       (GOBIN="$root/gobin-kwok" CGO_ENABLED=0 "$go" install -trimpath -ldflags "-s -w" \
         "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" && mv "$root/gobin-kwok/kwok" "$out") >"$log" 2>&1 ;;
+    promtool)
+      (GOBIN="$root/gobin-promtool" CGO_ENABLED=0 "$go" install -trimpath -ldflags "-s -w" \
+        "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION" && mv "$root/gobin-promtool/promtool" "$out") >"$log" 2>&1 ;;
     *) echo "kube-tools: unknown component $c (known: ${all[*]})" >&2; return 2 ;;
   esac || {
     tail -n 30 "$log" >&2
@@ -145,6 +149,7 @@ component_version() {
   case $1 in
     helm) echo "$HELM_VERSION" ;;
     kwok) echo "$KWOK_VERSION" ;;
+    promtool) echo "(Prometheus $PROMETHEUS_VERSION)" ;;
     etcd) echo "(of Kubernetes $KUBERNETES_VERSION's go.mod)" ;;
     *) echo "$KUBERNETES_VERSION" ;;
   esac

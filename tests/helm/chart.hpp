@@ -151,6 +151,31 @@ inline std::string role_without(const kubesim::Value& role, const Atom& without)
 
 inline bool is_crd(const std::string& kind) { return kind == "CustomResourceDefinition"; }
 
+// The Prometheus Operator's ServiceMonitor, PodMonitor and PrometheusRule kinds, with schemas that
+// keep every field: what the chart's monitoring objects need to apply.
+inline void apply_monitoring_crds(e2e::Env& env) {
+  for (auto [plural, kind] :
+       {std::pair{"servicemonitors", "ServiceMonitor"}, {"podmonitors", "PodMonitor"}, {"prometheusrules", "PrometheusRule"}}) {
+    std::string singular = plural;
+    singular.pop_back();
+    env.apply(singular + "-crd", fmt::format(R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: {0}.monitoring.coreos.com}}
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {{plural: {0}, singular: {1}, kind: {2}}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+)",
+                                             plural, singular, kind));
+  }
+}
+
 // What `helm install --create-namespace` does, as kubectl: the namespace, the CRDs first, then
 // everything else (already in install order).
 inline void install(e2e::Env& env, const testing::TempDir& dir, const std::string& ns, const std::string& crds, const std::string& rest) {

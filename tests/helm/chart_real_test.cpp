@@ -5,6 +5,9 @@
 
 #include "chart.hpp"
 
+#include "core/strings.hpp"
+
+#include <map>
 #include <regex>
 #include <set>
 
@@ -268,4 +271,108 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
   }
   INFO("permissions the operator never needed:\n" << fmt::format("{}", fmt::join(unused, "\n\n")));
   CHECK(unused.empty());
+}
+
+namespace {
+
+// One promtool alert_rule_test case: the alert expected at eval_time with these labels (none
+// expected when labels is empty), its annotations taken from the rule with $labels filled in.
+struct AlertCase {
+  std::string alert, eval_time;
+  std::map<std::string, std::string> labels;
+};
+
+std::string expected_alert(const kubesim::Value& rule, const AlertCase& c) {
+  std::string out = fmt::format("      - eval_time: {}\n        alertname: {}\n        exp_alerts:", c.eval_time, c.alert);
+  if (c.labels.empty()) return out + " []\n";
+  out += "\n          - exp_labels:\n";
+  for (const auto& [k, v] : c.labels) out += fmt::format("              {}: {}\n", k, json_quote(v));
+  out += "            exp_annotations:\n";
+  for (const auto& a : rule["annotations"].GetObject()) {
+    std::string text = a.value.GetString();
+    for (const auto& [k, v] : c.labels) {
+      const std::string var = "{{ $labels." + k + " }}";
+      for (size_t at; (at = text.find(var)) != std::string::npos;) text.replace(at, var.size(), v);
+    }
+    out += fmt::format("              {}: {}\n", a.name.GetString(), json_quote(text));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the PrometheusRule's alerts fire on the conditions they name, and only then (promtool)", "[helm-real]") {
+  TempDir dir;
+  auto rendered =
+      run(fmt::format("{} template spotshift {} --namespace ops --set metrics.prometheusRule.enabled=true "
+                      "--set metrics.prometheusRule.alertLabels.team=platform --show-only templates/prometheusrule.yaml",
+                      testing::RealCluster::tool("helm"), kChart));
+  INFO(rendered.output);
+  REQUIRE(rendered.status == 0);
+  auto rule = model::parse_yaml(rendered.output);
+  REQUIRE(rule);
+  const auto& spec = (*rule)["spec"];
+  dir.write("rules.yaml", kubesim::to_json(spec));
+  auto check = run(fmt::format("{} check rules {} 2>&1", testing::RealCluster::tool("promtool"), dir.file("rules.yaml")));
+  INFO(check.output);
+  CHECK(check.status == 0);
+  std::map<std::string, const kubesim::Value*> rules;
+  for (const auto& r : spec["groups"][0]["rules"].GetArray()) rules[r["alert"].GetString()] = &r;
+  REQUIRE(rules.size() == 5);
+
+  // Each alert: a group of series where its condition holds (it fires, with these labels) and one
+  // where it does not. Series carry the namespace label a ServiceMonitor adds.
+  struct Group {
+    std::string series;
+    std::vector<AlertCase> cases;
+  };
+  const std::map<std::string, std::string> base = {{"severity", "warning"}, {"team", "platform"}};
+  auto with = [](std::map<std::string, std::string> m, std::map<std::string, std::string> more) {
+    for (auto& [k, v] : more) m[k] = v;
+    return m;
+  };
+  const auto info = with(base, {{"severity", "info"}});
+  const std::vector<Group> groups = {
+      // No leader: every replica reports 0, or none reports at all; one leading keeps it quiet.
+      {"      - {series: 'spotshift_leader{namespace=\"ops\",pod=\"a\"}', values: '0x10'}\n"
+       "      - {series: 'spotshift_leader{namespace=\"ops\",pod=\"b\"}', values: '0x10'}\n",
+       {{"SpotshiftNoLeader", "4m", {}}, {"SpotshiftNoLeader", "6m", base}}},
+      {"      - {series: 'spotshift_build_info{namespace=\"ops\"}', values: '1x10'}\n", {{"SpotshiftNoLeader", "6m", base}}},
+      {"      - {series: 'spotshift_leader{namespace=\"ops\",pod=\"a\"}', values: '0x10'}\n"
+       "      - {series: 'spotshift_leader{namespace=\"ops\",pod=\"b\"}', values: '1x10'}\n"
+       "      - {series: 'spotshift_leader{namespace=\"other\",pod=\"c\"}', values: '0x10'}\n",
+       {{"SpotshiftNoLeader", "6m", {}}}},
+      // An invalid policy, for five minutes.
+      {"      - {series: 'spotshift_policy_valid{namespace=\"ops\",policy=\"a\"}', values: '0x10'}\n"
+       "      - {series: 'spotshift_policy_valid{namespace=\"ops\",policy=\"b\"}', values: '1x10'}\n",
+       {{"SpotshiftPolicyInvalid", "6m", with(base, {{"namespace", "ops"}, {"policy", "a"}})}}},
+      // Drains aborting: one a minute fires; one in all does not.
+      {"      - {series: 'spotshift_drains_total{namespace=\"ops\",policy=\"a\",result=\"aborted\"}', values: '0+1x60'}\n"
+       "      - {series: 'spotshift_drains_total{namespace=\"ops\",policy=\"b\",result=\"aborted\"}', values: '0x30 1x30'}\n"
+       "      - {series: 'spotshift_drains_total{namespace=\"ops\",policy=\"b\",result=\"succeeded\"}', values: '0+1x60'}\n",
+       {{"SpotshiftDrainsAborting", "30m", with(base, {{"namespace", "ops"}, {"policy", "a"}, {"result", "aborted"}})}}},
+      // A drainable node, every gate open and no drain for three hours; a gate closed keeps it quiet.
+      {"      - {series: 'spotshift_nodes{namespace=\"ops\",policy=\"a\",class=\"drainable\"}', values: '1x200'}\n"
+       "      - {series: 'spotshift_gate_blocked{namespace=\"ops\",policy=\"a\",gate=\"DrainDelay\"}', values: '0x200'}\n"
+       "      - {series: 'spotshift_drain_in_progress{namespace=\"ops\",policy=\"a\"}', values: '0x200'}\n"
+       "      - {series: 'spotshift_nodes{namespace=\"ops\",policy=\"b\",class=\"drainable\"}', values: '1x200'}\n"
+       "      - {series: 'spotshift_gate_blocked{namespace=\"ops\",policy=\"b\",gate=\"DrainDelay\"}', values: '1x200'}\n"
+       "      - {series: 'spotshift_drain_in_progress{namespace=\"ops\",policy=\"b\"}', values: '0x200'}\n",
+       {{"SpotshiftDrainableNodeIdle", "2h", {}}, {"SpotshiftDrainableNodeIdle", "3h1m", with(info, {{"policy", "a"}})}}},
+      // The API server answering 429 for a quarter of an hour; answers of 200 do not count.
+      {"      - {series: 'spotshift_api_requests_total{namespace=\"ops\",client=\"controller\",code=\"429\"}', values: '0+10x40'}\n"
+       "      - {series: 'spotshift_api_requests_total{namespace=\"ops\",client=\"events\",code=\"200\"}', values: '0+100x40'}\n",
+       {{"SpotshiftApiThrottled", "10m", {}}, {"SpotshiftApiThrottled", "30m", with(info, {{"client", "controller"}})}}},
+  };
+  std::string tests = "rule_files: [rules.yaml]\nevaluation_interval: 1m\ntests:\n";
+  for (const auto& g : groups) {
+    tests += "  - interval: 1m\n    input_series:\n" + g.series + "    alert_rule_test:\n";
+    for (const auto& c : g.cases) tests += expected_alert(*rules.at(c.alert), c);
+  }
+  dir.write("tests.yaml", tests);
+  auto tested = run(fmt::format("cd {} && {} test rules tests.yaml 2>&1", dir.path(), testing::RealCluster::tool("promtool")));
+  INFO(tests);
+  INFO(tested.output);
+  CHECK(tested.status == 0);
+  CHECK(tested.output.find("SUCCESS") != std::string::npos);
 }

@@ -289,20 +289,7 @@ defaultPolicy:
   EnvOptions no_crd;
   no_crd.apply_crd = false;
   Env env({}, no_crd);
-  env.apply("servicemonitor-crd", R"(apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: servicemonitors.monitoring.coreos.com}
-spec:
-  group: monitoring.coreos.com
-  scope: Namespaced
-  names: {plural: servicemonitors, singular: servicemonitor, kind: ServiceMonitor}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-)");
+  apply_monitoring_crds(env);
   env.kubectl("apply -f " + kChart + "/crds/");
   env.kubectl("create namespace monitoring");
   install(env, dir, "ops", r);
@@ -512,6 +499,15 @@ TEST_CASE("monitoring: a PodMonitor, alerts on the metrics that exist, and a das
   REQUIRE(parsed);
   CHECK(kubesim::json_string(*parsed, {"uid"}) == "spotshift");
   check_metrics(dashboard);
+
+  // All of it applies, beside the Prometheus Operator's kinds.
+  EnvOptions no_crd;
+  no_crd.apply_crd = false;
+  Env env({}, no_crd);
+  apply_monitoring_crds(env);
+  install(env, dir, "ops", r);
+  CHECK(env.kubectl("get podmonitor/spotshift prometheusrule/spotshift configmap/spotshift-dashboard -n ops -o name") ==
+        "podmonitor.monitoring.coreos.com/spotshift\nprometheusrule.monitoring.coreos.com/spotshift\nconfigmap/spotshift-dashboard\n");
 }
 
 TEST_CASE("the spotshift-crds chart's template is the top-level CRD, byte for byte, kept on uninstall", "[chart]") {
