@@ -1,5 +1,7 @@
 #include "rebalancer.hpp"
 
+#include "drain/plan_format.hpp"
+
 #include "core/log.hpp"
 #include "runtime/spawn.hpp"
 #include "telemetry.hpp"
@@ -18,6 +20,11 @@ std::optional<Time> later(std::optional<Time> a, std::optional<Time> b) {
   if (!a) return b;
   if (!b) return a;
   return std::max(*a, *b);
+}
+
+// "; saves about 3.06 per hour" for a node with a price (spec.pricing), else "".
+std::string saving_text(const drain::NodePlan& node) {
+  return node.hourly_saving ? fmt::format("; saves about {} per hour", drain::format_price(*node.hourly_saving)) : "";
 }
 
 std::string pods_text(size_t n) { return fmt::format("{} pod{}", n, n == 1 ? "" : "s"); }
@@ -244,6 +251,7 @@ void SpotRebalancer::update_metrics(const std::string& policy, const drain::Plan
   nodes.with({policy, "drainable"}).set(plan.summary.drainable_nodes);
   nodes.with({policy, "undrainable"}).set(plan.summary.undrainable_nodes);
   metrics_.family(telemetry::kPlanDuration).with({policy}).observe(plan.summary.plan_millis / 1000.0);
+  if (plan.summary.hourly_savings) metrics_.family(telemetry::kEstimatedHourlySavings).with({policy}).set(*plan.summary.hourly_savings);
   std::map<std::string_view, int> by_rule;
   for (const auto& u : plan.undrainable)
     for (auto rule : u.rules) ++by_rule[rule];
@@ -396,8 +404,9 @@ asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const 
   // What is known: every pod fits on spot nodes now, and where the plan found room; the cluster's
   // scheduler places the replacements (ReplacementNotOnSpot reports one that is not on a spot node).
   const size_t n = node_plan.moves.size();
-  std::string message = fmt::format("Draining {} for policy {}: its {} fit{} on spot nodes now (the plan found room on {})", node_plan.node,
-                                    name, pods_text(n), n == 1 ? "s" : "", fmt::join(targets, ", "));
+  std::string message =
+      fmt::format("Draining {} for policy {}: its {} fit{} on spot nodes now (the plan found room on {}){}", node_plan.node, name,
+                  pods_text(n), n == 1 ? "s" : "", fmt::join(targets, ", "), saving_text(node_plan));
   events_.record(node_ref(node_plan.node), telemetry::kDrainStarted, message, policy_ref(*policy));
   events_.record(policy_ref(*policy), telemetry::kDrainStarted, message, node_ref(node_plan.node));
 
@@ -611,7 +620,8 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
       std::string moves = fmt::format("{} fit on spot nodes", pods_text(head.moves.size()));
       if (spec.dry_run)
         events_.record(node_ref(head.node), telemetry::kWouldDrain,
-                       fmt::format("Policy {} would drain {} now ({}); dryRun is true, so nothing is touched", key, head.node, moves),
+                       fmt::format("Policy {} would drain {} now ({}{}); dryRun is true, so nothing is touched", key, head.node, moves,
+                                   saving_text(head)),
                        policy_ref(*policy));
       else if (blocked)
         events_.record(node_ref(head.node), telemetry::kDrainPlanned,

@@ -1,5 +1,7 @@
 #include "status.hpp"
 
+#include "drain/plan_format.hpp"
+
 #include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -100,6 +102,7 @@ std::string status_body(const StatusInput& in, bool with_plan_duration) {
       w.EndObject();
     }
     w.EndArray();
+    if (in.plan->summary.hourly_savings) key_str(w, "estimatedHourlySavings", drain::format_price(*in.plan->summary.hourly_savings));
     if (with_plan_duration) key_str(w, "lastPlanDuration", fmt::format("{:.1f}ms", in.plan->summary.plan_millis));
   }
   if (in.current) {

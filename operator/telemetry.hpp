@@ -55,6 +55,12 @@ inline const MetricDef kGateBlocked{"spotshift_gate_blocked",
                                     MetricType::kGauge,
                                     {"policy", "gate"},
                                     {}};
+inline const MetricDef kEstimatedHourlySavings{"spotshift_estimated_hourly_savings",
+                                               "With spec.pricing: the prices per hour of the drainable on-demand nodes of the "
+                                               "last plan, added up (what draining them would save).",
+                                               MetricType::kGauge,
+                                               {"policy"},
+                                               {}};
 inline const MetricDef kPolicyValid{"spotshift_policy_valid", "1 when the policy's spec is valid.", MetricType::kGauge, {"policy"}, {}};
 
 // ---- events -----------------------------------------------------------------------------------

@@ -11,12 +11,21 @@ std::string format_cpu(int64_t milli) {
   return fmt::format("{}m", milli);
 }
 
+std::string format_price(double price) {
+  std::string s = fmt::format("{:.3f}", price);
+  while (s.ends_with('0') && s[s.size() - 2] != '.') s.pop_back();
+  return s;
+}
+
 std::string plan_to_table(const Plan& plan) {
   const auto& s = plan.summary;
   std::string out =
       fmt::format("{} on-demand node{}, {} spot node{}: {} drainable, {} not drainable, {} pod{} to move (planned in {:.1f} ms)\n",
                   s.on_demand_nodes, s.on_demand_nodes == 1 ? "" : "s", s.spot_nodes, s.spot_nodes == 1 ? "" : "s", s.drainable_nodes,
                   s.undrainable_nodes, s.pods_to_move, s.pods_to_move == 1 ? "" : "s", s.plan_millis);
+  if (s.hourly_savings)
+    out += fmt::format("Draining them saves about {} per hour{}.\n", format_price(*s.hourly_savings),
+                       s.unpriced_nodes ? fmt::format(" ({} of them without a price)", s.unpriced_nodes) : "");
   if (s.searched_nodes > 0)
     out += fmt::format("The plan search (spec.searchIterations) found {} more drainable node{} than planning node by node.\n",
                        s.searched_nodes, s.searched_nodes == 1 ? "" : "s");
@@ -26,7 +35,9 @@ std::string plan_to_table(const Plan& plan) {
     out += fmt::format("\nDRAIN ORDER  {:<{}}  REQUESTED CPU  PODS TO MOVE\n", "NODE", width);
     int order = 0;
     for (const auto& n : plan.drainable) {
-      out += fmt::format("{:<11}  {:<{}}  {:<13}  {}\n", ++order, n.node, width, format_cpu(n.requested_cpu_milli), n.moves.size());
+      out += fmt::format("{:<11}  {:<{}}  {:<13}  {}", ++order, n.node, width, format_cpu(n.requested_cpu_milli), n.moves.size());
+      if (n.hourly_saving) out += fmt::format("  (saves about {} per hour)", format_price(*n.hourly_saving));
+      out += '\n';
       for (const auto& m : n.moves) {
         out += fmt::format("    {} -> {}", m.pod->key(), m.target);
         if (!m.budgets.empty()) out += fmt::format("  (PodDisruptionBudget {})", fmt::join(m.budgets, ", "));
@@ -59,6 +70,10 @@ std::string plan_to_json(const Plan& plan) {
     str(n.node);
     str("requestedCPU");
     str(format_cpu(n.requested_cpu_milli));
+    if (n.hourly_saving) {
+      str("hourlySaving");
+      w.Double(*n.hourly_saving);
+    }
     str("moves");
     w.StartArray();
     for (const auto& m : n.moves) {
@@ -117,6 +132,12 @@ std::string plan_to_json(const Plan& plan) {
                              {"searchedNodes", s.searched_nodes}}) {
     str(name);
     w.Int(value);
+  }
+  if (s.hourly_savings) {
+    str("hourlySavings");
+    w.Double(*s.hourly_savings);
+    str("unpricedNodes");
+    w.Int(s.unpriced_nodes);
   }
   str("planMillis");
   w.Double(static_cast<double>(static_cast<int64_t>(s.plan_millis * 1000)) / 1000.0);

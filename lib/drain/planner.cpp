@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <functional>
 #include <string_view>
 #include <unordered_map>
 #include <variant>
@@ -453,17 +454,33 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   // Step 2: sources least requested CPU first, or least scarcity-weighted demand. Targets, for
   // display: by free CPU as the profile ranks them.
   const auto scarce = sched::Demand::scarcest_extended_resource(snap);
-  if (spec.drain_order == DrainOrder::kScarceResources) {
-    std::vector<double> key = scarcity_keys(snap, on_demand, spot, scarce);
+  // on_demand reordered by a key per node (stable: ties keep their order).
+  auto order_by = [&](const std::vector<double>& key, auto before) {
     std::vector<size_t> order(on_demand.size());
     for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return before(key[a], key[b]); });
     std::vector<int> sorted;
     for (size_t k : order) sorted.push_back(on_demand[k]);
     on_demand = std::move(sorted);
+  };
+  if (spec.drain_order == DrainOrder::kScarceResources) {
+    order_by(scarcity_keys(snap, on_demand, spot, scarce), std::less<double>());
   } else {
     std::stable_sort(on_demand.begin(), on_demand.end(),
                      [&](int a, int b) { return snap.node(a).used.cpu_milli < snap.node(b).used.cpu_milli; });
+    if (spec.drain_order == DrainOrder::kHighestSavingsPerEviction && spec.pricing) {
+      // Price per pod that would have to move (every pod but DaemonSet, static and finished
+      // ones), highest first; nodes without a price after, by requested CPU.
+      std::vector<double> key;
+      for (int n : on_demand) {
+        auto price = spec.pricing->price(*snap.node(n).node);
+        int pods = 0;
+        for (const auto& p : snap.node(n).pods)
+          if (!p->terminal() && !p->mirror && !(p->controller && p->controller->kind.view() == "DaemonSet")) ++pods;
+        key.push_back(price ? *price / std::max(pods, 1) : -1);
+      }
+      order_by(key, std::greater<double>());
+    }
   }
   {
     std::vector<int> by_free = spot;
@@ -498,6 +515,14 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   plan.drainable = std::move(pass.drainable);
   for (auto& r : pass.undrainable) plan.undrainable.push_back(std::move(r));
   for (const auto& np : plan.drainable) plan.summary.pods_to_move += static_cast<int>(np.moves.size());
+  if (spec.pricing) {
+    plan.summary.hourly_savings = 0.0;
+    for (auto& np : plan.drainable) {
+      if (auto n = snap.index_of(np.node)) np.hourly_saving = spec.pricing->price(*snap.node(*n).node);
+      if (np.hourly_saving) *plan.summary.hourly_savings += *np.hourly_saving;
+      else ++plan.summary.unpriced_nodes;
+    }
+  }
   plan.summary.drainable_nodes = static_cast<int>(plan.drainable.size());
   plan.summary.undrainable_nodes = static_cast<int>(plan.undrainable.size());
   plan.summary.plan_millis = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -91,8 +91,9 @@ struct PodMove {
 struct NodePlan {
   std::string node;
   int64_t requested_cpu_milli = 0;
-  std::vector<PodMove> moves;        // in eviction order: budget-covered pods first
-  std::vector<std::string> skipped;  // "ns/pod: reason" for pods left in place (DaemonSets, ...)
+  std::vector<PodMove> moves;           // in eviction order: budget-covered pods first
+  std::vector<std::string> skipped;     // "ns/pod: reason" for pods left in place (DaemonSets, ...)
+  std::optional<double> hourly_saving;  // the node's price per hour (spec.pricing), when it has one
 };
 
 struct NodeRejection {
@@ -113,6 +114,10 @@ struct PlanSummary {
   int undrainable_nodes = 0;
   int pods_to_move = 0;
   int searched_nodes = 0;  // drained because the plan search (spec.searchIterations) found them
+  // With spec.pricing: the drainable nodes' prices per hour added up, and how many of them have
+  // no price.
+  std::optional<double> hourly_savings;
+  int unpriced_nodes = 0;
   double plan_millis = 0;
 };
 

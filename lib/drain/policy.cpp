@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 
 namespace spotshift::drain {
 
@@ -21,7 +22,32 @@ std::string_view to_string(GateScope s) {
   return "Any";
 }
 
-std::string_view to_string(DrainOrder o) { return o == DrainOrder::kScarceResources ? "ScarceResources" : "RequestedCPU"; }
+std::string_view to_string(DrainOrder o) {
+  switch (o) {
+    case DrainOrder::kScarceResources:
+      return "ScarceResources";
+    case DrainOrder::kHighestSavingsPerEviction:
+      return "HighestSavingsPerEviction";
+    case DrainOrder::kRequestedCpu:
+      break;
+  }
+  return "RequestedCPU";
+}
+
+std::optional<double> Pricing::price(const model::Node& node) const {
+  std::string_view text;
+  if (!label.empty()) {
+    if (const auto* v = node.meta.labels.get(std::string_view(label))) text = v->view();
+  } else {
+    text = node.number_annotation(annotation);
+  }
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  std::string copy(text);
+  double v = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size() || !(v >= 0) || v > 1e9) return std::nullopt;
+  return v;
+}
 
 namespace {
 
@@ -50,6 +76,7 @@ constexpr std::array kSpecFields = {
     "terminationHeadroom",
     "drainedNodeTaintTTL",
     "evictJobPods",
+    "pricing",
 };
 
 // An unknown member of an object whose members are the known ones: an error on the object.
@@ -147,9 +174,24 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
              std::array<std::pair<std::string_view, GateScope>, 3>{
                  {{"Any", GateScope::kAny}, {"SpotOnly", GateScope::kSpotOnly}, {"Disabled", GateScope::kDisabled}}});
     } else if (key == "drainOrder") {
-      choice(d, r, s.drain_order,
-             std::array<std::pair<std::string_view, DrainOrder>, 2>{
-                 {{"RequestedCPU", DrainOrder::kRequestedCpu}, {"ScarceResources", DrainOrder::kScarceResources}}});
+      choice(
+          d, r, s.drain_order,
+          std::array<std::pair<std::string_view, DrainOrder>, 3>{{{"RequestedCPU", DrainOrder::kRequestedCpu},
+                                                                  {"ScarceResources", DrainOrder::kScarceResources},
+                                                                  {"HighestSavingsPerEviction", DrainOrder::kHighestSavingsPerEviction}}});
+    } else if (key == "pricing") {
+      Pricing p;
+      d.members(r, [&](std::string_view k) {
+        if (k == "label") p.label = d.string(r);
+        else if (k == "annotation") p.annotation = d.string(r);
+        else {
+          unknown_member(d, k, std::array{"label", "annotation"});
+          return false;
+        }
+        return true;
+      });
+      if (d.ok() && p.label.empty() == p.annotation.empty()) d.fail("must name exactly one of label and annotation");
+      else if (d.ok()) s.pricing = std::move(p);
     } else if (key == "searchIterations") {
       if (auto n = d.optional_integer(r); n && d.ok()) {
         if (*n < 0 || *n > kMaxSearchIterations) d.fail(fmt::format("must be from 0 (no search) to {}, got {}", kMaxSearchIterations, *n));
@@ -170,7 +212,9 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
     }
     return true;
   });
-  // The CRD's rule, checked again for policies the API server did not check (files, older CRDs).
+  // The CRD's rules, checked again for policies the API server did not check (files, older CRDs).
+  if (d.ok() && s.drain_order == DrainOrder::kHighestSavingsPerEviction && !s.pricing)
+    d.fail("drainOrder HighestSavingsPerEviction needs spec.pricing (where each node's price is)");
   if (d.ok() && s.on_demand_selector == s.spot_selector)
     d.fail("onDemandNodeSelector and spotNodeSelector must differ (a node matching both is neither)");
 }

@@ -8,6 +8,7 @@
 
 #include "core/time.hpp"
 #include "model/meta.hpp"
+#include "model/node.hpp"
 #include "model/selector.hpp"
 #include "sched/framework.hpp"
 
@@ -39,8 +40,21 @@ std::string_view to_string(GateScope s);
 enum class DrainOrder : uint8_t {
   kRequestedCpu,     // least requested CPU first (k8s-spot-rescheduler's order)
   kScarceResources,  // least demand first, each resource weighted by how scarce it is on the spot nodes
+  // Highest hourly price per pod to move first (spec.pricing); unpriced nodes after, least
+  // requested CPU first.
+  kHighestSavingsPerEviction,
 };
 std::string_view to_string(DrainOrder o);
+
+// Where an on-demand node's price per hour is read: a label or an annotation of the node whose
+// value is a decimal number. Exactly one is set.
+struct Pricing {
+  std::string label;
+  std::string annotation;
+  // The node's price, or nullopt when it has none (or not a number).
+  std::optional<double> price(const model::Node& node) const;
+  bool operator==(const Pricing&) const = default;
+};
 
 struct PolicySpec {
   model::LabelSelector on_demand_selector;                 // default: node-role.kubernetes.io/worker exists
@@ -65,7 +79,8 @@ struct PolicySpec {
   Handling kube_system_without_pdb = Handling::kBlock;
   GateScope unschedulable_pods_gate = GateScope::kAny;
   DrainOrder drain_order = DrainOrder::kRequestedCpu;
-  int search_iterations = 0;  // steps of the plan search (search.hpp); 0: no search
+  int search_iterations = 0;       // steps of the plan search (search.hpp); 0: no search
+  std::optional<Pricing> pricing;  // absent: savings are not estimated
   bool dry_run = false;
   bool suspend = false;
   sched::ProfileConfig profile = sched::default_profile();

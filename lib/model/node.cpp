@@ -14,13 +14,32 @@ bool Node::has_taint(std::string_view key, TaintEffect effect) const {
   return false;
 }
 
+std::string_view Node::number_annotation(std::string_view key) const {
+  for (const auto& [k, v] : number_annotations)
+    if (k == key) return v;
+  return {};
+}
+
 bool Node::same_content(const Node& other) const {
   return meta.name == other.meta.name && meta.uid == other.meta.uid && meta.labels == other.meta.labels &&
          meta.deletion_timestamp == other.meta.deletion_timestamp && unschedulable == other.unschedulable && taints == other.taints &&
-         allocatable == other.allocatable && conditions == other.conditions && opt_out == other.opt_out;
+         allocatable == other.allocatable && conditions == other.conditions && opt_out == other.opt_out &&
+         number_annotations == other.number_annotations;
 }
 
 namespace {
+
+// A plain decimal number, as a price is written ("3.06", "12"): digits with at most one point.
+bool is_decimal(std::string_view v) {
+  if (v.empty() || v.size() > 32) return false;
+  bool digit = false, point = false;
+  for (char c : v) {
+    if (c >= '0' && c <= '9') digit = true;
+    else if (c == '.' && !point) point = true;
+    else return false;
+  }
+  return digit;
+}
 
 void decode_node_spec(JsonDecoder& d, JsonReader& r, Node& n) {
   d.members(r, [&](std::string_view key) {
@@ -86,6 +105,7 @@ Result<Node> decode_node(JsonReader& r) {
   JsonDecoder d("node");
   Node n;
   auto opt_out = [&](std::string_view key, std::string_view value) {
+    if (is_decimal(value)) n.number_annotations.emplace_back(key, value);
     if (value != "true" || !n.opt_out.empty()) return;
     if (key == "spotshift.io/do-not-drain" || key == "karpenter.sh/do-not-disrupt" ||
         key == "cluster-autoscaler.kubernetes.io/scale-down-disabled")

@@ -28,12 +28,17 @@ struct Node {
   // karpenter.sh/do-not-disrupt or cluster-autoscaler.kubernetes.io/scale-down-disabled. Empty
   // when the node has none.
   std::string opt_out;
+  // Annotations whose value is a decimal number (a price per hour a policy may read, by a key the
+  // policy names); others are not kept.
+  std::vector<std::pair<std::string, std::string>> number_annotations;
 
   const std::string& name() const { return meta.name; }
   bool ready() const { return conditions.ready == ConditionStatus::kTrue; }
   // Ready, and no pressure or network condition set.
   bool healthy() const;
   bool has_taint(std::string_view key, TaintEffect effect) const;
+  // The value of a kept number annotation, or empty.
+  std::string_view number_annotation(std::string_view key) const;
 
   // Equal in everything the operator reads. Heartbeats only change condition timestamps and the
   // resourceVersion, so they compare equal here and never trigger replanning.

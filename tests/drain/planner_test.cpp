@@ -618,3 +618,61 @@ TEST_CASE("a plan through the snapshot cache is the plan made without it; a node
     CHECK(cache.reuses() == 2);
   }
 }
+
+TEST_CASE("with pricing, a plan says what draining each node saves, and HighestSavingsPerEviction drains the dearest per pod first",
+          "[planner]") {
+  auto priced = [](const char* key, bool as_label) {
+    PolicySpec spec = default_policy_spec();
+    spec.pricing = as_label ? Pricing{key, ""} : Pricing{"", key};
+    return spec;
+  };
+  auto input = [](bool as_label) {
+    auto price = [&](sched::testing::NodeBuilder n, const char* v) {
+      return as_label ? n.label("example.com/price", v) : n.annotation("example.com/price", v);
+    };
+    PlanInput in;
+    in.nodes.push_back(spot("spot-1").cpu("16"));
+    // By requested CPU: od-a (300m), od-b (700m with its DaemonSet pod), od-c (900m). Per pod: od-a 1.0 (one pod),
+    // od-b 1.5 (two pods at 3.0), od-c no price.
+    in.nodes.push_back(price(on_demand("od-a").cpu("4"), "1.0"));
+    in.nodes.push_back(price(on_demand("od-b").cpu("4"), "3.0"));
+    in.nodes.push_back(price(on_demand("od-c").cpu("4"), "cheap"));
+    in.pods.push_back(replica("a1", "a").cpu("300m").on("od-a"));
+    in.pods.push_back(replica("b1", "b").cpu("300m").on("od-b"));
+    in.pods.push_back(replica("b2", "b").cpu("300m").on("od-b"));
+    in.pods.push_back(replica("c1", "c").cpu("900m").on("od-c"));
+    in.pods.push_back(make_pod("agent-b").owner("DaemonSet", "agent").on("od-b"));  // stays: not counted
+    return in;
+  };
+  for (bool as_label : {true, false}) {
+    INFO((as_label ? "label" : "annotation"));
+    PlanInput in = input(as_label);
+    PolicySpec spec = priced("example.com/price", as_label);
+    Plan plan = make_plan(in, spec);
+    REQUIRE(plan.drainable.size() == 3);
+    CHECK(plan.drainable[0].node == "od-a");  // drainOrder stays RequestedCPU
+    CHECK(plan.drainable[0].hourly_saving == 1.0);
+    CHECK(plan.drainable[1].hourly_saving == 3.0);
+    CHECK_FALSE(plan.drainable[2].hourly_saving);  // "cheap" is not a price
+    REQUIRE(plan.summary.hourly_savings);
+    CHECK(*plan.summary.hourly_savings == 4.0);
+    CHECK(plan.summary.unpriced_nodes == 1);
+    std::string table = plan_to_table(plan);
+    CHECK(table.find("Draining them saves about 4.0 per hour (1 of them without a price).") != std::string::npos);
+    INFO(table);
+    CHECK(table.find("od-b  700m           2  (saves about 3.0 per hour)") != std::string::npos);
+    CHECK(plan_to_json(plan).find(R"("hourlySavings":4.0,"unpricedNodes":1,)") != std::string::npos);
+
+    spec.drain_order = DrainOrder::kHighestSavingsPerEviction;
+    Plan ordered = make_plan(in, spec);
+    REQUIRE(ordered.drainable.size() == 3);
+    CHECK(ordered.drainable[0].node == "od-b");
+    CHECK(ordered.drainable[1].node == "od-a");
+    CHECK(ordered.drainable[2].node == "od-c");
+  }
+  // Without pricing nothing is said about savings, and the JSON is as before.
+  Plan plain = make_plan(input(true), default_policy_spec());
+  CHECK_FALSE(plain.summary.hourly_savings);
+  CHECK(plan_to_json(plain).find("hourly") == std::string::npos);
+  CHECK(plan_to_table(plain).find("saves") == std::string::npos);
+}

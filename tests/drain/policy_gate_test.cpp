@@ -93,7 +93,16 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
   CHECK(error(R"({"unschedulablePodsGate":"Some"})") ==
         "decoding ReschedulePolicy: spec.unschedulablePodsGate: must be one of Any, SpotOnly, Disabled, got \"Some\"");
   CHECK(error(R"({"drainOrder":"Cheapest"})") ==
-        "decoding ReschedulePolicy: spec.drainOrder: must be one of RequestedCPU, ScarceResources, got \"Cheapest\"");
+        "decoding ReschedulePolicy: spec.drainOrder: must be one of RequestedCPU, ScarceResources, HighestSavingsPerEviction, got "
+        "\"Cheapest\"");
+  CHECK(error(R"({"pricing":{"label":"a","annotation":"b"}})") ==
+        "decoding ReschedulePolicy: spec.pricing: must name exactly one of label and annotation");
+  CHECK(error(R"({"pricing":{}})") == "decoding ReschedulePolicy: spec.pricing: must name exactly one of label and annotation");
+  CHECK(error(R"({"pricing":{"label":"a","cents":true}})").find("spec.pricing: unknown field \"cents\"") != std::string::npos);
+  CHECK(error(R"({"drainOrder":"HighestSavingsPerEviction"})") ==
+        "decoding ReschedulePolicy: spec: drainOrder HighestSavingsPerEviction needs spec.pricing (where each node's price is)");
+  CHECK(spec_from(R"({"drainOrder":"HighestSavingsPerEviction","pricing":{"annotation":"example.com/price"}})")->pricing->annotation ==
+        "example.com/price");
   CHECK(error(R"({"searchIterations":-1})") ==
         "decoding ReschedulePolicy: spec.searchIterations: must be from 0 (no search) to 100000, got -1");
   CHECK(error(R"({"searchIterations":100001})") ==

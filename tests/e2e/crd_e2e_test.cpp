@@ -134,6 +134,11 @@ TEST_CASE("invalid policies are refused with the messages the policy reference s
   const std::string args = "spec.profile.scores[0]: Invalid value: only FreeCPU takes args: order, fullest or emptiest";
   CHECK(rejection(env, "q", "  profile:\n    scores: [{name: FreeCPU, args: {order: sideways}}]\n") == args);
   CHECK(rejection(env, "r", "  profile:\n    scores: [{name: LeastAllocated, args: {order: fullest}}]\n") == args);
+  CHECK(rejection(env, "w", "  pricing: {label: a, annotation: b}\n") ==
+        "spec.pricing: Invalid value: name exactly one of label and annotation");
+  CHECK(rejection(env, "x", "  drainOrder: HighestSavingsPerEviction\n") ==
+        "spec: Invalid value: drainOrder HighestSavingsPerEviction needs pricing (where each node's price is)");
+  CHECK(rejection(env, "yy", "  drainOrder: HighestSavingsPerEviction\n  pricing: {annotation: example.com/price}\n").empty());
   CHECK(rejection(env, "s", "  profile:\n    scores: [{name: FreeCPU, args: {order: emptiest}}]\n").empty());
   CHECK(rejection(env, "t",
                   "  podSelector: {matchExpressions: [{key: app, operator: NotIn, values: [a]}, {key: b, operator: DoesNotExist}]}\n")
@@ -146,5 +151,5 @@ TEST_CASE("invalid policies are refused with the messages the policy reference s
   CHECK(rejection(env, "g", "  nodeDrainDelay: 90s\n").empty());
   CHECK(env.kubectl("get rsp -o name") ==
         "reschedulepolicy.spotshift.io/g\nreschedulepolicy.spotshift.io/i\nreschedulepolicy.spotshift.io/s\n"
-        "reschedulepolicy.spotshift.io/t\nreschedulepolicy.spotshift.io/v\n");
+        "reschedulepolicy.spotshift.io/t\nreschedulepolicy.spotshift.io/v\nreschedulepolicy.spotshift.io/yy\n");
 }

@@ -163,6 +163,38 @@ TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   CHECK(env.pods() == before);
 }
 
+TEST_CASE("pricing: the plan, the status, events and metrics say what draining saves; the dearest per pod drains first", "[e2e]") {
+  Env env;
+  // ondemand-1 (2 pods) costs 0.8 an hour, ondemand-2 (3 pods) 3.6: per pod 0.4 and 1.2.
+  env.kubectl("label node ondemand-1 example.com/price-per-hour=0.8");
+  env.kubectl("label node ondemand-2 example.com/price-per-hour=3.6");
+  const std::string pricing = "  pricing: {label: example.com/price-per-hour}\n  drainOrder: HighestSavingsPerEviction\n";
+  env.apply("policy", policy_yaml("default", pricing + "  dryRun: true\n"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return !env.events("WouldDrain").empty(); }, 20s));
+  CHECK(env.events("WouldDrain")[0] ==
+        "Node/ondemand-2: Policy default would drain ondemand-2 now (3 pods fit on spot nodes; saves about 3.6 per hour); dryRun is true, "
+        "so nothing is touched");
+  REQUIRE(eventually([&] { return env.status("default", {"estimatedHourlySavings"}) == "4.4"; }, 10s));
+  CHECK(metric_sample(op->metrics(), R"(spotshift_estimated_hourly_savings{policy="default"})") == Approx(4.4));
+  // The same plan offline, from kubectl's snapshot and the policy as the cluster has it.
+  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,rs,sts,jobs -A -o json"));
+  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
+  auto offline = spotshift::testing::run(
+      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  INFO(offline.output);
+  CHECK(offline.output.find("Draining them saves about 4.4 per hour.") != std::string::npos);
+  CHECK(offline.output.find("1            ondemand-2") != std::string::npos);
+  // Live: the dearest per pod first, and DrainStarted says what it saves.
+  env.apply("policy", policy_yaml("default", pricing + "  dryRun: false\n"));
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-2"; }, 30s));
+  auto started = env.events("DrainStarted");
+  INFO(fmt::format("{}", fmt::join(started, "\n")));
+  CHECK(std::any_of(started.begin(), started.end(), [](const std::string& e) {
+    return e.starts_with("Node/ondemand-2: Draining ondemand-2") && e.ends_with("; saves about 3.6 per hour");
+  }));
+}
+
 TEST_CASE("a suspended policy plans but starts no drain until it is resumed", "[e2e]") {
   Env env;
   auto before = env.pods();

@@ -91,6 +91,13 @@ CHECK(causes(R"({"map":[{"name":"p","weight":1},{"name":"p","weight":2}]})") == 
 CHECK(causes(R"({"labels":{"x":"1","y":"2"}})").starts_with("[spec.labels: Too many: 2: must have at most 1 items"));
 // A scalar's value is shown; a rule without a message gets the apiserver's.
 CHECK(causes(R"({"delay":"10ms"})") == R"J(spec.delay: Invalid value: "10ms": failed rule: duration(self) >= duration('1s'))J");
+  // A default that breaks its rules refuses the schema, as the apiserver refuses the CRD; the
+  // defaults inside the default are not applied first.
+  auto bad_default = Schema::parse(parse(R"J({"type":"object","properties":{"spec":{"type":"object","default":{},
+      "x-kubernetes-validations":[{"rule":"self.mode != 'x'","message":"not x"}],
+      "properties":{"mode":{"type":"string","default":"y"}}}}})J"));
+  REQUIRE_FALSE(bad_default);
+  CHECK(bad_default.error().message == "properties[spec].default: Invalid value: no such key: mode evaluating rule: not x");
   // A rule outside kubesim's subset refuses the schema.
   auto refused = Schema::parse(parse(R"J({"type":"string","x-kubernetes-validations":[{"rule":"self.matches('^a')"}]})J"));
   REQUIRE_FALSE(refused);

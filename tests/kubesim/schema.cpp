@@ -43,6 +43,10 @@ Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
     for (auto it = props->MemberBegin(); it != props->MemberEnd(); ++it) {
       auto sub = parse(it->value);
       if (!sub) return sub.error().wrap(fmt::format("properties.{}", it->name.GetString()));
+      // As the apiserver does, a default must pass the schema and rules it is a default for
+      // (as written: the defaults inside it are not applied first).
+      if (auto bad = (*sub)->default_violation(); !bad.empty())
+        return Error::invalid(fmt::format("properties[{}].default: {}", it->name.GetString(), bad));
       out->properties_.emplace_back(it->name.GetString(), *sub);
     }
   }
@@ -105,6 +109,16 @@ Result<std::shared_ptr<const Schema>> Schema::parse(const Value& s) {
   out->any_rules_ = !out->rules_.empty() || (out->items_ && out->items_->any_rules_) || (out->additional_ && out->additional_->any_rules_);
   for (const auto& [name, sub] : out->properties_) out->any_rules_ = out->any_rules_ || sub->any_rules_;
   return std::shared_ptr<const Schema>(out);
+}
+
+std::string Schema::default_violation() const {
+  if (!default_json_) return {};
+  Doc d;
+  d.Parse(default_json_->c_str());
+  std::vector<StatusCause> causes, cel;
+  validate(d, "", causes, cel);
+  finish_validation(causes, cel);
+  return causes.empty() ? std::string() : causes[0].message;
 }
 
 const Schema* Schema::property(std::string_view name) const {

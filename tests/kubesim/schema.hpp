@@ -45,6 +45,8 @@ class Schema {
   void check_duplicates(const Value& list, const std::string& path, std::vector<StatusCause>& causes) const;
   void finish_validation(std::vector<StatusCause>& causes, std::vector<StatusCause>& cel) const;
   const Schema* property(std::string_view name) const;
+  // What is wrong with this schema's default, or "" (also when it has none).
+  std::string default_violation() const;
 
   std::string type_;
   std::vector<std::pair<std::string, std::shared_ptr<const Schema>>> properties_;
