@@ -37,6 +37,7 @@ struct SpotRebalancer::PolicyState {
   std::optional<DrainProgress> current;
   std::optional<drain::LastDrain> last_drain;  // newer than the cached status
   std::optional<Time> next_drain_after;        // newer than the cached status
+  std::vector<Time> drain_starts;              // starts since this process began (maxDrainsPerHour)
   int64_t drained_total = 0;                   // added since start, on top of the cached totals
   int64_t evicted_total = 0;
   int64_t cached_drained_base = -1, cached_evicted_base = -1;
@@ -52,6 +53,18 @@ struct SpotRebalancer::PolicyState {
   Time last_plan_end{};       // when the last plan was made
   Duration last_plan_took{};  // and how long it took
 };
+
+namespace {
+
+// The drains started within the hour before now: those the status recorded (an earlier leader's
+// too) and this process's own.
+std::vector<Time> recent_starts(const drain::ReschedulePolicy& policy, const std::vector<Time>& own, Time now) {
+  std::vector<Time> all = policy.status.recent_drain_starts;
+  all.insert(all.end(), own.begin(), own.end());
+  return drain::starts_within_hour(std::move(all), now);
+}
+
+}  // namespace
 
 class SpotRebalancer::Observer final : public drain::DrainObserver {
  public:
@@ -202,6 +215,7 @@ asio::awaitable<Result<void>> SpotRebalancer::write_status(const drain::Reschedu
     in.current = st.current;
     in.last_drain = st.last_drain ? st.last_drain : policy.status.last_drain;
     in.next_drain_after = later(st.next_drain_after, policy.status.next_drain_after);
+    in.recent_drain_starts = recent_starts(policy, st.drain_starts, in.now);
   };
   refresh();
   std::string compare = status_body(in, false);
@@ -388,12 +402,16 @@ asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const 
   // The gate is persisted before anything is touched, so a crash mid-drain keeps it closed: a
   // drain whose start cannot be recorded does not start.
   st.next_drain_after = later(st.next_drain_after, drain::next_drain_after(started, spec));
+  // Rounded up to the second, as the status keeps it (so the two compare equal, and the hour
+  // never ends early).
+  st.drain_starts.push_back(std::chrono::ceil<std::chrono::seconds>(started));
   {
     StatusInput in;
     in.plan = st.last_plan.get();
     if (auto r = co_await write_status(*policy, st, std::move(in)); !r) {
       st.current.reset();
       st.next_drain_after = gate_before;
+      st.drain_starts.pop_back();
       logger.warn("not starting the drain: the drain delay gate could not be saved in the policy's status",
                   {{"policy", name}, {"node", node_plan.node}, {"error", r.error()}});
       co_return r.error().wrap(fmt::format("recording the start of the drain of {}", node_plan.node));
@@ -597,19 +615,20 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
     const drain::NodePlan& head = plan->drainable.front();
     drain::PolicyStatusView view = policy->status;
     view.next_drain_after = later(st.next_drain_after, view.next_drain_after);
-    blocked =
-        drain::evaluate_gates(drain::GateInput{spec, drain::drain_delay_gate(view, now),
-                                               [&] {
-                                                 std::vector<std::shared_ptr<const model::Node>> spot_nodes;
-                                                 for (const auto& n : plan->spot_nodes)
-                                                   if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
-                                                 drain::SpotReach reach(std::move(spot_nodes));
-                                                 std::vector<std::shared_ptr<const model::Pod>> pods;
-                                                 for (const auto& p : stores_.pods.values())  // the same vector the plan's input copied
-                                                   if (p->node_name.empty()) pods.push_back(p);
-                                                 return drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
-                                               },
-                                               [&] { return drain_sharing_spot_nodes(key, *plan); }, head.node});
+    blocked = drain::evaluate_gates(
+        drain::GateInput{spec, drain::drain_delay_gate(view, now),
+                         [&] {
+                           std::vector<std::shared_ptr<const model::Node>> spot_nodes;
+                           for (const auto& n : plan->spot_nodes)
+                             if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
+                           drain::SpotReach reach(std::move(spot_nodes));
+                           std::vector<std::shared_ptr<const model::Pod>> pods;
+                           for (const auto& p : stores_.pods.values())  // the same vector the plan's input copied
+                             if (p->node_name.empty()) pods.push_back(p);
+                           return drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
+                         },
+                         [&] { return drain_sharing_spot_nodes(key, *plan); }, head.node,
+                         drain::drains_per_hour_gate(recent_starts(*policy, st.drain_starts, now), spec.max_drains_per_hour, now)});
     if (blocked && blocked->reopens_at)
       requeue =
           std::min<Duration>(requeue, std::chrono::duration_cast<Duration>(*blocked->reopens_at - now) + std::chrono::milliseconds(10));

@@ -126,6 +126,12 @@ std::string status_body(const StatusInput& in, bool with_plan_duration) {
     w.EndObject();
   }
   if (in.next_drain_after) key_str(w, "nextDrainAfter", format_time(*in.next_drain_after));
+  if (!in.recent_drain_starts.empty()) {
+    str(w, "recentDrainStarts");
+    w.StartArray();
+    for (Time t : in.recent_drain_starts) str(w, format_time(t));
+    w.EndArray();
+  }
   str(w, "nodesDrainedTotal");
   w.Int64(in.nodes_drained_total);
   str(w, "podsEvictedTotal");

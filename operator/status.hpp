@@ -5,8 +5,8 @@
 //   Valid     True / False (InvalidSpec): the spec decoded and validated.
 //   Ready     True (Planned) once a plan was made; False (InvalidSpec) otherwise.
 //   Draining  True (Draining) while a node drains; False (Idle).
-//   Blocked   True when a drainable node waits on a gate: DrainDelay, UnschedulablePods,
-//             Suspended, DryRun or SharedSpotNodes; False (NotBlocked) otherwise.
+//   Blocked   True when a drainable node waits on a gate (drain::kGates); False (NotBlocked)
+//             otherwise.
 // A condition's lastTransitionTime changes only when its status does.
 //
 // For `kubectl get rsp`: mode (Suspended, DryRun or Active, from the spec; absent while the spec
@@ -39,6 +39,7 @@ struct StatusInput {
   std::optional<DrainProgress> current;
   std::optional<drain::LastDrain> last_drain;
   std::optional<Time> next_drain_after;
+  std::vector<Time> recent_drain_starts;  // within the last hour
   int64_t nodes_drained_total = 0;
   int64_t pods_evicted_total = 0;
   std::optional<drain::Gate> blocked;       // drain::evaluate_gates()

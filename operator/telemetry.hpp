@@ -49,12 +49,13 @@ inline const MetricDef kUndrainableNodes{"spotshift_undrainable_nodes",
                                          MetricType::kGauge,
                                          {"policy", "reason"},
                                          {}};
-inline const MetricDef kGateBlocked{"spotshift_gate_blocked",
-                                    "1 for the gate holding the next drain back (Suspended, DrainDelay, UnschedulablePods, DryRun, "
-                                    "SharedSpotNodes), 0 for the others.",
-                                    MetricType::kGauge,
-                                    {"policy", "gate"},
-                                    {}};
+inline const MetricDef kGateBlocked{
+    "spotshift_gate_blocked",
+    "1 for the gate holding the next drain back (Suspended, DrainDelay, MaxDrainsPerHour, UnschedulablePods, DryRun, "
+    "SharedSpotNodes), 0 for the others.",
+    MetricType::kGauge,
+    {"policy", "gate"},
+    {}};
 inline const MetricDef kEstimatedHourlySavings{"spotshift_estimated_hourly_savings",
                                                "With spec.pricing: the prices per hour of the drainable on-demand nodes of the "
                                                "last plan, added up (what draining them would save).",

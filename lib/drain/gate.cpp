@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace spotshift::drain {
 
 GateDecision drain_delay_gate(const PolicyStatusView& status, Time now) {
@@ -18,9 +20,30 @@ Time next_drain_after(Time finished, const PolicySpec& spec) {
   return s < t ? s + std::chrono::seconds(1) : Time(s);
 }
 
+std::vector<Time> starts_within_hour(std::vector<Time> starts, Time now) {
+  std::erase_if(starts, [&](Time t) { return t + std::chrono::hours(1) <= now; });
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  if (starts.size() > static_cast<size_t>(kMaxDrainsPerHour)) starts.erase(starts.begin(), starts.end() - kMaxDrainsPerHour);
+  return starts;
+}
+
+GateDecision drains_per_hour_gate(const std::vector<Time>& starts, std::optional<int> max, Time now) {
+  if (!max) return {};
+  auto recent = starts_within_hour(starts, now);
+  if (static_cast<int>(recent.size()) < *max) return {};
+  // The count falls below the limit when the oldest start that keeps it there is an hour old.
+  const Time reopens = recent[recent.size() - static_cast<size_t>(*max)] + std::chrono::hours(1);
+  return GateDecision{false,
+                      fmt::format("{} drain{} started within the last hour (maxDrainsPerHour is {}); the next may start at {}",
+                                  recent.size(), recent.size() == 1 ? "" : "s", *max, format_time(reopens)),
+                      reopens};
+}
+
 std::optional<Gate> evaluate_gates(const GateInput& in) {
   if (in.spec.suspend) return Gate{"Suspended", "spec.suspend is true: no new drain starts", std::nullopt};
   if (!in.drain_delay.open) return Gate{"DrainDelay", in.drain_delay.reason, in.drain_delay.reopens_at};
+  if (!in.drains_per_hour.open) return Gate{"MaxDrainsPerHour", in.drains_per_hour.reason, in.drains_per_hour.reopens_at};
   if (in.unschedulable_pods)
     if (GateDecision g = in.unschedulable_pods(); !g.open) return Gate{"UnschedulablePods", g.reason, g.reopens_at};
   if (in.spec.dry_run) return Gate{"DryRun", fmt::format("dryRun is true: {} would be drained now", in.next_node), std::nullopt};

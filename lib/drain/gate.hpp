@@ -5,6 +5,9 @@
 // - Drain delay: after any drain attempt, success or abort, no new drain starts until
 //   nodeDrainDelay has passed. The time is kept in the policy's status (nextDrainAfter), so a
 //   restart or a new leader does not reopen the gate early.
+// - Drains per hour: with maxDrainsPerHour, no drain starts while that many started within the
+//   last hour. The starts are kept in the policy's status (recentDrainStarts), so a restart or a
+//   new leader does not reset the count.
 // - Unschedulable pods: no drain starts while pods are Pending and unschedulable (any such pod,
 //   or only those that could run on one of the policy's spot nodes), since moving more pods
 //   onto spot nodes would compete with them.
@@ -38,16 +41,24 @@ GateDecision drain_delay_gate(const PolicyStatusView& status, Time now);
 // rounded up to the second (the status keeps whole seconds, and the gate must never reopen early).
 Time next_drain_after(Time finished, const PolicySpec& spec);
 
+// Closed while `max` drains started within the hour before `now`; reopens an hour after the
+// oldest of them.
+GateDecision drains_per_hour_gate(const std::vector<Time>& starts, std::optional<int> max, Time now);
+// The starts of the last hour before `now`, oldest first, without duplicates, at most the newest
+// kMaxDrainsPerHour.
+std::vector<Time> starts_within_hour(std::vector<Time> starts, Time now);
+
 // Pods that are Pending because no node fits them: unbound, PodScheduled=False/Unschedulable.
 bool pending_unschedulable(const model::Pod& pod);
 GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope, SpotReach& spot_reach);
 
 // The gate that holds a drainable node back, as the policy's Blocked condition shows it.
 // Every gate, in the order evaluate_gates() checks them: a Gate's reason is one of these.
-inline constexpr std::array<std::string_view, 5> kGates = {"Suspended", "DrainDelay", "UnschedulablePods", "DryRun", "SharedSpotNodes"};
+inline constexpr std::array<std::string_view, 6> kGates = {"Suspended",         "DrainDelay", "MaxDrainsPerHour",
+                                                           "UnschedulablePods", "DryRun",     "SharedSpotNodes"};
 
 struct Gate {
-  std::string reason;  // Suspended, DrainDelay, UnschedulablePods, DryRun, SharedSpotNodes
+  std::string reason;  // one of kGates
   std::string message;
   std::optional<Time> reopens_at;  // when known
 };
@@ -60,11 +71,12 @@ struct GateInput {
   std::function<GateDecision()> unschedulable_pods;  // unschedulable_pods_gate()
   // Another policy's drain in progress onto spot nodes this plan shares: why this one waits.
   std::function<std::optional<std::string>()> shared_spot_nodes;
-  std::string next_node;  // the plan's first drainable node
+  std::string next_node;         // the plan's first drainable node
+  GateDecision drains_per_hour;  // drains_per_hour_gate(); open when not given
 };
 
-// The first closed gate, in this order: Suspended, DrainDelay, UnschedulablePods, DryRun,
-// SharedSpotNodes; nothing when a drain may start now. Suspend comes first (the user's word
+// The first closed gate, in this order: Suspended, DrainDelay, MaxDrainsPerHour,
+// UnschedulablePods, DryRun, SharedSpotNodes; nothing when a drain may start now. Suspend comes first (the user's word
 // outranks timing), dry run after the gates a live drain would wait on, so a dry-run policy shows
 // what would hold a live one back.
 std::optional<Gate> evaluate_gates(const GateInput& in);

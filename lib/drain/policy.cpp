@@ -77,6 +77,7 @@ constexpr std::array kSpecFields = {
     "drainedNodeTaintTTL",
     "evictJobPods",
     "pricing",
+    "maxDrainsPerHour",
 };
 
 // An unknown member of an object whose members are the known ones: an error on the object.
@@ -197,6 +198,11 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
         if (*n < 0 || *n > kMaxSearchIterations) d.fail(fmt::format("must be from 0 (no search) to {}, got {}", kMaxSearchIterations, *n));
         else s.search_iterations = static_cast<int>(*n);
       }
+    } else if (key == "maxDrainsPerHour") {
+      if (auto n = d.optional_integer(r); n && d.ok()) {
+        if (*n < 1 || *n > kMaxDrainsPerHour) d.fail(fmt::format("must be from 1 to {}, got {}", kMaxDrainsPerHour, *n));
+        else s.max_drains_per_hour = static_cast<int>(*n);
+      }
     } else if (key == "dryRun") {
       s.dry_run = d.boolean(r, false);
     } else if (key == "suspend") {
@@ -260,6 +266,10 @@ void decode_status(model::JsonDecoder& d, model::JsonReader& r, PolicyStatusView
           return true;
         });
         status.conditions.push_back(std::move(c));
+      });
+    } else if (key == "recentDrainStarts") {
+      d.elements(r, [&] {
+        if (auto t = d.time(r)) status.recent_drain_starts.push_back(*t);
       });
     } else if (key == "nodesDrainedTotal") {
       status.nodes_drained_total = d.integer(r);

@@ -46,6 +46,10 @@ enum class DrainOrder : uint8_t {
 };
 std::string_view to_string(DrainOrder o);
 
+// The largest maxDrainsPerHour: the status keeps the starts of the last hour, at most this many
+// (the newest), which is all the gate needs.
+inline constexpr int kMaxDrainsPerHour = 60;
+
 // Where an on-demand node's price per hour is read: a label or an annotation of the node whose
 // value is a decimal number. Exactly one is set.
 struct Pricing {
@@ -79,8 +83,9 @@ struct PolicySpec {
   Handling kube_system_without_pdb = Handling::kBlock;
   GateScope unschedulable_pods_gate = GateScope::kAny;
   DrainOrder drain_order = DrainOrder::kRequestedCpu;
-  int search_iterations = 0;       // steps of the plan search (search.hpp); 0: no search
-  std::optional<Pricing> pricing;  // absent: savings are not estimated
+  int search_iterations = 0;               // steps of the plan search (search.hpp); 0: no search
+  std::optional<Pricing> pricing;          // absent: savings are not estimated
+  std::optional<int> max_drains_per_hour;  // absent: no limit beyond nodeDrainDelay
   bool dry_run = false;
   bool suspend = false;
   sched::ProfileConfig profile = sched::default_profile();
@@ -123,6 +128,7 @@ struct PolicyStatusView {
   std::optional<LastDrain> last_drain;
   std::optional<Time> next_drain_after;
   std::optional<DrainInProgress> current_drain;
+  std::vector<Time> recent_drain_starts;  // drains started within the last hour (maxDrainsPerHour)
   int64_t nodes_drained_total = 0;
   int64_t pods_evicted_total = 0;
   bool operator==(const PolicyStatusView&) const = default;

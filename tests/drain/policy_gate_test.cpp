@@ -97,6 +97,9 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
         "\"Cheapest\"");
   CHECK(error(R"({"pricing":{"label":"a","annotation":"b"}})") ==
         "decoding ReschedulePolicy: spec.pricing: must name exactly one of label and annotation");
+  CHECK(error(R"({"maxDrainsPerHour":0})") == "decoding ReschedulePolicy: spec.maxDrainsPerHour: must be from 1 to 60, got 0");
+  CHECK(error(R"({"maxDrainsPerHour":61})") == "decoding ReschedulePolicy: spec.maxDrainsPerHour: must be from 1 to 60, got 61");
+  CHECK(spec_from(R"({"maxDrainsPerHour":4})")->max_drains_per_hour == 4);
   CHECK(error(R"({"pricing":{}})") == "decoding ReschedulePolicy: spec.pricing: must name exactly one of label and annotation");
   CHECK(error(R"({"pricing":{"label":"a","cents":true}})").find("spec.pricing: unknown field \"cents\"") != std::string::npos);
   CHECK(error(R"({"drainOrder":"HighestSavingsPerEviction"})") ==
@@ -134,7 +137,8 @@ TEST_CASE("a policy object with a bad spec still decodes, carrying the error", "
   const std::string d = R"({"apiVersion":"spotshift.io/v1alpha1","kind":"ReschedulePolicy",
       "metadata":{"name":"pool-a","uid":"u1","generation":3},"spec":{"nodeDrainDelay":"soon"},
       "status":{"observedGeneration":2,"nextDrainAfter":"2026-11-22T10:00:00Z",
-                "currentDrain":{"node":"od-1","startedAt":"2026-11-22T09:50:00Z"},"nodesDrainedTotal":4}})";
+                "currentDrain":{"node":"od-1","startedAt":"2026-11-22T09:50:00Z"},"nodesDrainedTotal":4,
+                "recentDrainStarts":["2026-11-22T09:20:00Z","2026-11-22T09:50:00Z"]}})";
   auto p = decode_policy(d).value();
   CHECK(p.name() == "pool-a");
   CHECK_FALSE(p.spec);
@@ -145,6 +149,8 @@ TEST_CASE("a policy object with a bad spec still decodes, carrying the error", "
   CHECK(format_time(*p.status.next_drain_after) == "2026-11-22T10:00:00Z");
   REQUIRE(p.status.current_drain);
   CHECK(p.status.current_drain->node == "od-1");
+  REQUIRE(p.status.recent_drain_starts.size() == 2);
+  CHECK(format_time(p.status.recent_drain_starts[1]) == "2026-11-22T09:50:00Z");
   CHECK(p.status.nodes_drained_total == 4);
 
   CHECK_FALSE(decode_policy(std::string_view(R"({"metadata":{}})")));
@@ -178,12 +184,38 @@ TEST_CASE("nextDrainAfter is rounded up to the second, so the gate the status ke
   CHECK(next_drain_after(whole + 999ms, spec) == whole + 91s);
 }
 
-TEST_CASE("the gates hold a drain in one order: Suspended, DrainDelay, UnschedulablePods, DryRun, SharedSpotNodes", "[gate]") {
+TEST_CASE("maxDrainsPerHour: no more drains start within any hour, counted from the starts the status keeps", "[gate]") {
+  const Time t0 = parse_time("2026-11-22T10:00:00Z").value();
+  // No limit: always open.
+  CHECK(drains_per_hour_gate({t0, t0 + 1min, t0 + 2min}, std::nullopt, t0 + 3min).open);
+  // Two an hour: two starts within the hour close it until the older is an hour old.
+  std::vector<Time> starts = {t0 - 2h, t0, t0 + 20min};
+  CHECK(drains_per_hour_gate(starts, 3, t0 + 30min).open);
+  auto closed = drains_per_hour_gate(starts, 2, t0 + 30min);
+  CHECK_FALSE(closed.open);
+  CHECK(closed.reopens_at == t0 + 1h);
+  CHECK(closed.reason == "2 drains started within the last hour (maxDrainsPerHour is 2); the next may start at 2026-11-22T11:00:00Z");
+  CHECK_FALSE(drains_per_hour_gate(starts, 2, t0 + 59min + 59s).open);
+  CHECK(drains_per_hour_gate(starts, 2, t0 + 1h).open);
+  // One an hour: the newest start decides.
+  CHECK(drains_per_hour_gate(starts, 1, t0 + 1h).reopens_at == t0 + 1h + 20min);
+  // The starts kept: the last hour's, oldest first, once each, at most the newest 60.
+  CHECK(starts_within_hour({t0 + 20min, t0 - 2h, t0, t0}, t0 + 30min) == std::vector<Time>{t0, t0 + 20min});
+  std::vector<Time> many;
+  for (int i = 0; i < 70; ++i) many.push_back(t0 + std::chrono::seconds(i));
+  auto kept = starts_within_hour(many, t0 + 2min);
+  REQUIRE(kept.size() == 60);
+  CHECK(kept.front() == t0 + 10s);
+}
+
+TEST_CASE("the gates hold a drain in one order: Suspended, DrainDelay, MaxDrainsPerHour, UnschedulablePods, DryRun, SharedSpotNodes",
+          "[gate]") {
   PolicySpec spec = default_policy_spec();
   int asked_pods = 0, asked_shared = 0;
   GateDecision closed{false, "not yet", parse_time("2026-11-22T10:00:00Z").value()};
   auto input = [&](GateDecision delay, bool pods_open, bool shared) {
-    return GateInput{spec, delay,
+    return GateInput{spec,
+                     delay,
                      [&, pods_open] {
                        ++asked_pods;
                        return pods_open ? GateDecision{} : GateDecision{false, "1 pod is Pending", std::nullopt};
@@ -193,7 +225,8 @@ TEST_CASE("the gates hold a drain in one order: Suspended, DrainDelay, Unschedul
                        if (shared) return "policy b is draining od-9";
                        return std::nullopt;
                      },
-                     "od-1"};
+                     "od-1",
+                     {}};
   };
   // Every gate open: a drain may start, and every gate was asked.
   CHECK_FALSE(evaluate_gates(input({}, true, false)));
@@ -218,6 +251,12 @@ TEST_CASE("the gates hold a drain in one order: Suspended, DrainDelay, Unschedul
   spec.dry_run = true;
   CHECK(evaluate_gates(input(closed, true, true))->reason == "DrainDelay");
   CHECK(evaluate_gates(input({}, false, true))->reason == "UnschedulablePods");
+  // The drains-per-hour gate comes after the delay and before the pods.
+  GateInput per_hour = input({}, false, true);
+  per_hour.drains_per_hour = closed;
+  CHECK(evaluate_gates(per_hour)->reason == "MaxDrainsPerHour");
+  per_hour.drain_delay = closed;
+  CHECK(evaluate_gates(per_hour)->reason == "DrainDelay");
   auto dry = evaluate_gates(input({}, true, true));
   CHECK(dry->reason == "DryRun");
   CHECK(dry->message == "dryRun is true: od-1 would be drained now");

@@ -142,6 +142,26 @@ TEST_CASE("the drain delay spaces drains by nodeDrainDelay", "[e2e]") {
   CHECK(parse_time(env.status("default", {"nextDrainAfter"})).value() >= parse_time(first_finished).value() + 6s);
 }
 
+TEST_CASE("maxDrainsPerHour holds the next drain for the rest of the hour, across a restart", "[e2e]") {
+  Env env;
+  env.apply("policy", policy_yaml("default", "  maxDrainsPerHour: 1\n", "0s"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
+  REQUIRE(eventually([&] { return env.condition("default", "Blocked", "reason") == "MaxDrainsPerHour"; }, 10s));
+  INFO(env.condition("default", "Blocked", "message"));
+  CHECK(env.condition("default", "Blocked", "message").starts_with("1 drain started within the last hour (maxDrainsPerHour is 1)"));
+  const std::string started = env.status("default", {"recentDrainStarts"});
+  CHECK(started.find(R"([")") == 0);
+  CHECK(metric_sample(op->metrics(), R"(spotshift_gate_blocked{policy="default",gate="MaxDrainsPerHour"})") == 1);
+  // A new operator reads the count from the status: still held, nothing more drained.
+  op->stop(SIGTERM);
+  auto again = env.start("operator-2");
+  replanned(env, *again, "default");
+  CHECK(env.condition("default", "Blocked", "reason") == "MaxDrainsPerHour");
+  CHECK(env.status("default", {"nodesDrainedTotal"}) == "1");
+  CHECK_FALSE(env.any_draining());
+}
+
 TEST_CASE("dry-run plans and reports without touching nodes or pods", "[e2e]") {
   Env env;
   auto before = env.pods();
