@@ -65,7 +65,6 @@ asio::awaitable<Result<ClusterRead>> list_cluster(kube::Client& client) {
   for (const auto& e : undecodable) builder.warn(fmt::format("skipped a ReschedulePolicy: {}", e.message));
   auto snap = std::move(builder).finish();
   if (!snap) co_return Error::invalid(fmt::format("the cluster has {}", snap.error().message));
-  out.server = client.config().server;
   out.snapshot = std::move(*snap);
   co_return out;
 }

@@ -275,7 +275,6 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
   }
   Snapshot snap;
   std::vector<drain::ReschedulePolicy> cluster_policies;
-  std::string source;
   if (offline) {
     auto text = read_file(snapshot_path);
     if (!text) {

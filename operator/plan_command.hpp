@@ -60,7 +60,6 @@ struct LiveOptions {
 
 // A live cluster as `spotshift plan` reads it.
 struct ClusterRead {
-  std::string server;  // for the header
   Snapshot snapshot;
   std::vector<drain::ReschedulePolicy> policies;
 };

@@ -45,22 +45,31 @@ PodVerdict verdict(Verdict v, std::string_view rule, std::string reason, bool wa
   return PodVerdict{v, rule, std::move(reason), warning};
 }
 
-std::optional<PodVerdict> terminal(const model::Pod& pod, const DrainContext&) {
+std::optional<PodVerdict> terminal(const model::Pod& pod) {
   if (pod.terminating()) return verdict(Verdict::kSkip, "terminal", "already terminating");
   if (pod.terminal()) return verdict(Verdict::kSkip, "terminal", fmt::format("already {}", model::to_string(pod.phase)));
   return std::nullopt;
 }
 
-std::optional<PodVerdict> daemonset(const model::Pod& pod, const DrainContext&) {
+std::optional<PodVerdict> daemonset(const model::Pod& pod) {
   if (pod.owned_by("DaemonSet"))
     return verdict(Verdict::kSkip, "daemonset", fmt::format("owned by DaemonSet {}", pod.controller->name.view()));
   return std::nullopt;
 }
 
-std::optional<PodVerdict> mirror(const model::Pod& pod, const DrainContext&) {
+std::optional<PodVerdict> mirror(const model::Pod& pod) {
   if (pod.mirror || pod.owned_by("Node")) return verdict(Verdict::kSkip, "mirror", "a static (mirror) pod managed by the kubelet");
   return std::nullopt;
 }
+
+// Rules 1 to 3: a pod that stays on its node whatever the policy says.
+std::optional<PodVerdict> staying(const model::Pod& pod) {
+  if (auto v = terminal(pod)) return v;
+  if (auto v = daemonset(pod)) return v;
+  return mirror(pod);
+}
+
+std::optional<PodVerdict> stays(const model::Pod& pod, const DrainContext&) { return staying(pod); }
 
 std::optional<PodVerdict> annotation(const model::Pod& pod, const DrainContext&) {
   if (pod.do_not_move) return verdict(Verdict::kBlock, "annotation", "annotated spotshift.io/do-not-move=true");
@@ -144,10 +153,12 @@ std::optional<PodVerdict> pinned(const model::Pod& pod, const DrainContext& ctx)
   return verdict(Verdict::kBlock, "pinned", "pinned to on-demand: its nodeSelector, node affinity or tolerations rule out every spot node");
 }
 
-constexpr Rule kBeforeOverride[] = {terminal, daemonset, mirror, annotation, selection};
+constexpr Rule kBeforeOverride[] = {stays, annotation, selection};
 constexpr Rule kLiftedBySafeToEvict[] = {controller, owner, local_storage, kube_system};
 
 }  // namespace
+
+bool stays_on_node(const model::Pod& pod) { return staying(pod).has_value(); }
 
 PodVerdict classify(const model::Pod& pod, const DrainContext& ctx) {
   for (Rule rule : kBeforeOverride)

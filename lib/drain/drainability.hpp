@@ -97,5 +97,8 @@ struct DrainContext {
 };
 
 PodVerdict classify(const model::Pod& pod, const DrainContext& ctx);
+// Rules 1 to 3 (terminal, daemonset, mirror): the pod stays on its node whatever the policy says,
+// so draining the node does not move it.
+bool stays_on_node(const model::Pod& pod);
 
 }  // namespace spotshift::drain

@@ -469,14 +469,14 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     std::stable_sort(on_demand.begin(), on_demand.end(),
                      [&](int a, int b) { return snap.node(a).used.cpu_milli < snap.node(b).used.cpu_milli; });
     if (spec.drain_order == DrainOrder::kHighestSavingsPerEviction && spec.pricing) {
-      // Price per pod that would have to move (every pod but DaemonSet, static and finished
-      // ones), highest first; nodes without a price after, by requested CPU.
+      // Price per pod that would have to move (every pod but those that stay: DaemonSet, static
+      // and finished ones), highest first; nodes without a price after, by requested CPU.
       std::vector<double> key;
       for (int n : on_demand) {
         auto price = spec.pricing->price(*snap.node(n).node);
         int pods = 0;
         for (const auto& p : snap.node(n).pods)
-          if (!p->terminal() && !p->mirror && !(p->controller && p->controller->kind.view() == "DaemonSet")) ++pods;
+          if (!stays_on_node(*p)) ++pods;
         key.push_back(price ? *price / std::max(pods, 1) : -1);
       }
       order_by(key, std::greater<double>());
