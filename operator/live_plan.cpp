@@ -63,9 +63,25 @@ asio::awaitable<Result<ClusterRead>> list_cluster(kube::Client& client) {
   if (!rv && !left_out(rv.error())) co_return rv.error().wrap("listing reschedulepolicies");
   if (!rv) builder.warn(fmt::format("reschedulepolicies left out: {}", rv.error().message));
   for (const auto& e : undecodable) builder.warn(fmt::format("skipped a ReschedulePolicy: {}", e.message));
+  // The ConfigMaps the policies take prices from (spec.pricing.configMap), each read with a get.
+  std::map<std::string, std::map<std::string, std::string>> config_maps;
+  for (const auto& p : out.policies) {
+    if (!p.spec || !p.spec->pricing || !p.spec->pricing->from_config_map()) continue;
+    const auto& pricing = *p.spec->pricing;
+    const std::string key = fmt::format("{}/{}", pricing.config_map_namespace, pricing.config_map_name);
+    if (config_maps.count(key)) continue;
+    auto body = co_await client.get(kube::Resource::config_maps(), pricing.config_map_namespace, pricing.config_map_name);
+    if (!body) {
+      builder.warn(fmt::format("ConfigMap {} left out: {}", key, body.error().message));
+      continue;
+    }
+    if (auto data = drain::config_map_data(*body)) config_maps[key] = std::move(*data);
+    else builder.warn(fmt::format("ConfigMap {} left out: {}", key, data.error().message));
+  }
   auto snap = std::move(builder).finish();
   if (!snap) co_return Error::invalid(fmt::format("the cluster has {}", snap.error().message));
   out.snapshot = std::move(*snap);
+  out.snapshot.config_maps.merge(config_maps);
   co_return out;
 }
 

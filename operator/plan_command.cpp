@@ -2,6 +2,7 @@
 
 #include "core/flags.hpp"
 #include "core/strings.hpp"
+#include "drain/gate.hpp"
 #include "drain/plan_format.hpp"
 #include "model/node.hpp"
 #include "model/pdb.hpp"
@@ -96,6 +97,22 @@ struct Collector {
       if (auto c = decoded(model::decode_pvc(r))) claims.push_back(std::move(*c));
     } else if (kind == "PersistentVolume") {
       if (auto pv = decoded(model::decode_pv(r))) volumes.push_back(std::move(*pv));
+    } else if (kind == "ConfigMap") {
+      model::JsonDecoder d("configmap");
+      model::ObjectMeta meta;
+      std::map<std::string, std::string> data;
+      auto done = model::decode_object(d, r, meta, [&](std::string_view key) {
+        if (key != "data" || r.peek() != model::JsonType::kObject) return false;
+        std::string_view k, v;
+        r.begin_object();
+        while (r.next_member(k)) {
+          std::string name(k);
+          if (r.peek() == model::JsonType::kString && r.read_string(v)) data.emplace(std::move(name), std::string(v));
+          else r.skip();
+        }
+        return true;
+      });
+      if (done) snap.config_maps[meta.key()] = std::move(data);
     } else {
       r.skip();
     }
@@ -309,6 +326,20 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
     }
     policy = std::move(*chosen);
   }
+  if (auto& pricing = policy.second.pricing; pricing && pricing->from_config_map()) {
+    // The prices of spec.pricing.configMap, from the snapshot (or the cluster) as the operator
+    // reads them.
+    const std::string key = fmt::format("{}/{}", pricing->config_map_namespace, pricing->config_map_name);
+    auto it = snap.config_maps.find(key);
+    std::vector<std::string> bad;
+    pricing->table = std::make_shared<const drain::PriceTable>(
+        drain::price_table(it == snap.config_maps.end() ? std::map<std::string, std::string>{} : it->second, &bad));
+    if (it == snap.config_maps.end())
+      snap.warnings.push_back(fmt::format("no ConfigMap {} (spec.pricing.configMap){}: no node has a price", key,
+                                          offline ? " in the snapshot (add configmaps to the kubectl get)" : ""));
+    else if (!bad.empty())
+      snap.warnings.push_back(fmt::format("ConfigMap {}: the values of {} are not prices per hour", key, join(bad, ", ")));
+  }
   for (const auto& w : snap.warnings) err << "warning: " << w << "\n";
   drain::Plan plan = drain::make_plan(snap.input, policy.second);
   if (output == "json") {
@@ -322,6 +353,11 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
     out << model::to_yaml(doc);
   } else {
     out << "Policy " << policy.first << ": " << drain::plan_to_table(plan);
+    // The one gate a plan made offline can tell: whether a drain could start at this hour.
+    if (!policy.second.disruption_windows.empty()) {
+      auto window = drain::disruption_window_gate(policy.second.disruption_windows, std::chrono::system_clock::now());
+      out << (window.open ? std::string("A disruption window is open now.\n") : fmt::format("Drains wait: {}.\n", window.reason));
+    }
   }
   return exit_code && plan.summary.drainable_nodes == 0 ? kNothingDrainable : 0;
 }

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ namespace spotshift::op {
 struct Snapshot {
   drain::PlanInput input;
   std::vector<std::string> warnings;  // objects skipped, with the reason
+  // ConfigMaps' data by "namespace/name" (for spec.pricing.configMap).
+  std::map<std::string, std::map<std::string, std::string>> config_maps;
 };
 
 struct Collector;
@@ -45,8 +48,8 @@ class SnapshotBuilder {
 };
 
 // A v1 List (JSON or YAML, nested Lists allowed) or a YAML stream of objects. Kinds other than
-// Node, Pod, PodDisruptionBudget, Namespace, PersistentVolumeClaim and PersistentVolume are
-// ignored; objects that do not decode are skipped with a warning, as the operator's caches do.
+// Node, Pod, PodDisruptionBudget, Namespace, PersistentVolumeClaim, PersistentVolume, the
+// controller kinds and ConfigMap are ignored; objects that do not decode are skipped with a warning, as the operator's caches do.
 Result<Snapshot> read_snapshot(std::string_view text);
 
 // A ReschedulePolicy (YAML or JSON, as applied with kubectl). Returns its name and valid spec.

@@ -22,9 +22,13 @@ std::optional<Time> later(std::optional<Time> a, std::optional<Time> b) {
   return std::max(*a, *b);
 }
 
-// "; saves about 3.06 per hour" for a node with a price (spec.pricing), else "".
+// "; saves about 3.06 per hour" for a node with a price (spec.pricing), and "; displaces 2
+// expendable pods" when its moves push overprovisioning pods off spot nodes; else "".
 std::string saving_text(const drain::NodePlan& node) {
-  return node.hourly_saving ? fmt::format("; saves about {} per hour", drain::format_price(*node.hourly_saving)) : "";
+  std::string out = node.hourly_saving ? fmt::format("; saves about {} per hour", drain::format_price(*node.hourly_saving)) : "";
+  if (!node.displaces.empty())
+    out += fmt::format("; displaces {} expendable pod{}", node.displaces.size(), node.displaces.size() == 1 ? "" : "s");
+  return out;
 }
 
 std::string pods_text(size_t n) { return fmt::format("{} pod{}", n, n == 1 ? "" : "s"); }
@@ -50,8 +54,9 @@ struct SpotRebalancer::PolicyState {
   std::map<std::string, std::string> reported_reasons;
   std::string announced;  // the node last announced by DrainPlanned or WouldDrain
   std::shared_ptr<const drain::Plan> last_plan;
-  Time last_plan_end{};       // when the last plan was made
-  Duration last_plan_took{};  // and how long it took
+  Time last_plan_end{};         // when the last plan was made
+  Duration last_plan_took{};    // and how long it took
+  std::string pricing_problem;  // the last PricingUnavailable reported
 };
 
 namespace {
@@ -579,6 +584,40 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile_draining(cons
   co_return co_await reconcile_invalid(*policy, st);
 }
 
+asio::awaitable<drain::PolicySpec> SpotRebalancer::with_prices(const drain::ReschedulePolicy& policy, PolicyState& st) {
+  drain::PolicySpec spec = *policy.spec;
+  if (!spec.pricing || !spec.pricing->from_config_map()) co_return spec;
+  const drain::Pricing& p = *spec.pricing;
+  const std::string key = fmt::format("{}/{}", p.config_map_namespace, p.config_map_name);
+  PriceCache& cache = prices_[key];
+  const Time now = timers_.now();
+  if (!cache.table || now - cache.read >= std::chrono::duration_cast<Time::duration>(spec.housekeeping_interval)) {
+    auto body = co_await client_->get(kube::Resource::config_maps(), p.config_map_namespace, p.config_map_name);
+    cache.read = timers_.now();
+    cache.problem.clear();
+    std::map<std::string, std::string> data;
+    if (!body) {
+      cache.problem = fmt::format("cannot read ConfigMap {} for spec.pricing: {}; no node has a price", key, body.error().message);
+    } else if (auto read = drain::config_map_data(*body); !read) {
+      cache.problem = fmt::format("ConfigMap {}: {}", key, read.error().message);
+    } else {
+      data = std::move(*read);
+    }
+    std::vector<std::string> bad;
+    cache.table = std::make_shared<const drain::PriceTable>(drain::price_table(data, &bad));
+    if (!bad.empty())
+      cache.problem =
+          fmt::format("ConfigMap {}: the values of {} are not prices per hour (decimal numbers), so those instance types have none", key,
+                      fmt::join(bad, ", "));
+  }
+  spec.pricing->table = cache.table;
+  if (cache.problem != st.pricing_problem) {
+    st.pricing_problem = cache.problem;
+    if (!cache.problem.empty()) events_.record(policy_ref(policy), telemetry::kPricingUnavailable, cache.problem);
+  }
+  co_return spec;
+}
+
 asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::string& key) {
   auto policy = stores_.policies.get(key);
   if (tasks_.running(key)) {
@@ -601,7 +640,8 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
   // milliseconds; at thousands of nodes under steady pod churn, plans back to back would hold a
   // core, so a plan waits until the previous one is a small enough share of the time.
   if (Duration wait = plan_cooldown(st, timers_.now()); wait > Duration::zero()) co_return runtime::Action::requeue_after(wait);
-  auto plan = std::make_shared<const drain::Plan>(drain::make_plan(plan_input(spec, key), spec));
+  const drain::PolicySpec priced = co_await with_prices(*policy, st);
+  auto plan = std::make_shared<const drain::Plan>(drain::make_plan(plan_input(spec, key), priced));
   st.last_plan = plan;
   st.last_plan_end = timers_.now();
   st.last_plan_took = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(plan->summary.plan_millis));
@@ -611,6 +651,7 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
   const Time now = timers_.now();
   Duration requeue = spec.housekeeping_interval;
   std::optional<drain::Gate> blocked;
+  const drain::GateDecision window = drain::disruption_window_gate(spec.disruption_windows, now);
   if (!plan->drainable.empty()) {
     const drain::NodePlan& head = plan->drainable.front();
     drain::PolicyStatusView view = policy->status;
@@ -623,12 +664,13 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
                              if (auto obj = stores_.nodes.get(n)) spot_nodes.push_back(obj);
                            drain::SpotReach reach(std::move(spot_nodes));
                            std::vector<std::shared_ptr<const model::Pod>> pods;
+                           // Expendable pods wait for room by design (a preempted placeholder).
                            for (const auto& p : stores_.pods.values())  // the same vector the plan's input copied
-                             if (p->node_name.empty()) pods.push_back(p);
+                             if (p->node_name.empty() && !drain::expendable(*p, spec)) pods.push_back(p);
                            return drain::unschedulable_pods_gate(pods, spec.unschedulable_pods_gate, reach);
                          },
                          [&] { return drain_sharing_spot_nodes(key, *plan); }, head.node,
-                         drain::drains_per_hour_gate(recent_starts(*policy, st.drain_starts, now), spec.max_drains_per_hour, now)});
+                         drain::drains_per_hour_gate(recent_starts(*policy, st.drain_starts, now), spec.max_drains_per_hour, now), window});
     if (blocked && blocked->reopens_at)
       requeue =
           std::min<Duration>(requeue, std::chrono::duration_cast<Duration>(*blocked->reopens_at - now) + std::chrono::milliseconds(10));
@@ -660,6 +702,7 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
   StatusInput in;
   in.plan = plan.get();
   in.blocked = blocked;
+  if (!window.open) in.next_window_start = window.reopens_at;
   if (auto r = co_await write_status(*policy, st, std::move(in)); !r) co_return r.error();
   co_return runtime::Action::requeue_after(requeue);
 }

@@ -96,6 +96,10 @@ class SpotRebalancer final : public runtime::Reconciler {
   class Observer;
 
   drain::PlanInput plan_input(const drain::PolicySpec& spec, const std::string& policy) const;
+  // The policy's spec with the prices of its spec.pricing.configMap, read at most once per
+  // housekeepingInterval (a ConfigMap that cannot be read prices no node, and says so once in a
+  // PricingUnavailable event).
+  asio::awaitable<drain::PolicySpec> with_prices(const drain::ReschedulePolicy& policy, PolicyState& st);
   // How long the policy's next plan must still wait (RebalancerOptions::max_planning_cpu_percent).
   Duration plan_cooldown(const PolicyState& st, Time now) const;
   std::map<std::string, drain::Exclusion> conflicts(const drain::PolicySpec& spec, const std::string& policy) const;
@@ -133,6 +137,13 @@ class SpotRebalancer final : public runtime::Reconciler {
   runtime::Metrics& metrics_;
   RebalancerOptions options_;
   std::map<std::string, std::shared_ptr<PolicyState>> states_;
+  // spec.pricing.configMap's prices, by "namespace/name".
+  struct PriceCache {
+    Time read{};
+    std::shared_ptr<const drain::PriceTable> table;
+    std::string problem;  // why some or all prices are missing
+  };
+  std::map<std::string, PriceCache> prices_;
   runtime::Tasks tasks_;
   mutable std::vector<std::string> policy_keys_;
   mutable uint64_t policy_keys_version_ = UINT64_MAX;  // the store's version when policy_keys_ was read

@@ -126,6 +126,7 @@ std::string status_body(const StatusInput& in, bool with_plan_duration) {
     w.EndObject();
   }
   if (in.next_drain_after) key_str(w, "nextDrainAfter", format_time(*in.next_drain_after));
+  if (in.next_window_start) key_str(w, "nextWindowStart", format_time(*in.next_window_start));
   if (!in.recent_drain_starts.empty()) {
     str(w, "recentDrainStarts");
     w.StartArray();

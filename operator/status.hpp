@@ -10,7 +10,8 @@
 // A condition's lastTransitionTime changes only when its status does.
 //
 // For `kubectl get rsp`: mode (Suspended, DryRun or Active, from the spec; absent while the spec
-// is invalid) and blockedBy (the Blocked condition's reason while it is True).
+// is invalid) and blockedBy (the Blocked condition's reason while it is True). nextWindowStart
+// while no disruption window is open.
 
 #include "drain/gate.hpp"
 #include "drain/planner.hpp"
@@ -39,6 +40,7 @@ struct StatusInput {
   std::optional<DrainProgress> current;
   std::optional<drain::LastDrain> last_drain;
   std::optional<Time> next_drain_after;
+  std::optional<Time> next_window_start;  // outside every disruption window: when the next opens
   std::vector<Time> recent_drain_starts;  // within the last hour
   int64_t nodes_drained_total = 0;
   int64_t pods_evicted_total = 0;

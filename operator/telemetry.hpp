@@ -78,5 +78,6 @@ inline constexpr EventReason kPodEvicted{"PodEvicted", "Evict", EventType::kNorm
 inline constexpr EventReason kReplacementNotOnSpot{"ReplacementNotOnSpot", "Verify", EventType::kWarning};
 inline constexpr EventReason kTaintRemoved{"TaintRemoved", "Untaint", EventType::kNormal};
 inline constexpr EventReason kPolicyInvalid{"PolicyInvalid", "Validate", EventType::kWarning};
+inline constexpr EventReason kPricingUnavailable{"PricingUnavailable", "Plan", EventType::kWarning};
 
 }  // namespace spotshift::op::telemetry

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the operator image as an OCI archive, without a container engine or a daemon: a root
 # filesystem with only what `spotshift` needs (the binary, the shared libraries it links and their
-# loader, the CA bundle, a non-root user), put into an OCI image layout with umoci.
+# loader, the CA bundle, the tz database, a non-root user), put into an OCI image layout with umoci.
 #
 #   scripts/build-image.sh [--binary PATH] [--out FILE] [--tag TAG]
 #   scripts/build-image.sh --rootfs-only DIR [--binary PATH]     (the Dockerfile's build stage)
@@ -54,6 +54,10 @@ if ldd "$binary" | grep -q 'not found'; then
   exit 1
 fi
 cp -L /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
+# The tz database, for disruption windows' time zones (without the leap-second and POSIX copies).
+[ -f /usr/share/zoneinfo/Europe/Berlin ] || { echo "build-image: the tz database is missing (apt-get install tzdata)" >&2; exit 1; }
+mkdir -p "$rootfs/usr/share/zoneinfo"
+tar -C /usr/share/zoneinfo --exclude=./right --exclude=./posix --exclude=./localtime -cf - . | tar -C "$rootfs/usr/share/zoneinfo" -xf -
 printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n' >"$rootfs/etc/passwd"
 printf 'root:x:0:\nnonroot:x:65532:\n' >"$rootfs/etc/group"
 

@@ -13,6 +13,7 @@ packages=(
   clang-format               # the style check (scripts/format.sh)
   openssl curl procps        # certificates and probes in end-to-end tests
   umoci                      # the operator image as an OCI archive (scripts/build-image.sh)
+  tzdata                     # disruption windows' time zones (and the image's copy of them)
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev  # the chart renderer (Helm's engine)
 )
 

@@ -63,6 +63,8 @@ EvictorOptions evictor_options(const std::string& policy, const PolicySpec& spec
   o.max_graceful_termination = spec.max_graceful_termination;
   o.termination_headroom = spec.termination_headroom;
   o.drained_node_taint_ttl = spec.drained_node_taint_ttl;
+  o.wait_for_replacement_ready = spec.wait_for_replacement_ready;
+  o.replacement_ready_timeout = spec.replacement_ready_timeout;
   return o;
 }
 
@@ -280,6 +282,29 @@ asio::awaitable<Result<void>> Evictor::wait_pending_replacements(const std::vect
   }
 }
 
+asio::awaitable<Result<void>> Evictor::wait_ready_replacement(const PodMove& move, const std::vector<PodMove>& evicted,
+                                                              const std::map<std::string, std::set<std::string>>& known_uids) {
+  // A pod no controller owns gets no replacement (deleteNonReplicatedPods warned of it).
+  if (!move.pod->controller || !known_uids.count(move.pod->controller->uid.str())) co_return ok();
+  const std::string uid = move.pod->controller->uid.str();
+  const auto lost = std::count_if(evicted.begin(), evicted.end(),
+                                  [&](const PodMove& m) { return m.pod->controller && m.pod->controller->uid.str() == uid; });
+  const Time deadline = timers_.now() + std::chrono::duration_cast<Time::duration>(options_.replacement_ready_timeout);
+  PollDelay delay(options_.poll_interval);
+  while (true) {
+    auto found = replacements(evicted, known_uids);
+    long ready = 0;
+    for (const auto& p : found[uid])
+      if (p->ready && !p->node_name.empty() && !p->terminating() && !p->terminal()) ++ready;
+    if (ready >= lost) co_return ok();
+    if (timers_.now() >= deadline)
+      co_return Error::timeout(fmt::format(
+          "the replacement of pod {} ({} {}) was not Ready {} after its eviction (waitForReplacementReady)", move.pod->key(),
+          move.pod->controller->kind.view(), move.pod->controller->name.view(), seconds_text(options_.replacement_ready_timeout)));
+    if (!co_await pause(delay.next())) co_return stopped();
+  }
+}
+
 asio::awaitable<void> Evictor::check_replacements(const NodePlan& plan, const std::vector<PodMove>& evicted,
                                                   const std::map<std::string, std::set<std::string>>& known_uids, const IsSpot& is_spot,
                                                   DrainObserver* observer, DrainReport& report) {
@@ -438,6 +463,12 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
     if (!gone) {
       failure = gone.error().message;
       break;
+    }
+    if (options_.wait_for_replacement_ready) {
+      if (auto ready = co_await wait_ready_replacement(move, evicted, known_uids); !ready) {
+        failure = ready.error().message;
+        break;
+      }
     }
     if (report.remaining == 0) continue;
     // A replacement still Pending will take spot room the rest of the node needs: evict the

@@ -17,6 +17,9 @@
 //     as evicted. After each eviction, wait until the pod is gone (404, or a new UID) for up to
 //     its grace period plus terminationHeadroom before the next one, and re-check the plan:
 //     when the rest of the node no longer fits on spot nodes (spot capacity went away), stop.
+//     With waitForReplacementReady, also wait (after every eviction, the node's last included)
+//     until the evicted pod's controller has as many new Ready pods as it lost to this drain, for
+//     up to replacementReadyTimeout; then stop: a workload without slack is not disrupted twice.
 //  4. On any failure, or when told to stop: evict nothing more, remove the taint, and report
 //     why. On success: wait until every evicted pod's replacement is bound (up to the
 //     replacement timeout) with the node still tainted, so none lands back on it, keep the taint
@@ -56,7 +59,9 @@ struct EvictorOptions {
   Duration retry_base = std::chrono::seconds(1);     // 429/5xx without Retry-After: 1s, 2s, 4s ...
   Duration retry_cap = std::chrono::seconds(10);
   Duration replacement_timeout = std::chrono::seconds(30);  // waiting for replacements to be scheduled
-  int taint_attempts = 8;                                   // 409 conflicts and transient errors
+  bool wait_for_replacement_ready = false;                  // after each eviction, its replacement Ready
+  Duration replacement_ready_timeout = std::chrono::minutes(5);
+  int taint_attempts = 8;  // 409 conflicts and transient errors
 };
 
 EvictorOptions evictor_options(const std::string& policy, const PolicySpec& spec);
@@ -144,6 +149,10 @@ class Evictor {
   // room the rest of the node needs); fails after the replacement timeout.
   asio::awaitable<Result<void>> wait_pending_replacements(const std::vector<PodMove>& evicted,
                                                           const std::map<std::string, std::set<std::string>>& known_uids);
+  // With wait_for_replacement_ready: holds until the controller of `move` has as many new Ready
+  // pods as this drain evicted of it; fails after replacement_ready_timeout.
+  asio::awaitable<Result<void>> wait_ready_replacement(const PodMove& move, const std::vector<PodMove>& evicted,
+                                                       const std::map<std::string, std::set<std::string>>& known_uids);
   asio::awaitable<bool> pause(Duration d);
   Error stopped() const;  // why a stopped drain ended
   asio::awaitable<void> untaint(DrainReport& report);

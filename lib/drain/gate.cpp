@@ -40,8 +40,27 @@ GateDecision drains_per_hour_gate(const std::vector<Time>& starts, std::optional
                       reopens};
 }
 
+bool window_open(const DisruptionWindow& w, Time now) {
+  auto start = w.schedule.next(now - std::chrono::duration_cast<Time::duration>(w.duration), *w.zone);
+  return start && *start <= now;
+}
+
+GateDecision disruption_window_gate(const std::vector<DisruptionWindow>& windows, Time now) {
+  std::optional<Time> next;
+  for (const auto& w : windows) {
+    if (window_open(w, now)) return {};
+    if (auto start = w.schedule.next(now, *w.zone); start && (!next || *start < *next)) next = start;
+  }
+  if (windows.empty()) return {};
+  return GateDecision{false,
+                      next ? fmt::format("outside every disruption window; the next opens at {}", format_time(*next))
+                           : std::string("outside every disruption window, and none opens within five years"),
+                      next};
+}
+
 std::optional<Gate> evaluate_gates(const GateInput& in) {
   if (in.spec.suspend) return Gate{"Suspended", "spec.suspend is true: no new drain starts", std::nullopt};
+  if (!in.window.open) return Gate{"OutsideWindow", in.window.reason, in.window.reopens_at};
   if (!in.drain_delay.open) return Gate{"DrainDelay", in.drain_delay.reason, in.drain_delay.reopens_at};
   if (!in.drains_per_hour.open) return Gate{"MaxDrainsPerHour", in.drains_per_hour.reason, in.drains_per_hour.reopens_at};
   if (in.unschedulable_pods)

@@ -8,6 +8,8 @@
 // - Drains per hour: with maxDrainsPerHour, no drain starts while that many started within the
 //   last hour. The starts are kept in the policy's status (recentDrainStarts), so a restart or a
 //   new leader does not reset the count.
+// - Disruption windows: with spec.disruptionWindows, no drain starts outside every window (a
+//   drain in progress finishes).
 // - Unschedulable pods: no drain starts while pods are Pending and unschedulable (any such pod,
 //   or only those that could run on one of the policy's spot nodes), since moving more pods
 //   onto spot nodes would compete with them.
@@ -48,14 +50,19 @@ GateDecision drains_per_hour_gate(const std::vector<Time>& starts, std::optional
 // kMaxDrainsPerHour.
 std::vector<Time> starts_within_hour(std::vector<Time> starts, Time now);
 
+// Closed when `windows` is not empty and `now` is in none of them; reopens when the next opens.
+GateDecision disruption_window_gate(const std::vector<DisruptionWindow>& windows, Time now);
+// Whether `now` is inside the window: the schedule fired within `duration` before it.
+bool window_open(const DisruptionWindow& w, Time now);
+
 // Pods that are Pending because no node fits them: unbound, PodScheduled=False/Unschedulable.
 bool pending_unschedulable(const model::Pod& pod);
 GateDecision unschedulable_pods_gate(const std::vector<std::shared_ptr<const model::Pod>>& pods, GateScope scope, SpotReach& spot_reach);
 
 // The gate that holds a drainable node back, as the policy's Blocked condition shows it.
 // Every gate, in the order evaluate_gates() checks them: a Gate's reason is one of these.
-inline constexpr std::array<std::string_view, 6> kGates = {"Suspended",         "DrainDelay", "MaxDrainsPerHour",
-                                                           "UnschedulablePods", "DryRun",     "SharedSpotNodes"};
+inline constexpr std::array<std::string_view, 7> kGates = {"Suspended",         "OutsideWindow", "DrainDelay",     "MaxDrainsPerHour",
+                                                           "UnschedulablePods", "DryRun",        "SharedSpotNodes"};
 
 struct Gate {
   std::string reason;  // one of kGates
@@ -73,9 +80,10 @@ struct GateInput {
   std::function<std::optional<std::string>()> shared_spot_nodes;
   std::string next_node;         // the plan's first drainable node
   GateDecision drains_per_hour;  // drains_per_hour_gate(); open when not given
+  GateDecision window;           // disruption_window_gate(); open when not given
 };
 
-// The first closed gate, in this order: Suspended, DrainDelay, MaxDrainsPerHour,
+// The first closed gate, in this order: Suspended, OutsideWindow, DrainDelay, MaxDrainsPerHour,
 // UnschedulablePods, DryRun, SharedSpotNodes; nothing when a drain may start now. Suspend comes first (the user's word
 // outranks timing), dry run after the gates a live drain would wait on, so a dry-run policy shows
 // what would hold a live one back.

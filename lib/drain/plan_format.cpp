@@ -26,6 +26,9 @@ std::string plan_to_table(const Plan& plan) {
   if (s.hourly_savings)
     out += fmt::format("Draining them saves about {} per hour{}.\n", format_price(*s.hourly_savings),
                        s.unpriced_nodes ? fmt::format(" ({} of them without a price)", s.unpriced_nodes) : "");
+  if (s.displaced_pods > 0)
+    out += fmt::format("Their moves displace {} expendable pod{} (priority below expendablePodsPriorityCutoff) from spot nodes.\n",
+                       s.displaced_pods, s.displaced_pods == 1 ? "" : "s");
   if (s.searched_nodes > 0)
     out += fmt::format("The plan search (spec.searchIterations) found {} more drainable node{} than planning node by node.\n",
                        s.searched_nodes, s.searched_nodes == 1 ? "" : "s");
@@ -45,6 +48,7 @@ std::string plan_to_table(const Plan& plan) {
         out += '\n';
       }
       for (const auto& skipped : n.skipped) out += fmt::format("    stays: {}\n", skipped);
+      for (const auto& d : n.displaces) out += fmt::format("    displaces: {} (priority below expendablePodsPriorityCutoff)\n", d);
     }
   }
   if (!plan.undrainable.empty()) {
@@ -101,6 +105,12 @@ std::string plan_to_json(const Plan& plan) {
     w.StartArray();
     for (const auto& s : n.skipped) str(s);
     w.EndArray();
+    if (!n.displaces.empty()) {
+      str("displaces");
+      w.StartArray();
+      for (const auto& d : n.displaces) str(d);
+      w.EndArray();
+    }
     w.EndObject();
   }
   w.EndArray();
@@ -132,6 +142,10 @@ std::string plan_to_json(const Plan& plan) {
                              {"searchedNodes", s.searched_nodes}}) {
     str(name);
     w.Int(value);
+  }
+  if (s.displaced_pods > 0) {
+    str("displacedPods");
+    w.Int(s.displaced_pods);
   }
   if (s.hourly_savings) {
     str("hourlySavings");

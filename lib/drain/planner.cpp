@@ -186,8 +186,9 @@ Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& 
 // demand still to place, the Pending pods. The plan search (step 6) runs a second pass.
 class PlanPass {
  public:
-  PlanPass(const PlanInput& in, const PolicySpec& spec, const sched::ClusterSnapshot& snap, const std::vector<int>& spot,
-           std::vector<NodePtr> spot_nodes, model::InternedString scarce)
+  // `pods`: the input's pods the plan sees (without expendable ones).
+  PlanPass(const PlanInput& in, const std::vector<PodPtr>& pods, const PolicySpec& spec, const sched::ClusterSnapshot& snap,
+           const std::vector<int>& spot, std::vector<NodePtr> spot_nodes, model::InternedString scarce)
       : in_(in),
         spec_(spec),
         snap_(snap),
@@ -209,7 +210,7 @@ class PlanPass {
     cache_.set_demand(&demand_);
     // Pods the scheduler has not bound yet (an HPA scale-up, a StatefulSet's or this very
     // drain's replacement) will take room too: the snapshot holds bound pods only.
-    for (const auto& pod : in.pods)
+    for (const auto& pod : pods)
       if (pod->node_name.empty() && !pod->terminal() && !pod->terminating()) pending_.push_back(pod);
   }
   PlanPass(const PlanPass&) = delete;  // ctx_ points into the pass
@@ -417,12 +418,80 @@ void NodeRejection::add(std::string_view rule, std::string reason) {
   if (std::find(rules.begin(), rules.end(), rule) == rules.end()) rules.push_back(rule);
 }
 
+namespace {
+
+// Which expendable pods the plan's moves push off each spot node: the scheduler preempts the
+// lowest priority first (then the largest CPU request, then by name) until the move fits, and the
+// pod is named in the plan of the drainable node whose move needs its room. An estimate: Pending
+// pods' reservations are not counted against the room.
+void displace_expendable(const sched::ClusterSnapshot& snap, const std::vector<int>& spot, const std::vector<PodPtr>& expendable_pods,
+                         Plan& plan) {
+  struct Room {
+    model::ResourceList free;  // allocatable less every pod's requests, placeholders included
+    std::vector<PodPtr> placeholders;
+    size_t next = 0;
+  };
+  std::map<std::string, Room, std::less<>> rooms;
+  for (int n : spot) {
+    const sched::NodeInfo& info = snap.node(n);
+    Room room;
+    room.free = info.allocatable;
+    room.free.cpu_milli -= info.used.cpu_milli;
+    room.free.memory -= info.used.memory;
+    room.free.ephemeral_storage -= info.used.ephemeral_storage;
+    room.free.pods -= info.used.pods;
+    for (const auto& [name, value] : info.used.scalars) room.free.set(name.view(), room.free.get(name.view()) - value);
+    rooms.emplace(info.name, std::move(room));
+  }
+  for (const auto& p : expendable_pods) {
+    auto it = rooms.find(p->node_name.view());
+    if (it == rooms.end() || p->terminal() || p->terminating()) continue;
+    it->second.free.subtract(p->requests);
+    it->second.free.pods -= 1;
+    it->second.placeholders.push_back(p);
+  }
+  for (auto& [name, room] : rooms)
+    std::sort(room.placeholders.begin(), room.placeholders.end(), [](const PodPtr& a, const PodPtr& b) {
+      if (a->priority != b->priority) return a->priority < b->priority;
+      if (a->requests.cpu_milli != b->requests.cpu_milli) return a->requests.cpu_milli > b->requests.cpu_milli;
+      return a->key_less(*b);
+    });
+  auto short_of_room = [](const model::ResourceList& free) {
+    bool negative = free.pods < 0;
+    free.for_each([&](std::string_view, int64_t v) { negative |= v < 0; });
+    return negative;
+  };
+  for (auto& np : plan.drainable)
+    for (const auto& m : np.moves) {
+      auto it = rooms.find(m.target);
+      if (it == rooms.end()) continue;
+      Room& room = it->second;
+      room.free.subtract(m.pod->requests);
+      room.free.pods -= 1;
+      while (short_of_room(room.free) && room.next < room.placeholders.size()) {
+        const PodPtr& p = room.placeholders[room.next++];
+        room.free.add(p->requests);
+        room.free.pods += 1;
+        np.displaces.push_back(fmt::format("{} on {}", p->key(), m.target));
+      }
+    }
+  for (const auto& np : plan.drainable) plan.summary.displaced_pods += static_cast<int>(np.displaces.size());
+}
+
+}  // namespace
+
 Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   const auto started = std::chrono::steady_clock::now();
   Plan plan;
   std::optional<sched::ClusterSnapshot> own;
-  const sched::ClusterSnapshot& snap = in.snapshots ? in.snapshots->get(in.nodes, in.pods, in.volumes)
-                                                    : own.emplace(sched::ClusterSnapshot::build(in.nodes, in.pods, in.volumes));
+  // Expendable pods (below expendablePodsPriorityCutoff) are left out: their room is free, since
+  // the scheduler preempts them, and they stay where they are.
+  std::vector<PodPtr> kept, expendable_pods;
+  if (std::any_of(in.pods.begin(), in.pods.end(), [&](const PodPtr& p) { return expendable(*p, spec); }))
+    for (const auto& p : in.pods) (expendable(*p, spec) ? expendable_pods : kept).push_back(p);
+  const std::vector<PodPtr>& pods = expendable_pods.empty() ? in.pods : kept;
+  const sched::ClusterSnapshot& snap =
+      in.snapshots ? in.snapshots->get(in.nodes, pods, in.volumes) : own.emplace(sched::ClusterSnapshot::build(in.nodes, pods, in.volumes));
 
   // Step 1: the node classes.
   std::vector<int> on_demand, spot;
@@ -492,7 +561,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   }
 
   // Steps 3 to 5.
-  PlanPass planner(in, spec, snap, spot, std::move(spot_nodes), scarce);
+  PlanPass planner(in, pods, spec, snap, spot, std::move(spot_nodes), scarce);
   Pass pass = planner.run(on_demand, nullptr);
   // Step 6. The search looks for more nodes: none to look for when every node it could choose
   // drains.
@@ -514,7 +583,25 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   }
   plan.drainable = std::move(pass.drainable);
   for (auto& r : pass.undrainable) plan.undrainable.push_back(std::move(r));
+  // Step 7: the on-demand floor.
+  if (spec.min_on_demand_nodes > 0 && !in.only_node) {
+    int running = 0;
+    for (int n : on_demand)
+      if (std::any_of(snap.node(n).pods.begin(), snap.node(n).pods.end(), [](const PodPtr& p) { return !stays_on_node(*p); })) ++running;
+    const size_t allowed = static_cast<size_t>(std::max(running - spec.min_on_demand_nodes, 0));
+    for (size_t k = allowed; k < plan.drainable.size(); ++k)
+      plan.undrainable.emplace_back(plan.drainable[k].node, "on-demand-floor",
+                                    fmt::format("OnDemandFloor: minOnDemandNodes is {} and {} on-demand node{} run{} pods, so {}",
+                                                spec.min_on_demand_nodes, running, running == 1 ? "" : "s", running == 1 ? "s" : "",
+                                                allowed == 0 ? std::string("none may be drained")
+                                                             : fmt::format("{} may be drained (the first {}in drain order)", allowed,
+                                                                           allowed == 1 ? "" : fmt::format("{} ", allowed))));
+    if (plan.drainable.size() > allowed)
+      plan.drainable.erase(plan.drainable.begin() + static_cast<std::ptrdiff_t>(allowed), plan.drainable.end());
+    plan.summary.searched_nodes = std::min(plan.summary.searched_nodes, static_cast<int>(plan.drainable.size()));
+  }
   for (const auto& np : plan.drainable) plan.summary.pods_to_move += static_cast<int>(np.moves.size());
+  if (!expendable_pods.empty()) displace_expendable(snap, spot, expendable_pods, plan);
   if (spec.pricing) {
     plan.summary.hourly_savings = 0.0;
     for (auto& np : plan.drainable) {

@@ -20,6 +20,13 @@
 //     starting from this plan; if it finds one, plan again through the same steps with that set
 //     first and each pod tried first on the spot node the search gave it, and keep whichever of
 //     the two plans drains more nodes.
+//  Pods below spec.expendablePodsPriorityCutoff (overprovisioning placeholders) are left out of
+//  every step: their room on spot nodes is free (the scheduler preempts them), they never move,
+//  and each drainable node lists the ones its moves would push out (NodePlan::displaces).
+//  7. With spec.minOnDemandNodes, keep that many on-demand nodes running pods: the drainable
+//     nodes past the floor (in drain order) are undrainable instead, reason OnDemandFloor. An
+//     on-demand node counts when it is Ready, not cordoned, and runs a pod other than DaemonSet,
+//     static, finished or terminating pods. The evictor's re-check of one node skips the floor.
 
 #include "core/clock.hpp"
 #include "drain/budget.hpp"
@@ -43,10 +50,10 @@ using PodPtr = sched::PodPtr;
 // The kinds of reasons a node is not drainable, a fixed set (spotshift_undrainable_nodes' reason
 // label): the drainability rules that block a pod (annotation, selection, controller, owner,
 // local-storage, kube-system, pinned) and the planner's own.
-inline constexpr std::array<std::string_view, 17> kRejectionRules = {
+inline constexpr std::array<std::string_view, 18> kRejectionRules = {
     "annotation",      "selection",       "controller", "owner",          "local-storage", "kube-system",
     "pinned",          "volume-unknown",  "budget",     "no-room",        "no-spot-nodes", "profile-invalid",
-    "nothing-to-move", "node-annotation", "not-usable", "both-selectors", "excluded"};
+    "nothing-to-move", "node-annotation", "not-usable", "both-selectors", "excluded",      "on-demand-floor"};
 
 // An on-demand node the planner must leave alone: why, and the kind of reason (a
 // kRejectionRules name: another policy's node or a drain's backoff are "excluded").
@@ -94,6 +101,9 @@ struct NodePlan {
   std::vector<PodMove> moves;           // in eviction order: budget-covered pods first
   std::vector<std::string> skipped;     // "ns/pod: reason" for pods left in place (DaemonSets, ...)
   std::optional<double> hourly_saving;  // the node's price per hour (spec.pricing), when it has one
+  // Expendable pods (below expendablePodsPriorityCutoff) on spot nodes that the moves push out:
+  // "ns/pod on node".
+  std::vector<std::string> displaces;
 };
 
 struct NodeRejection {
@@ -118,6 +128,7 @@ struct PlanSummary {
   // no price.
   std::optional<double> hourly_savings;
   int unpriced_nodes = 0;
+  int displaced_pods = 0;  // expendable pods the drainable nodes' moves push out, all told
   double plan_millis = 0;
 };
 

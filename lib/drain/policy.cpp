@@ -34,19 +34,48 @@ std::string_view to_string(DrainOrder o) {
   return "RequestedCPU";
 }
 
-std::optional<double> Pricing::price(const model::Node& node) const {
-  std::string_view text;
-  if (!label.empty()) {
-    if (const auto* v = node.meta.labels.get(std::string_view(label))) text = v->view();
-  } else {
-    text = node.number_annotation(annotation);
-  }
+std::optional<double> parse_price(std::string_view text) {
   if (text.empty()) return std::nullopt;
   char* end = nullptr;
   std::string copy(text);
   double v = std::strtod(copy.c_str(), &end);
   if (end != copy.c_str() + copy.size() || !(v >= 0) || v > 1e9) return std::nullopt;
   return v;
+}
+
+Result<std::map<std::string, std::string>> config_map_data(std::string_view json) {
+  model::JsonDocument doc;
+  if (auto parsed = model::parse_json(json, doc); !parsed) return parsed.error();
+  std::map<std::string, std::string> data;
+  if (const auto* d = model::json_member(doc, "data"); d && d->IsObject())
+    for (const auto& m : d->GetObject())
+      if (m.value.IsString()) data.emplace(m.name.GetString(), m.value.GetString());
+  return data;
+}
+
+PriceTable price_table(const std::map<std::string, std::string>& data, std::vector<std::string>* bad) {
+  PriceTable out;
+  for (const auto& [type, value] : data) {
+    if (auto p = parse_price(value)) out.emplace(type, *p);
+    else if (bad) bad->push_back(type);
+  }
+  return out;
+}
+
+std::optional<double> Pricing::price(const model::Node& node) const {
+  if (from_config_map()) {
+    if (!table) return std::nullopt;
+    const auto* type = node.meta.labels.get(std::string_view("node.kubernetes.io/instance-type"));
+    if (!type) type = node.meta.labels.get(std::string_view("beta.kubernetes.io/instance-type"));
+    if (!type) return std::nullopt;
+    auto it = table->find(type->view());
+    return it == table->end() ? std::nullopt : std::optional<double>(it->second);
+  }
+  if (!label.empty()) {
+    const auto* v = node.meta.labels.get(std::string_view(label));
+    return v ? parse_price(v->view()) : std::nullopt;
+  }
+  return parse_price(node.number_annotation(annotation));
 }
 
 namespace {
@@ -78,6 +107,11 @@ constexpr std::array kSpecFields = {
     "evictJobPods",
     "pricing",
     "maxDrainsPerHour",
+    "minOnDemandNodes",
+    "disruptionWindows",
+    "waitForReplacementReady",
+    "replacementReadyTimeout",
+    "expendablePodsPriorityCutoff",
 };
 
 // An unknown member of an object whose members are the known ones: an error on the object.
@@ -115,6 +149,59 @@ void choice(model::JsonDecoder& d, model::JsonReader& r, E& out, const std::arra
 constexpr int64_t kMaxSearchIterations = 100000;
 
 constexpr std::array<std::pair<std::string_view, Handling>, 2> kHandling = {{{"Move", Handling::kMove}, {"Block", Handling::kBlock}}};
+
+// spec.disruptionWindows: each window's schedule, duration and time zone, checked as the CRD
+// cannot (a cron field out of range, a zone the tz database does not have, a schedule that never
+// fires).
+void disruption_windows(model::JsonDecoder& d, model::JsonReader& r, std::vector<DisruptionWindow>& out) {
+  size_t count = 0;
+  d.elements(r, [&] {
+    if (++count > kMaxDisruptionWindows) return d.fail(fmt::format("must have at most {} items", kMaxDisruptionWindows));
+    DisruptionWindow w;
+    bool has_schedule = false, has_duration = false;
+    d.members(r, [&](std::string_view k) {
+      if (k == "schedule") {
+        auto text = d.optional_string(r);
+        if (!text || !d.ok()) return true;
+        auto cron = CronSchedule::parse(*text);
+        if (!cron) d.fail(cron.error().message);
+        else {
+          w.schedule = std::move(*cron);
+          has_schedule = true;
+        }
+      } else if (k == "duration") {
+        duration(d, r, w.duration, std::chrono::minutes(1));
+        has_duration = d.ok() && w.duration > Duration::zero();
+      } else if (k == "timeZone") {
+        auto text = d.optional_string(r);
+        if (!text || !d.ok()) return true;
+        auto zone = tz::load(*text);
+        if (!zone) d.fail(zone.error().message);
+        else {
+          w.time_zone = std::string(*text);
+          w.zone = *zone;
+        }
+      } else {
+        unknown_member(d, k, std::array{"schedule", "duration", "timeZone"});
+        return false;
+      }
+      return true;
+    });
+    if (!d.ok()) return;
+    if (!has_schedule) return d.fail("schedule is required");
+    if (!has_duration) return d.fail("duration is required");
+    if (!w.zone) {
+      auto utc = tz::load("UTC");
+      if (!utc) return d.fail(utc.error().message);
+      w.zone = *utc;
+    }
+    // Eight years from 2000 hold every date a schedule can name (29 February included).
+    constexpr Time kFrom = Time(std::chrono::seconds(946684800));
+    if (!w.schedule.next(kFrom, tz::Zone::fixed("UTC", 0), 8))
+      return d.fail(fmt::format("schedule \"{}\" names no date that exists, so the window never opens", w.schedule.text()));
+    out.push_back(std::move(w));
+  });
+}
 
 }  // namespace
 
@@ -185,13 +272,25 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
       d.members(r, [&](std::string_view k) {
         if (k == "label") p.label = d.string(r);
         else if (k == "annotation") p.annotation = d.string(r);
-        else {
-          unknown_member(d, k, std::array{"label", "annotation"});
+        else if (k == "configMap") {
+          d.members(r, [&](std::string_view m) {
+            if (m == "namespace") p.config_map_namespace = d.string(r);
+            else if (m == "name") p.config_map_name = d.string(r);
+            else {
+              unknown_member(d, m, std::array{"namespace", "name"});
+              return false;
+            }
+            return true;
+          });
+          if (d.ok() && (p.config_map_namespace.empty() || p.config_map_name.empty())) d.fail("must name the namespace and the name");
+        } else {
+          unknown_member(d, k, std::array{"label", "annotation", "configMap"});
           return false;
         }
         return true;
       });
-      if (d.ok() && p.label.empty() == p.annotation.empty()) d.fail("must name exactly one of label and annotation");
+      const int named = !p.label.empty() + !p.annotation.empty() + p.from_config_map();
+      if (d.ok() && named != 1) d.fail("must name exactly one of label, annotation and configMap");
       else if (d.ok()) s.pricing = std::move(p);
     } else if (key == "searchIterations") {
       if (auto n = d.optional_integer(r); n && d.ok()) {
@@ -203,6 +302,22 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
         if (*n < 1 || *n > kMaxDrainsPerHour) d.fail(fmt::format("must be from 1 to {}, got {}", kMaxDrainsPerHour, *n));
         else s.max_drains_per_hour = static_cast<int>(*n);
       }
+    } else if (key == "minOnDemandNodes") {
+      if (auto n = d.optional_integer(r); n && d.ok()) {
+        if (*n < 0 || *n > kMaxOnDemandFloor) d.fail(fmt::format("must be from 0 to {}, got {}", kMaxOnDemandFloor, *n));
+        else s.min_on_demand_nodes = static_cast<int>(*n);
+      }
+    } else if (key == "expendablePodsPriorityCutoff") {
+      if (auto n = d.optional_integer(r); n && d.ok()) {
+        if (*n < INT32_MIN || *n > INT32_MAX) d.fail(fmt::format("must be a 32-bit integer, as pod priorities are, got {}", *n));
+        else s.expendable_pods_priority_cutoff = static_cast<int32_t>(*n);
+      }
+    } else if (key == "waitForReplacementReady") {
+      s.wait_for_replacement_ready = d.boolean(r, false);
+    } else if (key == "replacementReadyTimeout") {
+      duration(d, r, s.replacement_ready_timeout, std::chrono::seconds(1));
+    } else if (key == "disruptionWindows") {
+      disruption_windows(d, r, s.disruption_windows);
     } else if (key == "dryRun") {
       s.dry_run = d.boolean(r, false);
     } else if (key == "suspend") {

@@ -6,12 +6,17 @@
 // Decoding never fails because of the spec: a policy with a bad spec is kept, with the error, so
 // the operator can report it in the policy's status while other policies keep running.
 
+#include "core/cron.hpp"
 #include "core/time.hpp"
+#include "core/tz.hpp"
 #include "model/meta.hpp"
 #include "model/node.hpp"
+#include "model/pod.hpp"
 #include "model/selector.hpp"
 #include "sched/framework.hpp"
 
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -49,16 +54,47 @@ std::string_view to_string(DrainOrder o);
 // The largest maxDrainsPerHour: the status keeps the starts of the last hour, at most this many
 // (the newest), which is all the gate needs.
 inline constexpr int kMaxDrainsPerHour = 60;
+// The largest minOnDemandNodes the CRD accepts.
+inline constexpr int kMaxOnDemandFloor = 100000;
+
+// Prices per hour by instance type (node.kubernetes.io/instance-type), from a ConfigMap's data.
+using PriceTable = std::map<std::string, double, std::less<>>;
+// A ConfigMap's data as a price table; each key whose value is not a price goes to `bad`.
+PriceTable price_table(const std::map<std::string, std::string>& data, std::vector<std::string>* bad = nullptr);
+// A ConfigMap's data (its string values), from the object's JSON text.
+Result<std::map<std::string, std::string>> config_map_data(std::string_view json);
+// A price per hour written as a decimal number, from 0 to 1e9; nothing otherwise.
+std::optional<double> parse_price(std::string_view text);
 
 // Where an on-demand node's price per hour is read: a label or an annotation of the node whose
-// value is a decimal number. Exactly one is set.
+// value is a decimal number, or a ConfigMap whose data maps instance types to prices. Exactly
+// one is set.
 struct Pricing {
   std::string label;
   std::string annotation;
+  std::string config_map_namespace, config_map_name;
+  // The ConfigMap's prices, as the operator (or `spotshift plan`) read them; none: not read.
+  std::shared_ptr<const PriceTable> table;
+  bool from_config_map() const { return !config_map_name.empty(); }
   // The node's price, or nullopt when it has none (or not a number).
   std::optional<double> price(const model::Node& node) const;
-  bool operator==(const Pricing&) const = default;
+  bool operator==(const Pricing& o) const {
+    return label == o.label && annotation == o.annotation && config_map_namespace == o.config_map_namespace &&
+           config_map_name == o.config_map_name;
+  }
 };
+
+// A time drains may start in: from each time the schedule fires, for the duration. Times are
+// wall-clock times in the time zone (an IANA name, from the system's tz database).
+struct DisruptionWindow {
+  CronSchedule schedule;
+  Duration duration{};
+  std::string time_zone = "UTC";
+  std::shared_ptr<const tz::Zone> zone;  // time_zone's
+  bool operator==(const DisruptionWindow& o) const { return schedule == o.schedule && duration == o.duration && time_zone == o.time_zone; }
+};
+// The most windows a policy may list.
+inline constexpr size_t kMaxDisruptionWindows = 20;
 
 struct PolicySpec {
   model::LabelSelector on_demand_selector;                 // default: node-role.kubernetes.io/worker exists
@@ -86,12 +122,26 @@ struct PolicySpec {
   int search_iterations = 0;               // steps of the plan search (search.hpp); 0: no search
   std::optional<Pricing> pricing;          // absent: savings are not estimated
   std::optional<int> max_drains_per_hour;  // absent: no limit beyond nodeDrainDelay
+  // After each eviction, wait until the pod's replacement is Ready (not only bound) before going
+  // on, for up to replacement_ready_timeout; then the drain is aborted.
+  bool wait_for_replacement_ready = false;
+  Duration replacement_ready_timeout = std::chrono::minutes(5);
+  // When not empty, drains start only inside one of these (a drain in progress finishes).
+  std::vector<DisruptionWindow> disruption_windows;
+  // On-demand nodes to keep running pods: a drain that would leave fewer is not planned.
+  int min_on_demand_nodes = 0;
+  // Pods with a lower priority (overprovisioning placeholders) are expendable: their room on
+  // spot nodes counts as free, since the scheduler preempts them, and they are never moved.
+  int32_t expendable_pods_priority_cutoff = -10;
   bool dry_run = false;
   bool suspend = false;
   sched::ProfileConfig profile = sched::default_profile();
 
   bool operator==(const PolicySpec&) const = default;
 };
+
+// Whether the pod is expendable under the policy: priority below expendablePodsPriorityCutoff.
+inline bool expendable(const model::Pod& pod, const PolicySpec& spec) { return pod.priority < spec.expendable_pods_priority_cutoff; }
 
 // The spec's defaults, as the CRD declares them.
 PolicySpec default_policy_spec();

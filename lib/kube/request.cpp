@@ -62,6 +62,10 @@ const Resource& Resource::namespaces() {
   static const Resource r{"", "v1", "namespaces", "Namespace", false};
   return r;
 }
+const Resource& Resource::config_maps() {
+  static const Resource r{"", "v1", "configmaps", "ConfigMap", true};
+  return r;
+}
 const Resource& Resource::pod_disruption_budgets() {
   static const Resource r{"policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true};
   return r;

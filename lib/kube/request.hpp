@@ -23,6 +23,7 @@ struct Resource {
   static const Resource& pods();
   static const Resource& nodes();
   static const Resource& namespaces();
+  static const Resource& config_maps();
   static const Resource& pod_disruption_budgets();
   static const Resource& leases();
   static const Resource& persistent_volume_claims();

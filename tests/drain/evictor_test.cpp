@@ -477,6 +477,44 @@ TEST_CASE("a replacement still Pending holds the next eviction; one Pending past
   CHECK_FALSE(env.has_our_taint("od-1"));
 }
 
+TEST_CASE("waitForReplacementReady: each eviction waits for its replacement to be Ready; one never Ready stops the drain", "[evictor]") {
+  // web's new pods never pass their readiness probe.
+  std::string never_ready = scenario();
+  const std::string web_template = "    metadata: {labels: {app: web}}\n";
+  REQUIRE(never_ready.find(web_template) != std::string::npos);
+  never_ready.replace(never_ready.find(web_template), web_template.size(),
+                      "    metadata: {labels: {app: web}, annotations: {kubesim.spotshift.io/never-ready: \"true\"}}\n");
+  {
+    // Without the option the drain goes on regardless.
+    Env env(never_ready);
+    DrainReport r = env.drain(env.node_plan());
+    INFO(r.reason);
+    CHECK(r.outcome == DrainOutcome::kSucceeded);
+  }
+  {
+    Env env(never_ready);
+    env.options.wait_for_replacement_ready = true;
+    env.options.replacement_ready_timeout = 1s;
+    DrainReport r = env.drain(env.node_plan());
+    INFO(r.reason);
+    CHECK(r.outcome == DrainOutcome::kAborted);
+    CHECK(r.evicted.size() == 1);
+    CHECK(r.reason.find("(ReplicaSet web) was not Ready 1s after its eviction (waitForReplacementReady)") != std::string::npos);
+    CHECK(env.requests("/eviction").size() == 1);
+    CHECK_FALSE(env.has_our_taint("od-1"));
+  }
+  {
+    // Replacements that become Ready: every pod is evicted, each after the last one's is Ready.
+    Env env(scenario());
+    env.options.wait_for_replacement_ready = true;
+    env.options.replacement_ready_timeout = 5s;
+    DrainReport r = env.drain(env.node_plan());
+    INFO(r.reason);
+    CHECK(r.outcome == DrainOutcome::kSucceeded);
+    CHECK(r.evicted.size() == 3);
+  }
+}
+
 TEST_CASE("drainedNodeTaintTTL keeps the taint that much longer after the replacements are bound", "[evictor]") {
   Env env(scenario());
   env.options.drained_node_taint_ttl = 1500ms;

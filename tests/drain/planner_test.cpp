@@ -623,7 +623,8 @@ TEST_CASE("with pricing, a plan says what draining each node saves, and HighestS
           "[planner]") {
   auto priced = [](const char* key, bool as_label) {
     PolicySpec spec = default_policy_spec();
-    spec.pricing = as_label ? Pricing{key, ""} : Pricing{"", key};
+    spec.pricing = Pricing{};
+    (as_label ? spec.pricing->label : spec.pricing->annotation) = key;
     return spec;
   };
   auto input = [](bool as_label) {
@@ -675,4 +676,86 @@ TEST_CASE("with pricing, a plan says what draining each node saves, and HighestS
   CHECK_FALSE(plain.summary.hourly_savings);
   CHECK(plan_to_json(plain).find("hourly") == std::string::npos);
   CHECK(plan_to_table(plain).find("saves") == std::string::npos);
+}
+
+TEST_CASE("minOnDemandNodes keeps that many on-demand nodes running pods: the drainable nodes past the floor are OnDemandFloor",
+          "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("16"));
+  for (int i = 1; i <= 3; ++i) {
+    std::string node = fmt::format("od-{}", i);
+    in.nodes.push_back(on_demand(node).cpu("4"));
+    in.pods.push_back(replica(fmt::format("web-{}", i)).cpu(fmt::format("{}00m", i)).on(node));
+    in.pods.push_back(make_pod(fmt::format("agent-{}", i)).owner("DaemonSet", "agent").on(node));
+  }
+  // Neither counts: one runs only a DaemonSet pod, the other is cordoned.
+  in.nodes.push_back(on_demand("od-agent-only").cpu("4"));
+  in.pods.push_back(make_pod("agent-4").owner("DaemonSet", "agent").on("od-agent-only"));
+  in.nodes.push_back(on_demand("od-cordoned").cpu("4").unschedulable());
+  in.pods.push_back(replica("web-c").cpu("100m").on("od-cordoned"));
+
+  Plan all = make_plan(in, default_policy_spec());
+  REQUIRE(all.drainable.size() == 3);
+
+  Plan floor2 = make_plan(in, spec_from(R"({"minOnDemandNodes":2})").value());
+  INFO(plan_to_table(floor2));
+  REQUIRE(floor2.drainable.size() == 1);
+  CHECK(floor2.drainable[0].node == "od-1");  // least requested CPU first, as without the floor
+  CHECK(floor2.summary.drainable_nodes == 1);
+  CHECK(floor2.summary.pods_to_move == 1);
+  for (std::string node : {"od-2", "od-3"})
+    CHECK(all_reasons(floor2, node) ==
+          "OnDemandFloor: minOnDemandNodes is 2 and 3 on-demand nodes run pods, so 1 may be drained (the first in drain order)\n");
+  for (const auto& u : floor2.undrainable)
+    if (u.node == "od-2") CHECK(u.rules == std::vector<std::string_view>{"on-demand-floor"});
+
+  Plan floor3 = make_plan(in, spec_from(R"({"minOnDemandNodes":3})").value());
+  CHECK(floor3.drainable.empty());
+  CHECK(all_reasons(floor3, "od-1") == "OnDemandFloor: minOnDemandNodes is 3 and 3 on-demand nodes run pods, so none may be drained\n");
+
+  Plan floor1 = make_plan(in, spec_from(R"({"minOnDemandNodes":1})").value());
+  CHECK(floor1.drainable.size() == 2);
+  CHECK(all_reasons(floor1, "od-3").find("so 2 may be drained (the first 2 in drain order)") != std::string::npos);
+
+  // The evictor's re-check of the node it drains does not count the floor again.
+  in.only_node = "od-3";
+  CHECK(make_plan(in, spec_from(R"({"minOnDemandNodes":3})").value()).drainable.size() == 1);
+}
+
+TEST_CASE(
+    "expendable pods (below expendablePodsPriorityCutoff) are free room on spot nodes, never move, and the plan names those "
+    "displaced",
+    "[planner]") {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-1").cpu("2"));
+  // Overprovisioning placeholders: 1500m of spot-1 at priority -100 and -50.
+  in.pods.push_back(replica("headroom-a", "headroom").cpu("1").priority(-100).on("spot-1"));
+  in.pods.push_back(replica("headroom-b", "headroom").cpu("500m").priority(-50).on("spot-1"));
+  in.nodes.push_back(on_demand("od-1").cpu("4"));
+  in.pods.push_back(replica("web-1", "web").cpu("800m").on("od-1"));
+  in.pods.push_back(replica("headroom-c", "headroom").cpu("1").priority(-100).on("od-1"));
+
+  // The default cutoff (-10): the placeholders' room is free; web-1 displaces the lowest priority.
+  Plan plan = make_plan(in, default_policy_spec());
+  INFO(plan_to_table(plan));
+  REQUIRE(plan.drainable.size() == 1);
+  REQUIRE(plan.drainable[0].moves.size() == 1);  // the placeholder on od-1 stays
+  CHECK(plan.drainable[0].moves[0].pod->name() == "web-1");
+  CHECK(plan.drainable[0].displaces == std::vector<std::string>{"default/headroom-a on spot-1"});
+  CHECK(plan.summary.displaced_pods == 1);
+  CHECK(plan_to_table(plan).find("    displaces: default/headroom-a on spot-1 (priority below expendablePodsPriorityCutoff)\n") !=
+        std::string::npos);
+  CHECK(plan_to_json(plan).find(R"("displaces":["default/headroom-a on spot-1"])") != std::string::npos);
+
+  // A cutoff below their priority: they are workloads like any other, and there is no room.
+  Plan strict = make_plan(in, spec_from(R"({"expendablePodsPriorityCutoff":-1000})").value());
+  CHECK(strict.drainable.empty());
+  CHECK(all_reasons(strict, "od-1").find("fits on no spot node") != std::string::npos);
+  CHECK(plan_to_json(strict).find("displace") == std::string::npos);
+
+  // A move that fits beside them displaces none.
+  in.pods[2] = replica("web-1", "web").cpu("400m").on("od-1");
+  Plan small = make_plan(in, default_policy_spec());
+  REQUIRE(small.drainable.size() == 1);
+  CHECK(small.drainable[0].displaces.empty());
 }

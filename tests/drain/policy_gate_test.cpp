@@ -96,12 +96,32 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
         "decoding ReschedulePolicy: spec.drainOrder: must be one of RequestedCPU, ScarceResources, HighestSavingsPerEviction, got "
         "\"Cheapest\"");
   CHECK(error(R"({"pricing":{"label":"a","annotation":"b"}})") ==
-        "decoding ReschedulePolicy: spec.pricing: must name exactly one of label and annotation");
+        "decoding ReschedulePolicy: spec.pricing: must name exactly one of label, annotation and configMap");
   CHECK(error(R"({"maxDrainsPerHour":0})") == "decoding ReschedulePolicy: spec.maxDrainsPerHour: must be from 1 to 60, got 0");
   CHECK(error(R"({"maxDrainsPerHour":61})") == "decoding ReschedulePolicy: spec.maxDrainsPerHour: must be from 1 to 60, got 61");
   CHECK(spec_from(R"({"maxDrainsPerHour":4})")->max_drains_per_hour == 4);
-  CHECK(error(R"({"pricing":{}})") == "decoding ReschedulePolicy: spec.pricing: must name exactly one of label and annotation");
+  CHECK(error(R"({"minOnDemandNodes":-1})") == "decoding ReschedulePolicy: spec.minOnDemandNodes: must be from 0 to 100000, got -1");
+  CHECK(spec_from(R"({"minOnDemandNodes":3})")->min_on_demand_nodes == 3);
+  CHECK(default_policy_spec().min_on_demand_nodes == 0);
+  CHECK_FALSE(default_policy_spec().wait_for_replacement_ready);
+  CHECK(default_policy_spec().replacement_ready_timeout == std::chrono::minutes(5));
+  auto ready = spec_from(R"({"waitForReplacementReady":true,"replacementReadyTimeout":"90s"})");
+  CHECK(ready->wait_for_replacement_ready);
+  CHECK(ready->replacement_ready_timeout == std::chrono::seconds(90));
+  CHECK(error(R"({"replacementReadyTimeout":"0s"})") ==
+        "decoding ReschedulePolicy: spec.replacementReadyTimeout: must be at least 1s, got 0s");
+  CHECK(error(R"({"pricing":{}})") == "decoding ReschedulePolicy: spec.pricing: must name exactly one of label, annotation and configMap");
   CHECK(error(R"({"pricing":{"label":"a","cents":true}})").find("spec.pricing: unknown field \"cents\"") != std::string::npos);
+  CHECK(error(R"({"pricing":{"label":"a","configMap":{"namespace":"spotshift","name":"prices"}}})") ==
+        "decoding ReschedulePolicy: spec.pricing: must name exactly one of label, annotation and configMap");
+  CHECK(error(R"({"pricing":{"configMap":{"name":"prices"}}})") ==
+        "decoding ReschedulePolicy: spec.pricing.configMap: must name the namespace and the name");
+  auto by_type = spec_from(R"({"pricing":{"configMap":{"namespace":"spotshift","name":"prices"}}})");
+  REQUIRE(by_type);
+  REQUIRE(by_type->pricing);
+  CHECK(by_type->pricing->from_config_map());
+  CHECK(by_type->pricing->config_map_namespace == "spotshift");
+  CHECK(by_type->pricing->config_map_name == "prices");
   CHECK(error(R"({"drainOrder":"HighestSavingsPerEviction"})") ==
         "decoding ReschedulePolicy: spec: drainOrder HighestSavingsPerEviction needs spec.pricing (where each node's price is)");
   CHECK(spec_from(R"({"drainOrder":"HighestSavingsPerEviction","pricing":{"annotation":"example.com/price"}})")->pricing->annotation ==
@@ -184,6 +204,28 @@ TEST_CASE("nextDrainAfter is rounded up to the second, so the gate the status ke
   CHECK(next_drain_after(whole + 999ms, spec) == whole + 91s);
 }
 
+TEST_CASE("pricing from a ConfigMap: a node's price is its instance type's; other values and nodes are unpriced", "[policy]") {
+  std::vector<std::string> bad;
+  PriceTable table = price_table({{"m5.xlarge", "0.192"}, {"c5.2xlarge", "0.34"}, {"p3.2xlarge", "three"}, {"free", "-1"}}, &bad);
+  CHECK(table == PriceTable{{"c5.2xlarge", 0.34}, {"m5.xlarge", 0.192}});
+  CHECK(bad == std::vector<std::string>{"free", "p3.2xlarge"});
+  Pricing p = spec_from(R"({"pricing":{"configMap":{"namespace":"spotshift","name":"prices"}}})")->pricing.value();
+  auto m5 = on_demand("m5").label("node.kubernetes.io/instance-type", "m5.xlarge").build();
+  auto old_label = on_demand("c5").label("beta.kubernetes.io/instance-type", "c5.2xlarge").build();
+  auto unknown = on_demand("t3").label("node.kubernetes.io/instance-type", "t3.large").build();
+  auto untyped = on_demand("bare").build();
+  CHECK_FALSE(p.price(*m5));  // not read yet
+  p.table = std::make_shared<const PriceTable>(table);
+  CHECK(p.price(*m5) == 0.192);
+  CHECK(p.price(*old_label) == 0.34);
+  CHECK_FALSE(p.price(*unknown));
+  CHECK_FALSE(p.price(*untyped));
+  // The table read is not part of what the policy says.
+  Pricing unread = p;
+  unread.table.reset();
+  CHECK(unread == p);
+}
+
 TEST_CASE("maxDrainsPerHour: no more drains start within any hour, counted from the starts the status keeps", "[gate]") {
   const Time t0 = parse_time("2026-11-22T10:00:00Z").value();
   // No limit: always open.
@@ -208,8 +250,7 @@ TEST_CASE("maxDrainsPerHour: no more drains start within any hour, counted from 
   CHECK(kept.front() == t0 + 10s);
 }
 
-TEST_CASE("the gates hold a drain in one order: Suspended, DrainDelay, MaxDrainsPerHour, UnschedulablePods, DryRun, SharedSpotNodes",
-          "[gate]") {
+TEST_CASE("the gates hold a drain in one order, Suspended first and SharedSpotNodes last", "[gate]") {
   PolicySpec spec = default_policy_spec();
   int asked_pods = 0, asked_shared = 0;
   GateDecision closed{false, "not yet", parse_time("2026-11-22T10:00:00Z").value()};
@@ -226,6 +267,7 @@ TEST_CASE("the gates hold a drain in one order: Suspended, DrainDelay, MaxDrains
                        return std::nullopt;
                      },
                      "od-1",
+                     {},
                      {}};
   };
   // Every gate open: a drain may start, and every gate was asked.
@@ -257,12 +299,73 @@ TEST_CASE("the gates hold a drain in one order: Suspended, DrainDelay, MaxDrains
   CHECK(evaluate_gates(per_hour)->reason == "MaxDrainsPerHour");
   per_hour.drain_delay = closed;
   CHECK(evaluate_gates(per_hour)->reason == "DrainDelay");
+  // Outside every disruption window: before the delay.
+  per_hour.window = GateDecision{false, "outside every disruption window; the next opens at 2026-11-22T10:00:00Z", closed.reopens_at};
+  CHECK(evaluate_gates(per_hour)->reason == "OutsideWindow");
+  CHECK(evaluate_gates(per_hour)->reopens_at == closed.reopens_at);
   auto dry = evaluate_gates(input({}, true, true));
   CHECK(dry->reason == "DryRun");
   CHECK(dry->message == "dryRun is true: od-1 would be drained now");
   // Suspend outranks everything.
   spec.suspend = true;
   CHECK(evaluate_gates(input(closed, false, true))->reason == "Suspended");
+  CHECK(evaluate_gates(per_hour)->reason == "Suspended");
+}
+
+TEST_CASE("disruptionWindows: drains start only inside a window, read in its time zone across daylight-saving changes", "[gate]") {
+  auto spec = spec_from(R"({"disruptionWindows":[{"schedule":"0 1 * * *","duration":"2h","timeZone":"Europe/Berlin"},
+                                                  {"schedule":"0 12 * * 6","duration":"30m"}]})");
+  REQUIRE(spec);
+  REQUIRE(spec->disruption_windows.size() == 2);
+  CHECK(spec->disruption_windows[1].time_zone == "UTC");
+  auto gate = [&](std::string_view now) { return disruption_window_gate(spec->disruption_windows, parse_time(now).value()); };
+  // Winter: 01:00 CET is 00:00 UTC, open for two hours.
+  CHECK(gate("2026-11-26T00:00:00Z").open);
+  CHECK(gate("2026-11-26T01:59:59Z").open);
+  auto closed = gate("2026-11-26T02:00:00Z");
+  CHECK_FALSE(closed.open);
+  CHECK(closed.reason == "outside every disruption window; the next opens at 2026-11-27T00:00:00Z");
+  CHECK(closed.reopens_at == parse_time("2026-11-27T00:00:00Z").value());
+  // The second window, Saturdays 12:00 to 12:30 UTC (28 November 2026 is one); after it, the
+  // Berlin one opens next.
+  CHECK(gate("2026-11-28T12:10:00Z").open);
+  CHECK(gate("2026-11-28T12:30:00Z").reopens_at == parse_time("2026-11-29T00:00:00Z").value());
+  // Summer: 01:00 CEST is 23:00 UTC the day before.
+  CHECK(gate("2026-07-01T23:30:00Z").open);
+  CHECK_FALSE(gate("2026-07-02T01:00:00Z").open);
+  // The night clocks go forward (29 March 2026): 01:00 CET opens the window, and two hours of
+  // elapsed time close it at 04:00 CEST.
+  CHECK(gate("2026-03-29T00:00:00Z").open);
+  CHECK(gate("2026-03-29T01:59:59Z").open);
+  CHECK(gate("2026-03-29T02:00:00Z").reopens_at == parse_time("2026-03-29T23:00:00Z").value());
+  // The night they go back (25 October 2026): 01:00 CEST is 23:00 UTC on the 24th.
+  CHECK(gate("2026-10-24T23:00:00Z").open);
+  CHECK_FALSE(gate("2026-10-25T01:00:00Z").open);
+  CHECK(gate("2026-10-25T01:00:00Z").reopens_at == parse_time("2026-10-26T00:00:00Z").value());
+  // No windows: always open.
+  CHECK(disruption_window_gate({}, parse_time("2026-11-26T02:00:00Z").value()).open);
+}
+
+TEST_CASE("disruptionWindows: a bad schedule, duration or time zone is refused with the field named", "[policy]") {
+  auto error = [](const std::string& windows) {
+    auto r = spec_from(R"({"disruptionWindows":)" + windows + "}");
+    return r ? std::string("(valid)") : r.error().message;
+  };
+  CHECK(error(R"([{"schedule":"61 * * * *","duration":"1h"}])") ==
+        "decoding ReschedulePolicy: spec.disruptionWindows[0].schedule: minute field \"61\": 61 is out of range 0-59");
+  CHECK(
+      error(R"([{"schedule":"0 0 30 2 *","duration":"1h"}])") ==
+      "decoding ReschedulePolicy: spec.disruptionWindows[0]: schedule \"0 0 30 2 *\" names no date that exists, so the window never opens");
+  CHECK(error(R"([{"schedule":"@daily","duration":"30s"}])") ==
+        "decoding ReschedulePolicy: spec.disruptionWindows[0].duration: must be at least 1m, got 30s");
+  CHECK(error(R"([{"schedule":"@daily"}])") == "decoding ReschedulePolicy: spec.disruptionWindows[0]: duration is required");
+  CHECK(error(R"([{"duration":"1h"}])") == "decoding ReschedulePolicy: spec.disruptionWindows[0]: schedule is required");
+  CHECK(error(R"([{"schedule":"@daily","duration":"1h","timeZone":"Mars/Olympus_Mons"}])")
+            .starts_with("decoding ReschedulePolicy: spec.disruptionWindows[0].timeZone: unknown time zone \"Mars/Olympus_Mons\""));
+  CHECK(error(R"([{"schedule":"@daily","duration":"1h","tz":"UTC"}])") ==
+        "decoding ReschedulePolicy: spec.disruptionWindows[0]: unknown field \"tz\" (valid: schedule, duration, timeZone)");
+  CHECK(error(R"([])") == "(valid)");
+  CHECK(default_policy_spec().disruption_windows.empty());
 }
 
 TEST_CASE("the unschedulable-pods gate, for any pod or only for pods that could run on spot", "[gate]") {

@@ -3,6 +3,7 @@
 // ones docs/policy-reference.md shows). On kubesim and, with SPOTSHIFT_E2E_BACKEND=real, on the
 // real API server, with the same assertions.
 
+#include "drain/policy.hpp"
 #include "env.hpp"
 
 using namespace spotshift;
@@ -135,10 +136,20 @@ TEST_CASE("invalid policies are refused with the messages the policy reference s
   CHECK(rejection(env, "q", "  profile:\n    scores: [{name: FreeCPU, args: {order: sideways}}]\n") == args);
   CHECK(rejection(env, "r", "  profile:\n    scores: [{name: LeastAllocated, args: {order: fullest}}]\n") == args);
   CHECK(rejection(env, "w", "  pricing: {label: a, annotation: b}\n") ==
-        "spec.pricing: Invalid value: name exactly one of label and annotation");
+        "spec.pricing: Invalid value: name exactly one of label, annotation and configMap");
   CHECK(rejection(env, "x", "  drainOrder: HighestSavingsPerEviction\n") ==
         "spec: Invalid value: drainOrder HighestSavingsPerEviction needs pricing (where each node's price is)");
   CHECK(rejection(env, "yy", "  drainOrder: HighestSavingsPerEviction\n  pricing: {annotation: example.com/price}\n").empty());
+  CHECK(
+      rejection(env, "dw1", "  disruptionWindows: [{schedule: \"0 22 * *\", duration: 8h}]\n") ==
+      R"(spec.disruptionWindows[0].schedule: Invalid value: "0 22 * *": spec.disruptionWindows[0].schedule in body should match '^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[^ ]+( +[^ ]+){4})$')");
+  CHECK(rejection(env, "dw2", "  disruptionWindows: [{schedule: \"@daily\", duration: 30s}]\n") ==
+        R"(spec.disruptionWindows[0].duration: Invalid value: "30s": must be at least 1m)");
+  CHECK(rejection(env, "dw3", "  disruptionWindows: [{schedule: \"@daily\"}]\n") ==
+        "* spec.disruptionWindows[0].duration: Required value" + kRulesNotChecked);
+  // A valid one, with its time zone defaulted.
+  CHECK(rejection(env, "dw4", "  disruptionWindows: [{schedule: \"0 22 * * 1-5\", duration: 8h}]\n").empty());
+  CHECK(env.kubectl("get rsp dw4 -o jsonpath={.spec.disruptionWindows[0].timeZone}") == "UTC");
   CHECK(rejection(env, "s", "  profile:\n    scores: [{name: FreeCPU, args: {order: emptiest}}]\n").empty());
   CHECK(rejection(env, "t",
                   "  podSelector: {matchExpressions: [{key: app, operator: NotIn, values: [a]}, {key: b, operator: DoesNotExist}]}\n")
@@ -149,7 +160,21 @@ TEST_CASE("invalid policies are refused with the messages the policy reference s
             .empty());
   // A valid one is accepted.
   CHECK(rejection(env, "g", "  nodeDrainDelay: 90s\n").empty());
-  CHECK(env.kubectl("get rsp -o name") ==
-        "reschedulepolicy.spotshift.io/g\nreschedulepolicy.spotshift.io/i\nreschedulepolicy.spotshift.io/s\n"
-        "reschedulepolicy.spotshift.io/t\nreschedulepolicy.spotshift.io/v\nreschedulepolicy.spotshift.io/yy\n");
+  // So are the documented examples, and the operator reads them as valid.
+  env.kubectl("create namespace spotshift");
+  for (auto example : {"docs/examples/reschedulepolicy.yaml", "docs/examples/production-policy.yaml"}) {
+    INFO(example);
+    CHECK(env.kubectl(fmt::format("apply -f {}/{}", SOURCE_ROOT, example), false).find("created") != std::string::npos);
+  }
+  for (auto name : {"default", "production"}) {
+    auto stored = drain::decode_policy(env.kubectl(fmt::format("get rsp {} -o json", name)));
+    REQUIRE(stored);
+    INFO(name << ": " << (stored->spec_error ? stored->spec_error->message : ""));
+    CHECK(stored->spec);
+    env.kubectl(fmt::format("delete rsp {}", name));
+  }
+  CHECK(
+      env.kubectl("get rsp -o name") ==
+      "reschedulepolicy.spotshift.io/dw4\nreschedulepolicy.spotshift.io/g\nreschedulepolicy.spotshift.io/i\nreschedulepolicy.spotshift.io/s\n"
+      "reschedulepolicy.spotshift.io/t\nreschedulepolicy.spotshift.io/v\nreschedulepolicy.spotshift.io/yy\n");
 }

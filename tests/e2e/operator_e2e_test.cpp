@@ -215,6 +215,228 @@ TEST_CASE("pricing: the plan, the status, events and metrics say what draining s
   }));
 }
 
+TEST_CASE("minOnDemandNodes: a drain that would leave fewer on-demand nodes running pods is not planned (OnDemandFloor)", "[e2e]") {
+  Env env;
+  // Four on-demand nodes run pods; a floor of 3 lets one drain.
+  env.apply("policy", policy_yaml("default", "  minOnDemandNodes: 3\n", "1s"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Succeeded"; }, 30s));
+  CHECK(env.status("default", {"lastDrain", "node"}) == "ondemand-1");
+  const std::string floor = "OnDemandFloor: minOnDemandNodes is 3 and 3 on-demand nodes run pods, so none may be drained";
+  REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find(floor) != std::string::npos; }, 20s));
+  past_drain_delay(env, "default");
+  replanned(env, *op, "default");
+  CHECK(env.status("default", {"nodesDrainedTotal"}) == "1");
+  CHECK(env.status("default", {"drainableNodes"}) == "0");
+  CHECK(metric_sample(op->metrics(), R"(spotshift_undrainable_nodes{policy="default",reason="on-demand-floor"})") >= 1);
+  // The same decision offline.
+  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,rs,sts,jobs -A -o json"));
+  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
+  auto offline = spotshift::testing::run(
+      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  INFO(offline.output);
+  CHECK(offline.output.find(floor) != std::string::npos);
+  // Lowering the floor lets the next drain start.
+  env.apply("policy", policy_yaml("default", "  minOnDemandNodes: 2\n", "1s"));
+  REQUIRE(eventually([&] { return env.status("default", {"nodesDrainedTotal"}) == "2"; }, 30s));
+}
+
+TEST_CASE("disruptionWindows: outside every window no drain starts, the status says when the next opens; inside, drains run", "[e2e]") {
+  using namespace std::chrono;
+  Env env;
+  // A window of one minute opening at a full hour one to two hours ahead in Kolkata (UTC+05:30,
+  // no daylight saving), so the status must name its start in UTC.
+  const auto now = system_clock::now();
+  const auto local_hour = floor<hours>(now + 5h + 30min) + 2h;
+  const Time opens = local_hour - 5h - 30min;
+  const int hour = static_cast<int>((local_hour.time_since_epoch() / 1h) % 24);
+  const std::string later = fmt::format("  - {{schedule: \"0 {} * * *\", duration: 1m, timeZone: Asia/Kolkata}}\n", hour);
+  env.apply("policy", policy_yaml("default", "  disruptionWindows:\n" + later, "1s"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.condition("default", "Blocked", "reason") == "OutsideWindow"; }, 20s));
+  CHECK(env.condition("default", "Blocked", "message") == "outside every disruption window; the next opens at " + format_time(opens));
+  CHECK(env.status("default", {"nextWindowStart"}) == format_time(opens));
+  CHECK(env.kubectl("get rsp default -o jsonpath={.status.blockedBy}") == "OutsideWindow");
+  CHECK(metric_sample(op->metrics(), R"(spotshift_gate_blocked{policy="default",gate="OutsideWindow"})") == 1);
+  replanned(env, *op, "default");
+  CHECK(env.operator_requests("/eviction").empty());
+  CHECK_FALSE(env.any_draining());
+  // spotshift plan says the same offline.
+  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,rs,sts,jobs -A -o json"));
+  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
+  auto offline = spotshift::testing::run(
+      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  INFO(offline.output);
+  CHECK(offline.output.find("Drains wait: outside every disruption window; the next opens at " + format_time(opens) + ".") !=
+        std::string::npos);
+  // A time zone the tz database does not have: the policy is invalid, and says why.
+  env.apply("policy",
+            policy_yaml("default", "  disruptionWindows:\n  - {schedule: \"@daily\", duration: 1h, timeZone: Mars/Olympus_Mons}\n", "1s"));
+  REQUIRE(eventually([&] { return env.condition("default", "Valid") == "False"; }, 20s));
+  CHECK(env.condition("default", "Valid", "message").find("spec.disruptionWindows[0].timeZone: unknown time zone \"Mars/Olympus_Mons\"") !=
+        std::string::npos);
+  // A window open now (every minute opens one for a minute): the drains start.
+  env.apply("policy", policy_yaml("default", "  disruptionWindows:\n" + later + "  - {schedule: \"* * * * *\", duration: 1m}\n", "1s"));
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
+  CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
+  CHECK(env.status("default", {"nextWindowStart"}).empty());
+}
+
+TEST_CASE("waitForReplacementReady: each replacement must be Ready before the drain goes on, or the drain stops", "[e2e]") {
+  Env env;
+  // ondemand-1 runs web (a spare replica under a budget) and api (one replica). api's new pods
+  // will never pass their readiness probe.
+  env.kubectl(
+      R"(patch rs api-7d4b9c -n shop --type merge -p '{"spec":{"template":{"metadata":{"annotations":{"kubesim.spotshift.io/never-ready":"true"}}}}}')");
+  env.apply("policy", policy_yaml("default", "  waitForReplacementReady: true\n  replacementReadyTimeout: 3s\n", "1h"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Aborted"; }, 40s));
+  INFO(op->log());
+  CHECK(env.status("default", {"lastDrain", "node"}) == "ondemand-1");
+  const std::string reason = env.status("default", {"lastDrain", "reason"});
+  CHECK(reason.find("(ReplicaSet api-7d4b9c) was not Ready 3s after its eviction (waitForReplacementReady)") != std::string::npos);
+  // web's replacement was Ready, so api was evicted after it; nothing else was.
+  std::vector<std::string> evicted;  // the apps whose pods were evicted, in order (retries once)
+  for (const auto& r : env.operator_requests("/eviction")) {
+    std::string app = r.substr(r.find("/pods/") + 6, 3);
+    if (evicted.empty() || evicted.back() != app) evicted.push_back(app);
+  }
+  CHECK(evicted == std::vector<std::string>{"web", "api"});
+  // The taint is gone, and the aborted drain says why in its event.
+  REQUIRE(eventually([&] { return !env.any_draining(); }, 10s));
+  auto aborted = env.events("DrainAborted");
+  CHECK(std::any_of(aborted.begin(), aborted.end(),
+                    [](const std::string& e) { return e.find("waitForReplacementReady") != std::string::npos; }));
+}
+
+namespace {
+// Overprovisioning placeholders at priority -100 hold all but 500m of spot-1 and 100m of spot-2,
+// so nothing of ondemand-1 fits unless their room counts as free. (kubesim takes a pod's
+// priority as given; a real cluster resolves it from a PriorityClass.)
+std::string headroom_scenario() {
+  std::string s = R"(---
+apiVersion: v1
+kind: Namespace
+metadata: {name: capacity}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: headroom, namespace: capacity, uid: 3f0d7c1e-0000-4000-8000-00000000c001}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: headroom}}
+  template:
+    metadata: {labels: {app: headroom}}
+    spec:
+      priority: -100
+      terminationGracePeriodSeconds: 1
+      containers: [{name: pause, image: pause, resources: {requests: {cpu: 1700m, memory: 64Mi}}}]
+)";
+  for (auto [name, node, cpu] :
+       {std::tuple{"headroom-a", "spot-1", "1700m"}, {"headroom-b", "spot-1", "1700m"}, {"headroom-c", "spot-2", "1800m"}})
+    s += fmt::format(R"(---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {}
+  namespace: capacity
+  labels: {{app: headroom}}
+  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: headroom, uid: 3f0d7c1e-0000-4000-8000-00000000c001, controller: true}}]
+spec:
+  nodeName: {}
+  priority: -100
+  terminationGracePeriodSeconds: 1
+  containers: [{{name: pause, image: pause, resources: {{requests: {{cpu: {}, memory: 64Mi}}}}}}]
+)",
+                     name, node, cpu);
+  return s;
+}
+}  // namespace
+
+TEST_CASE("expendablePodsPriorityCutoff: placeholder pods are free room on spot nodes, never moved, and preempted by the moves", "[e2e]") {
+  Env env(headroom_scenario());
+  // Placeholders counted as workloads: nothing fits.
+  env.apply("policy", policy_yaml("default", "  dryRun: true\n  expendablePodsPriorityCutoff: -1000\n", "1s"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.condition("default", "Ready") == "True"; }, 20s));
+  replanned(env, *op, "default");
+  CHECK(env.status("default", {"drainableNodes"}) == "0");
+  // The default cutoff (-10): their room is free, and the plan says whose room a drain takes.
+  env.apply("policy", policy_yaml("default", "  dryRun: true\n", "1s"));
+  REQUIRE(eventually([&] { return !env.events("WouldDrain").empty(); }, 20s));
+  CHECK(env.events("WouldDrain")[0] ==
+        "Node/ondemand-1: Policy default would drain ondemand-1 now (2 pods fit on spot nodes; displaces 1 expendable pod); dryRun is "
+        "true, so nothing is touched");
+  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,rs,sts,jobs -A -o json"));
+  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
+  auto offline = spotshift::testing::run(
+      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  INFO(offline.output);
+  CHECK(offline.output.find("    displaces: capacity/headroom-") != std::string::npos);
+  // Live. kube-scheduler preempts only for a pod that fits on no node, so the other on-demand
+  // nodes, which have room, are cordoned: the replacements must take the placeholders' room. A
+  // placeholder Pending for want of room holds no drain back (the unschedulable-pods gate is Any).
+  env.kubectl("cordon ondemand-2 ondemand-3 ondemand-4");
+  env.kubectl(
+      R"(run waiting -n capacity --image=pause --restart=Never --overrides='{"spec":{"priority":-100,"containers":[{"name":"waiting","image":"pause","resources":{"requests":{"cpu":"64"}}}]}}')");
+  REQUIRE(eventually(
+      [&] { return env.kubectl("get pod waiting -n capacity -o jsonpath={.status.conditions[0].reason}") == "Unschedulable"; }, 10s));
+  env.apply("policy", policy_yaml("default", "", "1s"));
+  bool drained = eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Succeeded"; }, 60s);
+  INFO(op->log());
+  INFO(env.kubectl("get pods -A -o wide"));
+  REQUIRE(drained);
+  CHECK(env.status("default", {"lastDrain", "node"}) == "ondemand-1");
+  // spotshift evicted none of them: the scheduler preempted one for the moved pods.
+  for (const auto& r : env.operator_requests("/eviction")) CHECK(r.find("/namespaces/capacity/") == std::string::npos);
+  REQUIRE(eventually([&] { return env.all_running(); }, 20s));
+  for (const auto& [pod, node] : env.pods())
+    if (pod.starts_with("shop/api-")) CHECK(node.starts_with("spot-"));
+  CHECK(env.kubectl("get events -n capacity --field-selector reason=Preempted -o name").find("event") != std::string::npos);
+}
+
+TEST_CASE("pricing from a ConfigMap of instance-type prices: read again as it changes, problems reported", "[e2e]") {
+  Env env;
+  env.kubectl("label node ondemand-1 node.kubernetes.io/instance-type=m5.large");
+  env.kubectl("label node ondemand-2 node.kubernetes.io/instance-type=m5.2xlarge");
+  env.kubectl(
+      R"(create configmap node-prices -n default --from-literal=m5.large=0.096 --from-literal=m5.2xlarge=0.384 --from-literal=m5.huge=lots)");
+  const std::string pricing =
+      "  pricing: {configMap: {namespace: default, name: node-prices}}\n  housekeepingInterval: 1s\n  dryRun: true\n";
+  env.apply("policy", policy_yaml("default", pricing));
+  // A second policy, for no node, names a ConfigMap that is not there.
+  env.apply("absent",
+            policy_yaml("absent",
+                        "  onDemandNodeSelector: {matchLabels: {pool: none}}\n  spotNodeSelector: {matchLabels: {pool: none-spot}}\n"
+                        "  pricing: {configMap: {namespace: default, name: absent}}\n"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.status("default", {"estimatedHourlySavings"}) == "0.48"; }, 20s));
+  // What cannot be read is said once, in a Warning on the policy.
+  REQUIRE(eventually([&] { return env.events("PricingUnavailable").size() == 2; }, 20s));
+  auto warnings = env.events("PricingUnavailable");
+  std::sort(warnings.begin(), warnings.end());
+  CHECK(warnings[0].starts_with("ReschedulePolicy/absent: cannot read ConfigMap default/absent for spec.pricing: "));
+  CHECK(warnings[1] ==
+        "ReschedulePolicy/default: ConfigMap default/node-prices: the values of m5.huge are not prices per hour (decimal numbers), so "
+        "those instance types have none");
+  CHECK(env.status("absent", {"estimatedHourlySavings"}) == "0.0");
+  // A new price is read within a housekeepingInterval.
+  env.kubectl(R"(patch configmap node-prices -n default --type merge -p '{"data":{"m5.large":"0.1"}}')");
+  REQUIRE(eventually([&] { return env.status("default", {"estimatedHourlySavings"}) == "0.484"; }, 20s));
+  // The same offline, from a snapshot that holds the ConfigMap.
+  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,configmaps,rs,sts,jobs -A -o json"));
+  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
+  auto offline = spotshift::testing::run(
+      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  INFO(offline.output);
+  CHECK(offline.output.find("Draining them saves about 0.484 per hour.") != std::string::npos);
+  CHECK(offline.output.find("warning: ConfigMap default/node-prices: the values of m5.huge are not prices per hour") != std::string::npos);
+  // And live.
+  auto live = spotshift::testing::run(fmt::format("{} plan --kubeconfig {} --policy-name default", SPOTSHIFT_BIN, env.kubeconfig()));
+  INFO(live.output);
+  CHECK(live.output.find("Draining them saves about 0.484 per hour.") != std::string::npos);
+}
+
 TEST_CASE("a suspended policy plans but starts no drain until it is resumed", "[e2e]") {
   Env env;
   auto before = env.pods();

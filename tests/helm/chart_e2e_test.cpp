@@ -81,7 +81,9 @@ TEST_CASE("taking away any one permission the chart grants gets a request of the
   std::vector<Atom> atoms = atoms_of(operator_role(r, "ClusterRole"));
   auto lease_atoms = atoms_of(operator_role(r, "Role"));
   atoms.insert(atoms.end(), lease_atoms.begin(), lease_atoms.end());
-  REQUIRE(atoms.size() == 30);
+  REQUIRE(atoms.size() == 31);
+  // The policy takes its prices from a ConfigMap in the release namespace (the Role's get).
+  const std::string pricing = "  pricing: {configMap: {namespace: spotshift, name: node-prices}}\n";
 
   std::vector<std::string> unused;
   for (const auto& atom : atoms) {
@@ -91,7 +93,8 @@ TEST_CASE("taking away any one permission the chart grants gets a request of the
     rest += "---\n" + role_without(operator_role(r, atom.role_kind), atom) + "\n";
     Env env({}, tls_with_service_account());
     install(env, run_dir, "spotshift", r.documents(is_crd), rest);
-    env.apply("policy", policy_yaml("default", ""));
+    env.kubectl("create configmap node-prices -n spotshift --from-literal=m5.large=0.1");
+    env.apply("policy", policy_yaml("default", pricing));
     Operator op(operator_args(r, env.kubeconfig_for("sa-token")), run_dir.file("operator.log"));
     if (atom.resource == "events" && atom.verb == "patch") {
       // A repeated event becomes a series with a patch: have a node's reason reported again by

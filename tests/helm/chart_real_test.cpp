@@ -212,7 +212,9 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
   std::vector<Atom> atoms = atoms_of(operator_role(r, "ClusterRole"));
   auto lease_atoms = atoms_of(operator_role(r, "Role"));
   atoms.insert(atoms.end(), lease_atoms.begin(), lease_atoms.end());
-  REQUIRE(atoms.size() == 30);
+  REQUIRE(atoms.size() == 31);
+  // The policies take their prices from a ConfigMap in the release namespace (the Role's get).
+  env.kubectl("create configmap node-prices -n spotshift --from-literal=m5.large=0.1");
   std::string token = env.kubectl("create token spotshift -n spotshift --duration 1h");
   token = token.substr(0, token.find_last_not_of("\n") + 1);
   std::string args = operator_args(r, env.real->kubeconfig_with_token(env.dir.file("sa.kubeconfig"), token));
@@ -236,6 +238,7 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
         policy_yaml(copy,
                     fmt::format(R"(  onDemandNodeSelector: {{matchLabels: {{node-role.kubernetes.io/worker: "", spotshift.io/copy: {0}}}}}
   spotNodeSelector: {{matchLabels: {{node-role.kubernetes.io/spot-worker: "", spotshift.io/copy: {0}}}}}
+  pricing: {{configMap: {{namespace: spotshift, name: node-prices}}}}
 )",
                                 copy)));
     const size_t seen = env.real->audit().size();

@@ -102,7 +102,7 @@ TEST_CASE("the default values render every object, with least privilege and a ha
   CHECK(kubesim::to_json(*kubesim::json_path((*kubesim::json_path(test_pod, {"spec", "containers"}))[0], {"command"}))
             .find("wget -q -O - http://spotshift-metrics.spotshift:8080/metrics | grep -q '^spotshift_build_info'") != std::string::npos);
   CHECK(string_map(kubesim::json_path(test_pod, {"metadata", "labels"})).count("app.kubernetes.io/name") == 0);
-  CHECK(rules_of(r.one("Role")) == std::vector<std::string>{"coordination.k8s.io leases: get,create,update"});
+  CHECK(rules_of(r.one("Role")) == std::vector<std::string>{"coordination.k8s.io leases: get,create,update", " configmaps: get"});
   CHECK(kubesim::json_string(r.one("Role"), {"metadata", "namespace"}) == "spotshift");
   for (auto kind : {"ClusterRoleBinding", "RoleBinding"}) {
     const auto& b = r.one(kind);
@@ -157,9 +157,8 @@ TEST_CASE("the default values render every object, with least privilege and a ha
   CHECK(env.kubectl("get crd reschedulepolicies.spotshift.io -o name") ==
         "customresourcedefinition.apiextensions.k8s.io/reschedulepolicies.spotshift.io\n");
   std::string listed = env.kubectl("get -n spotshift serviceaccount,service,deployment,role,rolebinding -o name");
-  for (auto name :
-       {"serviceaccount/spotshift", "service/spotshift-metrics", "deployment.apps/spotshift",
-        "role.rbac.authorization.k8s.io/spotshift-leader-election", "rolebinding.rbac.authorization.k8s.io/spotshift-leader-election"})
+  for (auto name : {"serviceaccount/spotshift", "service/spotshift-metrics", "deployment.apps/spotshift",
+                    "role.rbac.authorization.k8s.io/spotshift", "rolebinding.rbac.authorization.k8s.io/spotshift"})
     CHECK(listed.find(name) != std::string::npos);
   CHECK(
       env.kubectl("get clusterrole,clusterrolebinding spotshift -o name").find("clusterrolebinding.rbac.authorization.k8s.io/spotshift") !=
@@ -310,7 +309,7 @@ TEST_CASE("one replica without leader election, and no RBAC or ServiceAccount wh
   auto r = render(dir, "--set replicaCount=1,leaderElection.enabled=false");
   INFO(r.error);
   REQUIRE(r.status == 0);
-  CHECK(r.all("Role").empty());
+  CHECK(rules_of(r.one("Role")) == std::vector<std::string>{" configmaps: get"});  // no Lease
   CHECK(r.all("PodDisruptionBudget").empty());  // one replica: a budget would only block drains of its node
   CHECK(has(container_args(r), "--leader-elect=false"));
   CHECK_FALSE(has(container_args(r), "--leader-election-namespace=default"));
@@ -572,7 +571,8 @@ TEST_CASE("the image archive: from scratch, the user, entrypoint and labels the 
   REQUIRE(layers->Size() == 1);
   std::string layer = layout + "/blobs/sha256/" + std::string(kubesim::json_string((*layers)[0], {"digest"}).substr(7));
   REQUIRE(run(fmt::format("tar -C {} -xzf {}", rootfs, layer)).status == 0);
-  for (auto f : {"/usr/local/bin/spotshift", "/etc/ssl/certs/ca-certificates.crt", "/lib64/ld-linux-x86-64.so.2"})
+  for (auto f : {"/usr/local/bin/spotshift", "/etc/ssl/certs/ca-certificates.crt", "/lib64/ld-linux-x86-64.so.2",
+                 "/usr/share/zoneinfo/Europe/Berlin", "/usr/share/zoneinfo/UTC"})
     CHECK(run(fmt::format("test -f {}{}", rootfs, f)).status == 0);
   CHECK(read_all(rootfs + "/etc/passwd").find(":65532:65532:") != std::string::npos);
   CHECK(run(fmt::format("test -e {}/bin/sh", rootfs)).status != 0);
@@ -582,6 +582,20 @@ TEST_CASE("the image archive: from scratch, the user, entrypoint and labels the 
   INFO(version.output);
   CHECK(version.status == 0);
   CHECK(version.output.starts_with("spotshift "));
+  // A policy's disruption window in a time zone reads the image's tz database.
+  dir.write(
+      "rootfs/tmp/snapshot.json",
+      R"({"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"4","memory":"8Gi","pods":"110"},"conditions":[{"type":"Ready","status":"True"}]}}]})");
+  dir.write("rootfs/tmp/policy.yaml",
+            "apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata: {name: windows}\n"
+            "spec:\n  disruptionWindows: [{schedule: \"0 22 * * *\", duration: 1h, timeZone: Europe/Berlin}]\n");
+  auto plan =
+      run(fmt::format("{} {} /usr/local/bin/spotshift plan --snapshot /tmp/snapshot.json --policy /tmp/policy.yaml 2>&1", chroot, rootfs));
+  INFO(plan.output);
+  CHECK(plan.status == 0);
+  CHECK(plan.output.find("Policy windows: ") != std::string::npos);
+  CHECK((plan.output.find("Drains wait: outside every disruption window; the next opens at ") != std::string::npos ||
+         plan.output.find("A disruption window is open now.") != std::string::npos));
 }
 
 TEST_CASE("the Dockerfile builds the same root filesystem on scratch, and its build configures without test dependencies", "[image]") {

@@ -6,6 +6,7 @@
 #include "cluster.hpp"
 
 #include "model/node.hpp"
+#include "model/pod.hpp"
 #include "model/resources.hpp"
 
 #include <map>
@@ -37,9 +38,15 @@ class SimScheduler {
     std::string node;
     model::ResourceList requests;
     std::vector<std::string> ports;
+    int32_t priority = 0;
+    bool terminating = false;
   };
   void charge(const std::string& key, const Value* pod);
   bool schedule(const std::string& key);
+  // kube-scheduler's preemption, simplified: on a node the pod fails on resources alone, the
+  // fewest pods of lower priority (lowest first) whose going makes it fit are deleted, and the
+  // pod is nominated there. True when it preempted.
+  bool preempt(const std::string& key, const model::Pod& pod, const std::vector<std::string>& resource_only);
 
   Cluster& cluster_;
   std::map<std::string, model::Node> nodes_;

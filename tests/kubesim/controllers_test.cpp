@@ -83,6 +83,29 @@ TEST_CASE("the scheduler explains why nothing fits, in kube-scheduler's words", 
   CHECK(node_of(t, "big") == "e");
 }
 
+TEST_CASE("the scheduler preempts pods of lower priority, lowest first and as few as it can, and nominates the node", "[scheduler]") {
+  TestCluster t({}, node_yaml("only", "2"));
+  t.apply(pod_yaml("placeholder-a", "1", "  priority: -100\n  terminationGracePeriodSeconds: 1\n"));
+  t.apply(pod_yaml("placeholder-b", "500m", "  priority: -50\n  terminationGracePeriodSeconds: 1\n"));
+  t.apply(pod_yaml("peer", "400m", "  priority: 10\n"));
+  REQUIRE(node_of(t, "placeholder-a") == "only");
+  REQUIRE(node_of(t, "placeholder-b") == "only");
+  // 100m free: a 900m pod of priority 0 needs placeholder-a's room, and only that.
+  t.apply(pod_yaml("web", "900m"));
+  auto preempted = t.get("/api/v1/namespaces/default/events?fieldSelector=reason%3DPreempted");
+  REQUIRE(parse(preempted.body)["items"].Size() == 1);
+  CHECK(json_string(parse(preempted.body)["items"][0], {"involvedObject", "name"}) == "placeholder-a");
+  CHECK(json_string(t.pod("default/web")->doc, {"status", "nominatedNodeName"}) == "only");
+  t.advance(5s);
+  CHECK_FALSE(t.pod("default/placeholder-a"));
+  CHECK(node_of(t, "web") == "only");
+  CHECK(node_of(t, "placeholder-b") == "only");
+  // A pod no lower-priority pod can make room for stays Pending, with nothing preempted.
+  t.apply(pod_yaml("huge", "3"));
+  CHECK(node_of(t, "huge").empty());
+  CHECK(parse(t.get("/api/v1/namespaces/default/events?fieldSelector=reason%3DPreempted").body)["items"].Size() == 1);
+}
+
 TEST_CASE("the scheduler honours tolerations, node selectors, affinity, pod counts and host ports", "[scheduler]") {
   TestCluster t({}, node_yaml("plain", "4") +
                         node_yaml("gpu", "4", "spec: {taints: [{key: dedicated, value: gpu, effect: NoSchedule}]}\n") +
@@ -144,6 +167,23 @@ TEST_CASE("a pod that never terminates stays until deleted with grace zero", "[k
   t.request("DELETE", "/api/v1/namespaces/default/pods/stuck?gracePeriodSeconds=0");
   t.advance(1s);
   CHECK_FALSE(t.pod("default/stuck"));
+}
+
+TEST_CASE("a pod that never becomes Ready runs with Ready and ContainersReady False", "[kubelet]") {
+  TestCluster t({},
+                node_yaml("n", "4") +
+                    "---\napiVersion: v1\nkind: Pod\nmetadata: {name: probe, annotations: {kubesim.spotshift.io/never-ready: \"true\"}}\n"
+                    "spec: {nodeName: n, containers: [{name: c}]}\n");
+  t.advance(2s);
+  auto p = t.pod("default/probe");
+  REQUIRE(p);
+  CHECK(json_string(p->doc, {"status", "phase"}) == "Running");
+  std::map<std::string, std::string> conditions;
+  for (const auto& c : json_path(p->doc, {"status", "conditions"})->GetArray())
+    conditions[std::string(json_string(c, {"type"}))] = std::string(json_string(c, {"status"}));
+  CHECK(conditions == std::map<std::string, std::string>{
+                          {"Initialized", "True"}, {"Ready", "False"}, {"ContainersReady", "False"}, {"PodScheduled", "True"}});
+  CHECK_FALSE(json_bool((*json_path(p->doc, {"status", "containerStatuses"}))[0], {"ready"}));
 }
 
 TEST_CASE("a ReplicaSet recreates an evicted replica at once, unscheduled", "[workloads]") {

@@ -12,6 +12,9 @@ namespace {
 // Pods annotated like this never finish terminating (until deleted with grace 0): the test hook
 // for "a pod that never terminates".
 constexpr std::string_view kNeverTerminate = "kubesim.spotshift.io/never-terminate";
+// Pods annotated like this run but never pass their readiness probe: Ready and ContainersReady
+// stay False, every container unready.
+constexpr std::string_view kNeverReady = "kubesim.spotshift.io/never-ready";
 
 bool has_finalizers(const Value& obj) {
   const Value* f = json_path(obj, {"metadata", "finalizers"});
@@ -74,6 +77,7 @@ bool SimKubelet::run() {
     uint64_t ip = next_ip_++;
     std::string stamp = format_time(now);
     auto r = cluster_.mutate(pods, t.key, [&](Value& o, Alloc& a) {
+      const bool ready = json_string(o, {"metadata", "annotations", kNeverReady}) != "true";
       Value& st = ensure_object(o, "status", a);
       set_str(st, "phase", "Running", a);
       set_str(st, "podIP", fmt::format("10.{}.{}.{}", 244 + (ip >> 16) % 8, (ip >> 8) & 255, ip & 255), a);
@@ -83,7 +87,9 @@ bool SimKubelet::run() {
         for (auto it = conds.Begin(); it != conds.End();) it = json_string(*it, {"type"}) == type ? conds.Erase(it) : it + 1;
         Value c(rapidjson::kObjectType);
         set_str(c, "type", type, a);
-        set_str(c, "status", "True", a);
+        const bool probed = std::string_view(type) == "Ready" || std::string_view(type) == "ContainersReady";
+        set_str(c, "status", ready || !probed ? "True" : "False", a);
+        if (!ready && probed) set_str(c, "reason", "ContainersNotReady", a);
         set_str(c, "lastTransitionTime", stamp, a);
         conds.PushBack(c, a);
       }
@@ -92,7 +98,7 @@ bool SimKubelet::run() {
         for (const auto& c : cs->GetArray()) {
           Value s(rapidjson::kObjectType);
           set_str(s, "name", json_string(c, {"name"}), a);
-          set_bool(s, "ready", true, a);
+          set_bool(s, "ready", ready, a);
           set_bool(s, "started", true, a);
           set_int(s, "restartCount", 0, a);
           set_str(s, "image", json_string(c, {"image"}), a);

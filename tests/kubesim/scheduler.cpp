@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace spotshift::kubesim {
 
@@ -49,6 +50,8 @@ void SimScheduler::charge(const std::string& key, const Value* pod) {
   PodCharge c;
   c.node = decoded->node_name.str();
   c.requests = decoded->requests;
+  c.priority = decoded->priority;
+  c.terminating = decoded->terminating();
   for (const auto& hp : decoded->host_ports) c.ports.push_back(port_key(hp));
   Usage& u = usage_[c.node];
   u.requested.add(c.requests);
@@ -125,6 +128,7 @@ bool SimScheduler::schedule(const std::string& key) {
     int64_t affinity;
   };
   std::vector<Candidate> feasible;
+  std::vector<std::string> resource_only;  // nodes the pod fails on for resources alone
   for (const auto& [name, node] : nodes_) {
     model::Taint unschedulable_taint{model::InternedString("node.kubernetes.io/unschedulable"), model::InternedString(),
                                      model::TaintEffect::kNoSchedule};
@@ -153,7 +157,10 @@ bool SimScheduler::schedule(const std::string& key) {
         fits = false;
       }
     });
-    if (!fits) continue;
+    if (!fits) {
+      resource_only.push_back(name);
+      continue;
+    }
     bool ports_ok = true;
     for (const auto& hp : pod->host_ports)
       if (u.host_ports.count(port_key(hp))) ports_ok = false;
@@ -177,6 +184,7 @@ bool SimScheduler::schedule(const std::string& key) {
     feasible.push_back({name, la, pns, aff});
   }
 
+  if (feasible.empty() && preempt(key, *pod, resource_only)) return true;
   if (feasible.empty()) {
     std::vector<std::string> parts;
     for (const auto& [reason, count] : reasons) parts.push_back(fmt::format("{} {}", count, reason));
@@ -227,6 +235,64 @@ bool SimScheduler::schedule(const std::string& key) {
   }
   std::string ns(namespace_of(stored->doc)), name(name_of(stored->doc));
   return static_cast<bool>(cluster_.bind(ns, name, best->name));
+}
+
+bool SimScheduler::preempt(const std::string& key, const model::Pod& pod, const std::vector<std::string>& resource_only) {
+  // A pod nominated to a node where pods of lower priority are still terminating waits for them.
+  if (!pod.nominated_node.empty())
+    for (const auto& [k, c] : charges_)
+      if (c.node == pod.nominated_node.view() && c.terminating && c.priority < pod.priority) return false;
+  struct Choice {
+    std::string node;
+    std::vector<std::string> victims;
+    int32_t highest = 0;  // the highest priority among the victims
+  };
+  std::optional<Choice> best;
+  for (const auto& name : resource_only) {
+    const model::Node& node = nodes_.at(name);
+    std::vector<std::pair<const std::string*, const PodCharge*>> lower;
+    for (const auto& [k, c] : charges_)
+      if (c.node == name && !c.terminating && c.priority < pod.priority) lower.push_back({&k, &c});
+    std::sort(lower.begin(), lower.end(), [](const auto& a, const auto& b) {
+      if (a.second->priority != b.second->priority) return a.second->priority < b.second->priority;
+      if (a.second->requests.cpu_milli != b.second->requests.cpu_milli) return a.second->requests.cpu_milli > b.second->requests.cpu_milli;
+      return *a.first < *b.first;
+    });
+    model::ResourceList freed;
+    int64_t freed_pods = 0;
+    const Usage& u = usage_[name];
+    auto fits = [&] {
+      bool ok = u.pods - freed_pods + 1 <= node.allocatable.pods;
+      pod.requests.for_each([&](std::string_view res, int64_t want) {
+        if (res != "pods" && u.requested.get(res) - freed.get(res) + want > node.allocatable.get(res)) ok = false;
+      });
+      return ok;
+    };
+    Choice choice{name, {}, 0};
+    for (const auto& [k, c] : lower) {
+      if (fits()) break;
+      freed.add(c->requests);
+      ++freed_pods;
+      choice.victims.push_back(*k);
+      choice.highest = c->priority;
+    }
+    if (choice.victims.empty() || !fits()) continue;
+    if (!best || choice.victims.size() < best->victims.size() ||
+        (choice.victims.size() == best->victims.size() && choice.highest < best->highest))
+      best = std::move(choice);
+  }
+  if (!best) return false;
+  for (const auto& victim : best->victims) {
+    auto obj = cluster_.store().get(*cluster_.registry().pods(), victim);
+    if (!obj) continue;
+    cluster_.emit_event(*cluster_.registry().pods(), obj->doc, "Normal", "Preempted",
+                        fmt::format("Preempted by pod {} on node {}", pod.meta.uid, best->node), "default-scheduler");
+    (void)cluster_.remove(*cluster_.registry().pods(), namespace_of(obj->doc), name_of(obj->doc), DeleteOptions{});
+  }
+  unschedulable_.insert(key);  // tried again once the victims are gone
+  auto r = cluster_.mutate(*cluster_.registry().pods(), key,
+                           [&](Value& o, Alloc& a) { set_str(ensure_object(o, "status", a), "nominatedNodeName", best->node, a); });
+  return static_cast<bool>(r);
 }
 
 }  // namespace spotshift::kubesim

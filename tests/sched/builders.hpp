@@ -11,6 +11,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,7 @@ class PodBuilder {
   PodBuilder& best_effort() { best_effort_ = true; return *this; }
   PodBuilder& phase(std::string p) { phase_ = std::move(p); return *this; }
   PodBuilder& nominated(std::string node) { nominated_ = std::move(node); return *this; }
+  PodBuilder& priority(int p) { priority_ = p; return *this; }
   // The controlling owner: owner("ReplicaSet", "web-abc").
   PodBuilder& owner(std::string kind, std::string name) { owner_ = {std::move(kind), std::move(name)}; return *this; }
   PodBuilder& annotation(std::string k, std::string v) { annotations_[k] = std::move(v); return *this; }
@@ -105,10 +107,11 @@ class PodBuilder {
     if (unschedulable_) conditions = R"({"type":"PodScheduled","status":"False","reason":"Unschedulable"})";
     return fmt::format(R"({{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}","namespace":"{}","uid":"uid-{}-{}","labels":{{{}}},
       "annotations":{{{}}}{}{}}},
-      "spec":{{"nodeName":"{}","nodeSelector":{{{}}},"tolerations":[{}],{}"topologySpreadConstraints":[{}],"volumes":[{}],
+      "spec":{{"nodeName":"{}",{}"nodeSelector":{{{}}},"tolerations":[{}],{}"topologySpreadConstraints":[{}],"volumes":[{}],
       "containers":[{{"name":"c","resources":{},"ports":[{}]}}]}},"status":{{"phase":"{}",{}"conditions":[{}]}}}})",
                        name_, ns_, ns_, name_, labels, annotations, owners.empty() ? "" : ",\"ownerReferences\":" + owners,
-                       terminating_ ? R"(,"deletionTimestamp":"2026-01-01T00:00:00Z")" : "", node_, sel, fmt::join(tolerations_, ","),
+                       terminating_ ? R"(,"deletionTimestamp":"2026-01-01T00:00:00Z")" : "", node_,
+                       priority_ ? fmt::format("\"priority\":{},", *priority_) : "", sel, fmt::join(tolerations_, ","),
                        affinity_.empty() ? "" : "\"affinity\":" + affinity_ + ",", fmt::join(spread_, ","), vols, resources, ports, phase_,
                        nominated_.empty() ? "" : fmt::format("\"nominatedNodeName\":\"{}\",", nominated_), conditions);
   }
@@ -120,6 +123,7 @@ class PodBuilder {
   std::map<std::string, std::string> labels_, selector_, scalars_, annotations_;
   std::vector<std::string> tolerations_, spread_, pvcs_, extra_volumes_;
   std::vector<int> ports_;
+  std::optional<int> priority_;
   std::array<std::string, 2> owner_;
   bool best_effort_ = false, terminating_ = false, ready_ = true, unschedulable_ = false;
 };
