@@ -130,6 +130,16 @@ void duration(model::JsonDecoder& d, model::JsonReader& r, Duration& out, Durati
   out = *parsed;
 }
 
+// An integer from min to max ("must be from <min_text> to max, got n" otherwise); nothing when
+// absent or refused.
+std::optional<int64_t> integer_in(model::JsonDecoder& d, model::JsonReader& r, int64_t min, int64_t max, std::string_view min_text = {}) {
+  auto n = d.optional_integer(r);
+  if (!n || !d.ok()) return std::nullopt;
+  if (*n >= min && *n <= max) return n;
+  d.fail(fmt::format("must be from {} to {}, got {}", min_text.empty() ? std::to_string(min) : std::string(min_text), max, *n));
+  return std::nullopt;
+}
+
 template <class E, size_t N>
 void choice(model::JsonDecoder& d, model::JsonReader& r, E& out, const std::array<std::pair<std::string_view, E>, N>& values) {
   auto text = d.optional_string(r);
@@ -293,20 +303,11 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
       if (d.ok() && named != 1) d.fail("must name exactly one of label, annotation and configMap");
       else if (d.ok()) s.pricing = std::move(p);
     } else if (key == "searchIterations") {
-      if (auto n = d.optional_integer(r); n && d.ok()) {
-        if (*n < 0 || *n > kMaxSearchIterations) d.fail(fmt::format("must be from 0 (no search) to {}, got {}", kMaxSearchIterations, *n));
-        else s.search_iterations = static_cast<int>(*n);
-      }
+      if (auto n = integer_in(d, r, 0, kMaxSearchIterations, "0 (no search)")) s.search_iterations = static_cast<int>(*n);
     } else if (key == "maxDrainsPerHour") {
-      if (auto n = d.optional_integer(r); n && d.ok()) {
-        if (*n < 1 || *n > kMaxDrainsPerHour) d.fail(fmt::format("must be from 1 to {}, got {}", kMaxDrainsPerHour, *n));
-        else s.max_drains_per_hour = static_cast<int>(*n);
-      }
+      if (auto n = integer_in(d, r, 1, kMaxDrainsPerHour)) s.max_drains_per_hour = static_cast<int>(*n);
     } else if (key == "minOnDemandNodes") {
-      if (auto n = d.optional_integer(r); n && d.ok()) {
-        if (*n < 0 || *n > kMaxOnDemandFloor) d.fail(fmt::format("must be from 0 to {}, got {}", kMaxOnDemandFloor, *n));
-        else s.min_on_demand_nodes = static_cast<int>(*n);
-      }
+      if (auto n = integer_in(d, r, 0, kMaxOnDemandFloor)) s.min_on_demand_nodes = static_cast<int>(*n);
     } else if (key == "expendablePodsPriorityCutoff") {
       if (auto n = d.optional_integer(r); n && d.ok()) {
         if (*n < INT32_MIN || *n > INT32_MAX) d.fail(fmt::format("must be a 32-bit integer, as pod priorities are, got {}", *n));

@@ -30,6 +30,16 @@ void replanned(Env& env, const Operator& op, const std::string& policy) {
       30s, 200ms));
 }
 
+// `spotshift plan` offline, on kubectl's snapshot of the cluster (the kinds it reads, and `extra`
+// ones) and the policy as the cluster has it.
+spotshift::testing::CommandResult plan_offline(Env& env, const std::string& policy, const std::string& extra = "") {
+  env.dir.write("snapshot.json",
+                env.kubectl(fmt::format("get nodes,pods,pdb,namespaces,rs,sts,jobs{}{} -A -o json", extra.empty() ? "" : ",", extra)));
+  env.dir.write("policy.yaml", env.kubectl(fmt::format("get rsp {} -o yaml", policy)));
+  return spotshift::testing::run(
+      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+}
+
 // Returns once the drain delay the policy's status records has passed.
 void past_drain_delay(Env& env, const std::string& policy) {
   REQUIRE(eventually(
@@ -198,10 +208,7 @@ TEST_CASE("pricing: the plan, the status, events and metrics say what draining s
   REQUIRE(eventually([&] { return env.status("default", {"estimatedHourlySavings"}) == "4.4"; }, 10s));
   CHECK(metric_sample(op->metrics(), R"(spotshift_estimated_hourly_savings{policy="default"})") == Approx(4.4));
   // The same plan offline, from kubectl's snapshot and the policy as the cluster has it.
-  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,rs,sts,jobs -A -o json"));
-  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
-  auto offline = spotshift::testing::run(
-      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  auto offline = plan_offline(env, "default");
   INFO(offline.output);
   CHECK(offline.output.find("Draining them saves about 4.4 per hour.") != std::string::npos);
   CHECK(offline.output.find("1            ondemand-2") != std::string::npos);
@@ -230,10 +237,7 @@ TEST_CASE("minOnDemandNodes: a drain that would leave fewer on-demand nodes runn
   CHECK(env.status("default", {"drainableNodes"}) == "0");
   CHECK(metric_sample(op->metrics(), R"(spotshift_undrainable_nodes{policy="default",reason="on-demand-floor"})") >= 1);
   // The same decision offline.
-  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,rs,sts,jobs -A -o json"));
-  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
-  auto offline = spotshift::testing::run(
-      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  auto offline = plan_offline(env, "default");
   INFO(offline.output);
   CHECK(offline.output.find(floor) != std::string::npos);
   // Lowering the floor lets the next drain start.
@@ -262,10 +266,7 @@ TEST_CASE("disruptionWindows: outside every window no drain starts, the status s
   CHECK(env.operator_requests("/eviction").empty());
   CHECK_FALSE(env.any_draining());
   // spotshift plan says the same offline.
-  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,rs,sts,jobs -A -o json"));
-  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
-  auto offline = spotshift::testing::run(
-      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  auto offline = plan_offline(env, "default");
   INFO(offline.output);
   CHECK(offline.output.find("Drains wait: outside every disruption window; the next opens at " + format_time(opens) + ".") !=
         std::string::npos);
@@ -367,10 +368,7 @@ TEST_CASE("expendablePodsPriorityCutoff: placeholder pods are free room on spot 
   CHECK(env.events("WouldDrain")[0] ==
         "Node/ondemand-1: Policy default would drain ondemand-1 now (2 pods fit on spot nodes; displaces 1 expendable pod); dryRun is "
         "true, so nothing is touched");
-  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,rs,sts,jobs -A -o json"));
-  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
-  auto offline = spotshift::testing::run(
-      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  auto offline = plan_offline(env, "default");
   INFO(offline.output);
   CHECK(offline.output.find("    displaces: capacity/headroom-") != std::string::npos);
   // Live. kube-scheduler preempts only for a pod that fits on no node, so the other on-demand
@@ -424,10 +422,7 @@ TEST_CASE("pricing from a ConfigMap of instance-type prices: read again as it ch
   env.kubectl(R"(patch configmap node-prices -n default --type merge -p '{"data":{"m5.large":"0.1"}}')");
   REQUIRE(eventually([&] { return env.status("default", {"estimatedHourlySavings"}) == "0.484"; }, 20s));
   // The same offline, from a snapshot that holds the ConfigMap.
-  env.dir.write("snapshot.json", env.kubectl("get nodes,pods,pdb,namespaces,configmaps,rs,sts,jobs -A -o json"));
-  env.dir.write("policy.yaml", env.kubectl("get rsp default -o yaml"));
-  auto offline = spotshift::testing::run(
-      fmt::format("{} plan --snapshot {} --policy {}", SPOTSHIFT_BIN, env.dir.file("snapshot.json"), env.dir.file("policy.yaml")));
+  auto offline = plan_offline(env, "default", "configmaps");
   INFO(offline.output);
   CHECK(offline.output.find("Draining them saves about 0.484 per hour.") != std::string::npos);
   CHECK(offline.output.find("warning: ConfigMap default/node-prices: the values of m5.huge are not prices per hour") != std::string::npos);
