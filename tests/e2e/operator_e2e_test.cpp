@@ -432,6 +432,32 @@ TEST_CASE("pricing from a ConfigMap of instance-type prices: read again as it ch
   CHECK(live.output.find("Draining them saves about 0.484 per hour.") != std::string::npos);
 }
 
+TEST_CASE("a node annotated to opt out (Karpenter's, cluster-autoscaler's or spotshift's annotation) is not drained", "[e2e]") {
+  Env env;
+  env.kubectl("annotate node ondemand-1 karpenter.sh/do-not-disrupt=true");
+  env.kubectl("annotate node ondemand-2 cluster-autoscaler.kubernetes.io/scale-down-disabled=true");
+  env.apply("policy", policy_yaml("default", "  dryRun: true\n"));
+  auto op = env.start("operator");
+  REQUIRE(eventually([&] { return env.status("default", {"undrainableNodes"}).find("ondemand-2") != std::string::npos; }, 20s));
+  replanned(env, *op, "default");
+  std::string undrainable = env.status("default", {"undrainableNodes"});
+  INFO(undrainable);
+  CHECK(undrainable.find("the node is annotated karpenter.sh/do-not-disrupt=true") != std::string::npos);
+  CHECK(undrainable.find("the node is annotated cluster-autoscaler.kubernetes.io/scale-down-disabled=true") != std::string::npos);
+  CHECK(env.status("default", {"drainableNodes"}) == "0");
+  CHECK(metric_sample(op->metrics(), R"(spotshift_undrainable_nodes{policy="default",reason="node-annotation"})") == 2);
+  // The opt-out lifted, the node is drained as before; spotshift's own annotation holds the other.
+  env.kubectl("annotate node ondemand-1 karpenter.sh/do-not-disrupt-");
+  env.kubectl("annotate node ondemand-2 cluster-autoscaler.kubernetes.io/scale-down-disabled- spotshift.io/do-not-drain=true");
+  env.apply("policy", policy_yaml("default", "  dryRun: false\n", "1s"));
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
+  CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
+  past_drain_delay(env, "default");
+  replanned(env, *op, "default");
+  CHECK(env.status("default", {"nodesDrainedTotal"}) == "1");
+  CHECK(env.status("default", {"undrainableNodes"}).find("the node is annotated spotshift.io/do-not-drain=true") != std::string::npos);
+}
+
 TEST_CASE("a suspended policy plans but starts no drain until it is resumed", "[e2e]") {
   Env env;
   auto before = env.pods();
