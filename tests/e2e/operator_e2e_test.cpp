@@ -311,11 +311,16 @@ TEST_CASE("waitForReplacementReady: each replacement must be Ready before the dr
 }
 
 namespace {
-// Overprovisioning placeholders at priority -100 hold all but 500m of spot-1 and 100m of spot-2,
-// so nothing of ondemand-1 fits unless their room counts as free. (kubesim takes a pod's
-// priority as given; a real cluster resolves it from a PriorityClass.)
+// Overprovisioning placeholders (PriorityClass overprovisioning, -100) hold all but 500m of
+// spot-1 and 100m of spot-2, so nothing of ondemand-1 fits unless their room counts as free.
 std::string headroom_scenario() {
   std::string s = R"(---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: overprovisioning}
+value: -100
+description: Placeholders the scheduler preempts for any other pod.
+---
 apiVersion: v1
 kind: Namespace
 metadata: {name: capacity}
@@ -329,7 +334,7 @@ spec:
   template:
     metadata: {labels: {app: headroom}}
     spec:
-      priority: -100
+      priorityClassName: overprovisioning
       terminationGracePeriodSeconds: 1
       containers: [{name: pause, image: pause, resources: {requests: {cpu: 1700m, memory: 64Mi}}}]
 )";
@@ -345,7 +350,7 @@ metadata:
   ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: headroom, uid: 3f0d7c1e-0000-4000-8000-00000000c001, controller: true}}]
 spec:
   nodeName: {}
-  priority: -100
+  priorityClassName: overprovisioning
   terminationGracePeriodSeconds: 1
   containers: [{{name: pause, image: pause, resources: {{requests: {{cpu: {}, memory: 64Mi}}}}}}]
 )",
@@ -376,7 +381,7 @@ TEST_CASE("expendablePodsPriorityCutoff: placeholder pods are free room on spot 
   // placeholder Pending for want of room holds no drain back (the unschedulable-pods gate is Any).
   env.kubectl("cordon ondemand-2 ondemand-3 ondemand-4");
   env.kubectl(
-      R"(run waiting -n capacity --image=pause --restart=Never --overrides='{"spec":{"priority":-100,"containers":[{"name":"waiting","image":"pause","resources":{"requests":{"cpu":"64"}}}]}}')");
+      R"(run waiting -n capacity --image=pause --restart=Never --overrides='{"spec":{"priorityClassName":"overprovisioning","containers":[{"name":"waiting","image":"pause","resources":{"requests":{"cpu":"64"}}}]}}')");
   REQUIRE(eventually(
       [&] { return env.kubectl("get pod waiting -n capacity -o jsonpath={.status.conditions[0].reason}") == "Unschedulable"; }, 10s));
   env.apply("policy", policy_yaml("default", "", "1s"));

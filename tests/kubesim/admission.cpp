@@ -211,11 +211,31 @@ Result<void> Cluster::admit_pod(const ResourceType& rt, Value& obj, Alloc& a, co
   if (!json_member(*spec, "terminationGracePeriodSeconds")) set_int(*spec, "terminationGracePeriodSeconds", 30, a);
   if (json_string(*spec, {"restartPolicy"}).empty()) set_str(*spec, "restartPolicy", "Always", a);
   if (json_string(*spec, {"dnsPolicy"}).empty()) set_str(*spec, "dnsPolicy", "ClusterFirst", a);
-  if (!json_member(*spec, "priority")) {
-    std::string_view pc = json_string(*spec, {"priorityClassName"});
-    int64_t priority = pc == "system-node-critical" ? 2000001000 : pc == "system-cluster-critical" ? 2000000000 : 0;
-    set_int(*spec, "priority", priority, a);
+  // Priority admission: the priority comes from the pod's PriorityClass (the system classes, a
+  // class the cluster has, or the one marked globalDefault), never from the pod itself. A
+  // scenario loads pods as given.
+  std::string pc(json_string(*spec, {"priorityClassName"}));
+  std::optional<int64_t> priority;
+  if (pc == "system-node-critical") priority = 2000001000;
+  else if (pc == "system-cluster-critical") priority = 2000000000;
+  const ResourceType* classes = registry_.find("scheduling.k8s.io", "v1", "priorityclasses");
+  if (!priority && classes) {
+    for (const auto& [key, c] : store_.objects(*classes))
+      if (pc.empty() ? json_bool(c->doc, {"globalDefault"}) : name_of(c->doc) == pc) {
+        priority = json_int(c->doc, {"value"}).value_or(0);
+        if (pc.empty()) pc = std::string(name_of(c->doc));
+        break;
+      }
+    if (!priority && !pc.empty() && !load)
+      return Error::api(403, "Forbidden", fmt::format("pods \"{}\" is forbidden: no PriorityClass with name {} was found", name, pc));
   }
+  if (const auto given = json_int(*spec, {"priority"}); given && !load && *given != priority.value_or(0))
+    return Error::api(403, "Forbidden",
+                      fmt::format("pods \"{}\" is forbidden: the integer value of priority ({}) must not be provided in pod spec; "
+                                  "priority admission controller computed {} from the given PriorityClass name",
+                                  name, *given, priority.value_or(0)));
+  if (!json_member(*spec, "priority")) set_int(*spec, "priority", priority.value_or(0), a);
+  if (!pc.empty() && json_string(*spec, {"priorityClassName"}).empty()) set_str(*spec, "priorityClassName", pc, a);
   default_requests(*spec, a);
   default_tolerations(*spec, a);
   Value& status = ensure_object(obj, "status", a);

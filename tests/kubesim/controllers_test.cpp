@@ -85,9 +85,12 @@ TEST_CASE("the scheduler explains why nothing fits, in kube-scheduler's words", 
 
 TEST_CASE("the scheduler preempts pods of lower priority, lowest first and as few as it can, and nominates the node", "[scheduler]") {
   TestCluster t({}, node_yaml("only", "2"));
-  t.apply(pod_yaml("placeholder-a", "1", "  priority: -100\n  terminationGracePeriodSeconds: 1\n"));
-  t.apply(pod_yaml("placeholder-b", "500m", "  priority: -50\n  terminationGracePeriodSeconds: 1\n"));
-  t.apply(pod_yaml("peer", "400m", "  priority: 10\n"));
+  for (auto [name, value] : {std::pair{"lowest", -100}, {"low", -50}, {"high", 10}})
+    t.apply(fmt::format("---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: {}}}\nvalue: {}\n", name, value));
+  t.apply(pod_yaml("placeholder-a", "1", "  priorityClassName: lowest\n  terminationGracePeriodSeconds: 1\n"));
+  t.apply(pod_yaml("placeholder-b", "500m", "  priorityClassName: low\n  terminationGracePeriodSeconds: 1\n"));
+  t.apply(pod_yaml("peer", "400m", "  priorityClassName: high\n"));
+  CHECK(json_int(t.pod("default/placeholder-a")->doc, {"spec", "priority"}) == -100);
   REQUIRE(node_of(t, "placeholder-a") == "only");
   REQUIRE(node_of(t, "placeholder-b") == "only");
   // 100m free: a 900m pod of priority 0 needs placeholder-a's room, and only that.

@@ -109,6 +109,11 @@ Registry::Registry() {
     add(std::move(r));
   }
   {
+    auto r = t("scheduling.k8s.io", "v1", "priorityclasses", "priorityclass", "PriorityClass", false);
+    r.short_names = {"pc"};
+    add(std::move(r));
+  }
+  {
     auto r = t("", "v1", "configmaps", "configmap", "ConfigMap", true);
     r.short_names = {"cm"};
     add(std::move(r));

@@ -11,10 +11,11 @@ namespace spotshift::kubesim {
 
 namespace {
 
-// Owners before what they own, so references resolve as a real cluster would have them.
+// Owners before what they own, and classes before the pods that name them, so references resolve
+// as a real cluster would have them.
 int load_rank(std::string_view kind) {
   if (kind == "Namespace") return 0;
-  if (kind == "CustomResourceDefinition") return 1;
+  if (kind == "CustomResourceDefinition" || kind == "PriorityClass") return 1;
   if (kind == "Node") return 2;
   if (kind == "Deployment" || kind == "DaemonSet" || kind == "StatefulSet") return 3;
   if (kind == "ReplicaSet") return 4;
