@@ -594,21 +594,27 @@ asio::awaitable<drain::PolicySpec> SpotRebalancer::with_prices(const drain::Resc
   if (!cache.table || now - cache.read >= std::chrono::duration_cast<Time::duration>(spec.housekeeping_interval)) {
     auto body = co_await client_->get(kube::Resource::config_maps(), p.config_map_namespace, p.config_map_name);
     cache.read = timers_.now();
-    cache.problem.clear();
-    std::map<std::string, std::string> data;
-    if (!body) {
-      cache.problem = fmt::format("cannot read ConfigMap {} for spec.pricing: {}; no node has a price", key, body.error().message);
-    } else if (auto read = drain::config_map_data(*body); !read) {
-      cache.problem = fmt::format("ConfigMap {}: {}", key, read.error().message);
-    } else {
-      data = std::move(*read);
-    }
-    std::vector<std::string> bad;
-    cache.table = std::make_shared<const drain::PriceTable>(drain::price_table(data, &bad));
-    if (!bad.empty())
+    if (!body && !body.error().is_not_found() && cache.table) {
+      // A failed read (the API server busy, a network error) keeps the prices read before.
       cache.problem =
-          fmt::format("ConfigMap {}: the values of {} are not prices per hour (decimal numbers), so those instance types have none", key,
-                      fmt::join(bad, ", "));
+          fmt::format("cannot read ConfigMap {} for spec.pricing: {}; the prices read before are kept", key, body.error().message);
+    } else {
+      cache.problem.clear();
+      std::map<std::string, std::string> data;
+      if (!body) {
+        cache.problem = fmt::format("cannot read ConfigMap {} for spec.pricing: {}; no node has a price", key, body.error().message);
+      } else if (auto read = drain::config_map_data(*body); !read) {
+        cache.problem = fmt::format("ConfigMap {}: {}", key, read.error().message);
+      } else {
+        data = std::move(*read);
+      }
+      std::vector<std::string> bad;
+      cache.table = std::make_shared<const drain::PriceTable>(drain::price_table(data, &bad));
+      if (!bad.empty())
+        cache.problem =
+            fmt::format("ConfigMap {}: the values of {} are not prices per hour (decimal numbers), so those instance types have none", key,
+                        fmt::join(bad, ", "));
+    }
   }
   spec.pricing->table = cache.table;
   if (cache.problem != st.pricing_problem) {

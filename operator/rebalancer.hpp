@@ -97,8 +97,8 @@ class SpotRebalancer final : public runtime::Reconciler {
 
   drain::PlanInput plan_input(const drain::PolicySpec& spec, const std::string& policy) const;
   // The policy's spec with the prices of its spec.pricing.configMap, read at most once per
-  // housekeepingInterval (a ConfigMap that cannot be read prices no node, and says so once in a
-  // PricingUnavailable event).
+  // housekeepingInterval. A ConfigMap that is not there prices no node; a failed read keeps the
+  // prices read before; either says so once in a PricingUnavailable event.
   asio::awaitable<drain::PolicySpec> with_prices(const drain::ReschedulePolicy& policy, PolicyState& st);
   // How long the policy's next plan must still wait (RebalancerOptions::max_planning_cpu_percent).
   Duration plan_cooldown(const PolicyState& st, Time now) const;

@@ -426,6 +426,20 @@ TEST_CASE("pricing from a ConfigMap of instance-type prices: read again as it ch
   // A new price is read within a housekeepingInterval.
   env.kubectl(R"(patch configmap node-prices -n default --type merge -p '{"data":{"m5.large":"0.1"}}')");
   REQUIRE(eventually([&] { return env.status("default", {"estimatedHourlySavings"}) == "0.484"; }, 20s));
+  if (env.sim) {
+    // A read that fails (a 500, not a 404) keeps the prices read before.
+    kubesim::FaultRule broken;
+    broken.verb = "get";
+    broken.resource = "configmaps";
+    broken.status = 500;
+    env.sim->faults().add(broken);
+    const std::string failures = R"(spotshift_api_requests_total{client="controller",code="500"})";
+    // Read again (and failing) once per housekeepingInterval; the plans after it keep the prices.
+    REQUIRE(eventually([&] { return metric_sample(op->metrics(), failures) >= 2; }, 20s));
+    replanned(env, *op, "default");
+    CHECK(env.status("default", {"estimatedHourlySavings"}) == "0.484");
+    env.sim->faults().clear();
+  }
   // The same offline, from a snapshot that holds the ConfigMap.
   auto offline = plan_offline(env, "default", "configmaps");
   INFO(offline.output);
