@@ -337,8 +337,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
     if (it == snap.config_maps.end())
       snap.warnings.push_back(fmt::format("no ConfigMap {} (spec.pricing.configMap){}: no node has a price", key,
                                           offline ? " in the snapshot (add configmaps to the kubectl get)" : ""));
-    else if (!bad.empty())
-      snap.warnings.push_back(fmt::format("ConfigMap {}: the values of {} are not prices per hour", key, join(bad, ", ")));
+    else if (!bad.empty()) snap.warnings.push_back(drain::bad_prices_text(key, bad));
   }
   for (const auto& w : snap.warnings) err << "warning: " << w << "\n";
   drain::Plan plan = drain::make_plan(snap.input, policy.second);

@@ -610,10 +610,7 @@ asio::awaitable<drain::PolicySpec> SpotRebalancer::with_prices(const drain::Resc
       }
       std::vector<std::string> bad;
       cache.table = std::make_shared<const drain::PriceTable>(drain::price_table(data, &bad));
-      if (!bad.empty())
-        cache.problem =
-            fmt::format("ConfigMap {}: the values of {} are not prices per hour (decimal numbers), so those instance types have none", key,
-                        fmt::join(bad, ", "));
+      if (!bad.empty()) cache.problem = drain::bad_prices_text(key, bad);
     }
   }
   spec.pricing->table = cache.table;

@@ -62,6 +62,12 @@ PriceTable price_table(const std::map<std::string, std::string>& data, std::vect
   return out;
 }
 
+std::string bad_prices_text(std::string_view config_map, const std::vector<std::string>& bad) {
+  if (bad.empty()) return {};
+  return fmt::format("ConfigMap {}: the values of {} are not prices per hour (decimal numbers), so those instance types have none",
+                     config_map, fmt::join(bad, ", "));
+}
+
 std::optional<double> Pricing::price(const model::Node& node) const {
   if (from_config_map()) {
     if (!table) return std::nullopt;

@@ -61,6 +61,9 @@ inline constexpr int kMaxOnDemandFloor = 100000;
 using PriceTable = std::map<std::string, double, std::less<>>;
 // A ConfigMap's data as a price table; each key whose value is not a price goes to `bad`.
 PriceTable price_table(const std::map<std::string, std::string>& data, std::vector<std::string>* bad = nullptr);
+// What to say of a ConfigMap's keys whose values are not prices (price_table's `bad`); empty
+// when there are none.
+std::string bad_prices_text(std::string_view config_map, const std::vector<std::string>& bad);
 // A ConfigMap's data (its string values), from the object's JSON text.
 Result<std::map<std::string, std::string>> config_map_data(std::string_view json);
 // A price per hour written as a decimal number, from 0 to 1e9; nothing otherwise.
