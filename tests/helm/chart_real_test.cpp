@@ -58,6 +58,23 @@ std::vector<std::string> forbidden(Env& env) {
 }
 
 // The operator's pods on ondemand-3, never drainable in the demo, as the install guide suggests.
+// What the chart's service account may do, as the authorizer answers kubectl auth can-i: "yes\n"
+// or "no\n".
+std::string service_account_can(Env& env, const std::string& what) {
+  // The answer is the last line (a cluster-scoped resource gets a warning first).
+  std::string out = run(fmt::format("kubectl --kubeconfig {} auth can-i --as {} {} 2>/dev/null", env.kubeconfig(), kUser, what)).output;
+  out = out.substr(0, out.find_last_not_of('\n') + 1);
+  return out.substr(out.find_last_of('\n') + 1) + "\n";
+}
+
+// The same question for one permission of the chart's roles (a Role's in the release namespace).
+std::string service_account_can(Env& env, const Atom& atom) {
+  const size_t slash = atom.resource.find('/');
+  std::string what = fmt::format("{} {}{}", atom.verb, atom.resource.substr(0, slash), atom.group.empty() ? "" : "." + atom.group);
+  if (slash != std::string::npos) what += " --subresource " + atom.resource.substr(slash + 1);
+  return service_account_can(env, what + (atom.role_kind == "Role" ? " -n spotshift" : " -A"));
+}
+
 std::string values_file(Env& env) {
   env.dir.write("values.yaml", "nodeSelector: {kubernetes.io/hostname: ondemand-3}\n");
   return env.dir.file("values.yaml");
@@ -133,13 +150,7 @@ TEST_CASE("helm install, the operator as the chart's ServiceAccount, helm upgrad
   CHECK(requests > 20);
   CHECK(forbidden(env).empty());
   CHECK_FALSE(env.kubectl("get lease -n spotshift spotshift -o jsonpath={.spec.holderIdentity}").empty());
-  // What the service account may do, as the authorizer answers kubectl auth can-i.
-  auto can_i = [&](const std::string& what) {
-    // The answer is the last line (a cluster-scoped resource gets a warning first).
-    std::string out = run(fmt::format("kubectl --kubeconfig {} auth can-i --as {} {} 2>/dev/null", env.kubeconfig(), kUser, what)).output;
-    out = out.substr(0, out.find_last_not_of('\n') + 1);
-    return out.substr(out.find_last_of('\n') + 1) + "\n";
-  };
+  auto can_i = [&](const std::string& what) { return service_account_can(env, what); };
   CHECK(can_i("create pods --subresource eviction -A") == "yes\n");
   CHECK(can_i("patch nodes") == "yes\n");
   CHECK(can_i("delete pods -A") == "no\n");
@@ -233,6 +244,8 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
     REQUIRE(eventually([&] { return env.all_running(); }, 30s, 200ms));
     env.dir.write("role.json", role_without(operator_role(r, atom.role_kind), atom));
     env.kubectl("apply -f " + env.dir.file("role.json"));
+    // The authorizer reads roles from its own cache: the operator starts once it has the change.
+    REQUIRE(eventually([&] { return service_account_can(env, atom) == "no\n"; }, 30s, 100ms));
     env.apply(
         copy + "-policy",
         policy_yaml(copy,
@@ -271,6 +284,7 @@ TEST_CASE("every permission the chart grants is needed on the real RBAC authoriz
     env.kubectl("delete rsp " + copy);
     env.dir.write("role.json", kubesim::to_json(operator_role(r, atom.role_kind)));
     env.kubectl("apply -f " + env.dir.file("role.json"));
+    REQUIRE(eventually([&] { return service_account_can(env, atom) == "yes\n"; }, 30s, 100ms));
   }
   INFO("permissions the operator never needed:\n" << fmt::format("{}", fmt::join(unused, "\n\n")));
   CHECK(unused.empty());
