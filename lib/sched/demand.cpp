@@ -1,5 +1,7 @@
 #include "sched/demand.hpp"
 
+#include <algorithm>
+
 namespace spotshift::sched {
 
 model::InternedString Demand::scarcest_extended_resource(const ClusterSnapshot& snapshot) {
@@ -33,11 +35,63 @@ void Demand::add(const model::Pod& pod, int sign) {
   const int64_t scarce = resource_.empty() ? 0 : pod.requests.get(resource_.view());
   auto& count = counts_[{pod.requests.cpu_milli, pod.requests.memory, scarce}];
   count += sign;
+  if (scarce > 0) scarce_counts_[{scarce, pod.requests.cpu_milli, pod.requests.memory}] += sign;
   total_ += sign;
   cpu_ += sign * pod.requests.cpu_milli;
   memory_ += sign * pod.requests.memory;
   scarce_ += sign * scarce;
   stale_ = true;
+  index_stale_ = true;
+}
+
+const Demand::Index& Demand::index() const {
+  if (!index_stale_) return index_;
+  Index& ix = index_;
+  for (auto* column : {&ix.scarce, &ix.cpu_milli, &ix.memory, &ix.count, &ix.count_through, &ix.max_cpu_through, &ix.max_memory_through})
+    column->clear();
+  int64_t through = 0, max_cpu = 0, max_memory = 0;
+  for (const auto& [key, count] : scarce_counts_) {
+    if (count <= 0) continue;
+    const auto& [scarce, cpu, memory] = key;
+    through += count;
+    max_cpu = std::max(max_cpu, cpu);
+    max_memory = std::max(max_memory, memory);
+    ix.scarce.push_back(scarce);
+    ix.cpu_milli.push_back(cpu);
+    ix.memory.push_back(memory);
+    ix.count.push_back(count);
+    ix.count_through.push_back(through);
+    ix.max_cpu_through.push_back(max_cpu);
+    ix.max_memory_through.push_back(max_memory);
+  }
+  index_stale_ = false;
+  return ix;
+}
+
+std::pair<int64_t, int64_t> Demand::stranded(const Room& before, const Room& after) const {
+  const Index& ix = index();
+  // The pods of a room that fit: the shapes [0, k) ask for no more of the scarce resource than
+  // it has; with room for the largest of them in cpu and memory, all of those. Returns the
+  // length still to walk (0 when the count is known).
+  auto known = [&](const Room& r, int64_t& fit) -> size_t {
+    fit = 0;
+    if (r.pods < 1) return 0;
+    const auto k = static_cast<size_t>(std::upper_bound(ix.scarce.begin(), ix.scarce.end(), r.scarce) - ix.scarce.begin());
+    if (k == 0) return 0;
+    if (r.cpu_milli >= ix.max_cpu_through[k - 1] && r.memory >= ix.max_memory_through[k - 1]) {
+      fit = ix.count_through[k - 1];
+      return 0;
+    }
+    return k;
+  };
+  int64_t fit_before, fit_after;
+  const size_t walk_before = known(before, fit_before), walk_after = known(after, fit_after);
+  for (size_t i = 0, n = std::max(walk_before, walk_after); i < n; ++i) {
+    const int64_t cpu = ix.cpu_milli[i], memory = ix.memory[i], count = ix.count[i];
+    fit_before += i < walk_before && cpu <= before.cpu_milli && memory <= before.memory ? count : 0;
+    fit_after += i < walk_after && cpu <= after.cpu_milli && memory <= after.memory ? count : 0;
+  }
+  return {total_ - fit_before, total_ - fit_after};
 }
 
 const std::vector<Demand::Shape>& Demand::shapes() const {
@@ -45,7 +99,8 @@ const std::vector<Demand::Shape>& Demand::shapes() const {
   shapes_.clear();
   for (const auto& [key, count] : counts_)
     if (count > 0)
-      shapes_.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), static_cast<double>(count) / static_cast<double>(total_)});
+      shapes_.push_back(
+          {std::get<0>(key), std::get<1>(key), std::get<2>(key), count, static_cast<double>(count) / static_cast<double>(total_)});
   stale_ = false;
   return shapes_;
 }

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace spotshift::sched {
@@ -16,7 +17,8 @@ class Demand {
  public:
   struct Shape {
     int64_t cpu_milli = 0, memory = 0, scarce = 0;
-    double share = 0;  // of every pod in the demand
+    int64_t count = 0;  // pods of this shape
+    double share = 0;   // of every pod in the demand
   };
 
   // The extended resource (GPUs and the like) with the highest share of its allocatable
@@ -35,14 +37,39 @@ class Demand {
   // Every pod's requests summed: cpu_milli, memory, scarce.
   std::tuple<int64_t, int64_t, int64_t> totals() const { return {cpu_, memory_, scarce_}; }
   bool empty() const { return total_ == 0; }
+  int64_t pods() const { return total_; }
+  // A node's free room, as stranded() reads it.
+  struct Room {
+    int64_t cpu_milli = 0, memory = 0, scarce = 0, pods = 0;
+  };
+  // How many pods of the demand a node with this much free room strands its free scarce
+  // resource for: every pod that does not ask for the resource, and every one that does but does
+  // not fit (all of them when the node takes no more pods). The shapes() definition counted,
+  // without a walk over every shape: shapes asking for the resource are kept in order of the
+  // amount they ask, with running counts and maxima, so a node with room for the largest of
+  // them in cpu and memory is answered by one binary search.
+  int64_t stranded(const Room& room) const { return stranded(room, room).first; }
+  // The same for a node before and after it takes a pod (`after` no larger than `before` in any
+  // amount), with one walk for both.
+  std::pair<int64_t, int64_t> stranded(const Room& before, const Room& after) const;
 
  private:
   model::InternedString resource_;
   int64_t cpu_ = 0, memory_ = 0, scarce_ = 0;
   std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> counts_;
   int64_t total_ = 0;
+  // Shapes asking for the scarce resource, by (scarce, cpu, memory) -> count.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> scarce_counts_;
   mutable std::vector<Shape> shapes_;
   mutable bool stale_ = true;
+  // stranded()'s index over scarce_counts_ (count > 0 only), a column per field: each shape
+  // and, over the shapes up to it, the count and the largest cpu and memory asked.
+  struct Index {
+    std::vector<int64_t> scarce, cpu_milli, memory, count, count_through, max_cpu_through, max_memory_through;
+  };
+  const Index& index() const;
+  mutable Index index_;
+  mutable bool index_stale_ = true;
 };
 
 }  // namespace spotshift::sched

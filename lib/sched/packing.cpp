@@ -35,16 +35,6 @@ Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
           resource.empty() ? 0 : fork.base().node(n).allocatable.get(resource.view()) - fork.used(n).scalar(resource), a.pods - u.pods};
 }
 
-double fragmentation(const Free& f, const Demand& d) {
-  if (f.scarce <= 0) return 0;
-  double stranded = 0;
-  for (const auto& s : d.shapes()) {
-    bool fits = f.pods >= 1 && s.cpu_milli <= f.cpu && s.memory <= f.memory && s.scarce <= f.scarce;
-    if (s.scarce == 0 || !fits) stranded += s.share;
-  }
-  return stranded * static_cast<double>(f.scarce);
-}
-
 class Fragmentation final : public ScorePlugin, public PreScore, public NormalizeScore {
  public:
   std::string_view name() const override { return "Fragmentation"; }
@@ -55,11 +45,20 @@ class Fragmentation final : public ScorePlugin, public PreScore, public Normaliz
   int64_t score(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const Demand& d = *state.demand();
     if (d.resource().empty()) return 0;
-    Free before = free_on(fork, n, d.resource());
-    Free after{before.cpu - pod.requests.cpu_milli, before.memory - pod.requests.memory,
-               before.scarce - pod.requests.get(d.resource().view()), before.pods - 1};
+    if (d.empty()) return 0;
+    const Free f = free_on(fork, n, d.resource());
+    if (f.scarce <= 0) return 0;  // nothing free to strand, before or after
+    const Demand::Room before{f.cpu, f.memory, f.scarce, f.pods};
+    const Demand::Room after{f.cpu - pod.requests.cpu_milli, f.memory - pod.requests.memory,
+                             f.scarce - pod.requests.get(d.resource().view()), f.pods - 1};
+    // The node's fragmentation is its free scarce amount times the share of the demand it is
+    // stranded for: counted in pods, the shares' common denominator applied once (exact in a
+    // double up to 2^53).
+    auto [stranded_before, stranded_after] = d.stranded(before, after);
+    const double capacity_before = static_cast<double>(before.scarce) * static_cast<double>(stranded_before);
+    const double capacity_after = after.scarce <= 0 ? 0.0 : static_cast<double>(after.scarce) * static_cast<double>(stranded_after);
     // In thousandths of the resource's unit, so that small differences still order nodes.
-    return std::llround((fragmentation(after, d) - fragmentation(before, d)) * 1000.0);
+    return std::llround((capacity_after - capacity_before) * 1000.0 / static_cast<double>(d.pods()));
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 };

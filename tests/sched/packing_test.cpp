@@ -6,6 +6,10 @@
 #include "sched/framework.hpp"
 #include "support/catch.hpp"
 
+#include <fmt/format.h>
+
+#include <random>
+
 using namespace spotshift;
 using namespace spotshift::sched;
 using namespace spotshift::sched::testing;
@@ -61,6 +65,48 @@ TEST_CASE("a demand counts shapes in and out and keeps their shares", "[packing]
   CHECK(d.shapes()[0].share == 1.0);
   d.add(*cpu, -1);
   CHECK(d.empty());
+}
+
+TEST_CASE("a demand's stranded count is the shapes that ask for no scarce resource or do not fit, over random demands", "[packing]") {
+  // The index behind stranded() (binary search, running maxima) against its definition, shape by
+  // shape, with pods counted in and out as a plan does.
+  std::mt19937 rng(11);
+  auto pick = [&](std::initializer_list<int64_t> values) { return *(values.begin() + rng() % values.size()); };
+  for (int round = 0; round < 200; ++round) {
+    Demand d{model::InternedString(kGpu)};
+    std::vector<std::shared_ptr<const model::Pod>> in;
+    const int pods = 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < pods; ++i) {
+      auto pod = make_pod(fmt::format("p{}", i))
+                     .cpu(fmt::format("{}m", pick({100, 250, 500, 1000, 4000})))
+                     .memory(fmt::format("{}Mi", pick({128, 512, 2048})))
+                     .scalar(kGpu, fmt::format("{}", pick({0, 0, 1, 2, 4})))
+                     .build();
+      d.add(*pod);
+      in.push_back(pod);
+    }
+    // Some leave again (a plan places them).
+    for (size_t i = 0; i < in.size(); i += 1 + rng() % 3) d.add(*in[i], -1);
+    auto by_definition = [&](const Demand::Room& r) {
+      int64_t n = 0;
+      for (const auto& s : d.shapes()) {
+        const bool fits = r.pods >= 1 && s.cpu_milli <= r.cpu_milli && s.memory <= r.memory && s.scarce <= r.scarce;
+        if (s.scarce == 0 || !fits) n += s.count;
+      }
+      return n;
+    };
+    for (int probe = 0; probe < 50; ++probe) {
+      const Demand::Room before{pick({0, 100, 250, 999, 1000, 3000, 4000, 64000}), pick({0, 128, 512, 2000, 2048, 65536}) * 1024 * 1024,
+                                pick({-1, 0, 1, 2, 3, 4, 8}), pick({0, 1, 110})};
+      // The node after taking a pod.
+      const Demand::Room after{before.cpu_milli - pick({0, 100, 1000}), before.memory - pick({0, 128}) * 1024 * 1024,
+                               before.scarce - pick({0, 0, 1, 2}), before.pods - 1};
+      INFO(fmt::format("round {}: before {}m, {}, {} gpus, {} pods; after {}m, {}, {} gpus", round, before.cpu_milli, before.memory,
+                       before.scarce, before.pods, after.cpu_milli, after.memory, after.scarce));
+      REQUIRE(d.stranded(before) == by_definition(before));
+      REQUIRE(d.stranded(before, after) == std::pair{by_definition(before), by_definition(after)});
+    }
+  }
 }
 
 TEST_CASE("Fragmentation keeps a CPU-only pod off the node whose free GPUs it would strand", "[packing]") {
