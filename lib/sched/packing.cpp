@@ -44,8 +44,7 @@ class Fragmentation final : public ScorePlugin, public PreScore, public Normaliz
   }
   int64_t score(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const Demand& d = *state.demand();
-    if (d.resource().empty()) return 0;
-    if (d.empty()) return 0;
+    if (d.resource().empty() || d.empty()) return 0;
     const Free f = free_on(fork, n, d.resource());
     if (f.scarce <= 0) return 0;  // nothing free to strand, before or after
     const Demand::Room before{f.cpu, f.memory, f.scarce, f.pods};

@@ -57,7 +57,6 @@ std::vector<std::string> forbidden(Env& env) {
   return out;
 }
 
-// The operator's pods on ondemand-3, never drainable in the demo, as the install guide suggests.
 // What the chart's service account may do, as the authorizer answers kubectl auth can-i: "yes\n"
 // or "no\n".
 std::string service_account_can(Env& env, const std::string& what) {
@@ -75,6 +74,7 @@ std::string service_account_can(Env& env, const Atom& atom) {
   return service_account_can(env, what + (atom.role_kind == "Role" ? " -n spotshift" : " -A"));
 }
 
+// The operator's pods on ondemand-3, never drainable in the demo, as the install guide suggests.
 std::string values_file(Env& env) {
   env.dir.write("values.yaml", "nodeSelector: {kubernetes.io/hostname: ondemand-3}\n");
   return env.dir.file("values.yaml");
