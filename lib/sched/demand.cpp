@@ -1,6 +1,7 @@
 #include "sched/demand.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace spotshift::sched {
 
@@ -33,9 +34,7 @@ Demand Demand::of_snapshot(const ClusterSnapshot& snapshot) {
 
 void Demand::add(const model::Pod& pod, int sign) {
   const int64_t scarce = resource_.empty() ? 0 : pod.requests.get(resource_.view());
-  auto& count = counts_[{pod.requests.cpu_milli, pod.requests.memory, scarce}];
-  count += sign;
-  if (scarce > 0) scarce_counts_[{scarce, pod.requests.cpu_milli, pod.requests.memory}] += sign;
+  counts_[{scarce, pod.requests.cpu_milli, pod.requests.memory}] += sign;
   total_ += sign;
   cpu_ += sign * pod.requests.cpu_milli;
   memory_ += sign * pod.requests.memory;
@@ -50,7 +49,9 @@ const Demand::Index& Demand::index() const {
   for (auto* column : {&ix.scarce, &ix.cpu_milli, &ix.memory, &ix.count, &ix.count_through, &ix.max_cpu_through, &ix.max_memory_through})
     column->clear();
   int64_t through = 0, max_cpu = 0, max_memory = 0;
-  for (const auto& [key, count] : scarce_counts_) {
+  for (auto it = counts_.lower_bound({1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min()}); it != counts_.end();
+       ++it) {
+    const auto& [key, count] = *it;
     if (count <= 0) continue;
     const auto& [scarce, cpu, memory] = key;
     through += count;
@@ -100,7 +101,7 @@ const std::vector<Demand::Shape>& Demand::shapes() const {
   for (const auto& [key, count] : counts_)
     if (count > 0)
       shapes_.push_back(
-          {std::get<0>(key), std::get<1>(key), std::get<2>(key), count, static_cast<double>(count) / static_cast<double>(total_)});
+          {std::get<1>(key), std::get<2>(key), std::get<0>(key), count, static_cast<double>(count) / static_cast<double>(total_)});
   stale_ = false;
   return shapes_;
 }

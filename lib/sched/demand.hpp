@@ -56,13 +56,13 @@ class Demand {
  private:
   model::InternedString resource_;
   int64_t cpu_ = 0, memory_ = 0, scarce_ = 0;
+  // (scarce, cpu, memory) -> pods: the shapes asking for the scarce resource in order of the
+  // amount asked, after those asking for none.
   std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> counts_;
   int64_t total_ = 0;
-  // Shapes asking for the scarce resource, by (scarce, cpu, memory) -> count.
-  std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> scarce_counts_;
   mutable std::vector<Shape> shapes_;
   mutable bool stale_ = true;
-  // stranded()'s index over scarce_counts_ (count > 0 only), a column per field: each shape
+  // stranded()'s index over the shapes of counts_ asking for the resource (count > 0 only), a column per field: each shape
   // and, over the shapes up to it, the count and the largest cpu and memory asked.
   struct Index {
     std::vector<int64_t> scarce, cpu_milli, memory, count, count_through, max_cpu_through, max_memory_through;
