@@ -167,7 +167,7 @@ TEST_CASE("a wrong CA, a wrong server name and a bad token fail with clear error
   REQUIRE(sim.start());
   boost::asio::io_context ioc;
 
-  auto other_ca = kubesim::CertificateAuthority::create("someone-else");
+  auto other_ca = kube::CertificateAuthority::create("someone-else");
   REQUIRE(other_ca);
   ClientConfig wrong_ca = config_for(sim);
   wrong_ca.ca_pem = other_ca->cert_pem();

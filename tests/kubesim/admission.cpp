@@ -306,6 +306,10 @@ Result<void> Cluster::admit_pdb(const ResourceType& rt, Value& obj, Alloc& /*a*/
 }
 
 Result<void> Cluster::admit_namespace(const ResourceType& /*rt*/, Value& obj, Alloc& a, const Value* old, bool load) {
+  // The API server labels every namespace with its name (what selectors such as a webhook's
+  // namespaceSelector use to leave kube-system out).
+  const std::string name(name_of(obj));
+  set_str(ensure_object(ensure_object(obj, "metadata", a), "labels", a), "kubernetes.io/metadata.name", name, a);
   if (!old && !load) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
   else if (json_string(obj, {"status", "phase"}).empty()) set_str(ensure_object(obj, "status", a), "phase", "Active", a);
   return {};

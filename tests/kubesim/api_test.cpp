@@ -1,6 +1,10 @@
 #include "delete_options.hpp"
 #include "test_cluster.hpp"
 
+#include "core/strings.hpp"
+
+#include <fmt/format.h>
+
 using namespace spotshift;
 using namespace spotshift::kubesim;
 using testing::parse;
@@ -421,4 +425,68 @@ TEST_CASE("injected faults answer with the requested status and Retry-After", "[
   auto parsed = FaultRule::from_json(R"({"verb":"create","resource":"pods/eviction","status":503,"count":1})");
   REQUIRE(parsed);
   CHECK(parsed->resource == "pods/eviction");
+}
+
+TEST_CASE("mutating webhooks on create: selected by rules, namespaces and matchConditions; patched; failurePolicy decides", "[api]") {
+  TestCluster t;
+  REQUIRE(t.post("/api/v1/namespaces", R"({"metadata":{"name":"shop"}})").status == 201);
+  // The API server labels every namespace with its name.
+  CHECK(body_field(t.get("/api/v1/namespaces/shop"), {"metadata", "labels", "kubernetes.io/metadata.name"}) == "shop");
+  auto config = [&](std::string_view policy) {
+    return fmt::format(R"({{"metadata":{{"name":"hook"}},"webhooks":[{{"name":"h.example.com","admissionReviewVersions":["v1"],
+      "sideEffects":"None","failurePolicy":"{}","timeoutSeconds":1,"clientConfig":{{"url":"https://127.0.0.1:9/mutate"}},
+      "rules":[{{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"],"scope":"Namespaced"}}],
+      "namespaceSelector":{{"matchExpressions":[{{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["default"]}}]}},
+      "matchConditions":[{{"name":"labelled","expression":"has(object.metadata.labels) && object.metadata.labels.app == 'web'"}}]}}]}})",
+                       policy);
+  };
+  const std::string hooks = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+  REQUIRE(t.post(hooks, config("Fail")).status == 201);
+  // Every call is answered by this stand-in for the webhook: what it was sent, and a patch.
+  std::vector<std::string> sent;
+  t.cluster().set_webhook_caller([&](const std::string& url, const std::string&, const std::string& body, std::chrono::milliseconds) {
+    sent.push_back(url + " " + body);
+    Doc review = parse(body);
+    std::string patch = base64_encode(R"([{"op":"add","path":"/metadata/labels/steered","value":"yes"}])");
+    return Result<std::string>(fmt::format(
+        R"({{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{{"uid":"{}","allowed":true,"patchType":"JSONPatch","patch":"{}"}}}})",
+        json_string(review, {"request", "uid"}), patch));
+  });
+  auto created = t.post("/api/v1/namespaces/shop/pods", R"({"metadata":{"generateName":"web-","labels":{"app":"web"}},
+    "spec":{"containers":[{"name":"c","image":"i"}]}})");
+  REQUIRE(created.status == 201);
+  CHECK(body_field(created, {"metadata", "labels", "steered"}) == "yes");
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].starts_with("https://127.0.0.1:9/mutate {\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\""));
+  // The webhook saw the pod before its name was generated, in the request's namespace.
+  Doc review = parse(sent[0].substr(sent[0].find(' ') + 1));
+  CHECK(json_string(review, {"request", "namespace"}) == "shop");
+  CHECK(json_string(review, {"request", "operation"}) == "CREATE");
+  CHECK(json_string(review, {"request", "object", "metadata", "name"}).empty());
+  CHECK(json_string(review, {"request", "object", "metadata", "generateName"}) == "web-");
+
+  // Not sent: another namespace the selector leaves out, a pod the matchCondition does not match.
+  CHECK(t.post("/api/v1/namespaces/default/pods", kPod).status == 201);
+  CHECK(
+      t.post("/api/v1/namespaces/shop/pods", R"({"metadata":{"name":"other"},"spec":{"containers":[{"name":"c","image":"i"}]}})").status ==
+      201);
+  CHECK(sent.size() == 1);
+
+  // A call that fails: failurePolicy Fail refuses the create with the API server's message,
+  // Ignore lets it through untouched.
+  t.cluster().set_webhook_caller(
+      [](const std::string& url, const std::string&, const std::string&, std::chrono::milliseconds) -> Result<std::string> {
+        return Error::network(fmt::format("Post \"{}\": dial tcp 127.0.0.1:9: connect: connection refused", url));
+      });
+  const char* web = R"({"metadata":{"generateName":"web-","labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"i"}]}})";
+  auto refused = t.post("/api/v1/namespaces/shop/pods", web);
+  CHECK(refused.status == 500);
+  CHECK(body_field(refused, {"message"}) ==
+        "Internal error occurred: failed calling webhook \"h.example.com\": failed to call webhook: Post \"https://127.0.0.1:9/mutate\": "
+        "dial tcp 127.0.0.1:9: connect: connection refused");
+  REQUIRE(t.request("DELETE", hooks + "/hook", "").status == 200);
+  REQUIRE(t.post(hooks, config("Ignore")).status == 201);
+  auto ignored = t.post("/api/v1/namespaces/shop/pods", web);
+  CHECK(ignored.status == 201);
+  CHECK(body_field(ignored, {"metadata", "labels", "steered"}) == "<absent>");
 }

@@ -494,9 +494,17 @@ Result<Program> Program::compile(std::string_view rule) {
   return p;
 }
 
-Result<bool> Program::eval(const Value& self) const {
-  Val s = from_json(self);
-  Val r = cel::eval(*root_, Scope{{"self", &s}});
+Result<bool> Program::eval(const Value& self) const { return eval({{"self", &self}}); }
+
+Result<bool> Program::eval(const std::vector<std::pair<std::string, const Value*>>& variables) const {
+  std::vector<Val> values;
+  values.reserve(variables.size());
+  Scope scope;
+  for (const auto& [name, v] : variables) {
+    values.push_back(v ? from_json(*v) : Val{});
+    scope.emplace_back(name, &values.back());
+  }
+  Val r = cel::eval(*root_, scope);
   if (r.is(Kind::kError)) return Error::invalid(r.s);
   if (!r.is(Kind::kBool)) return Error::invalid("the rule's result is not a bool");
   return r.b;

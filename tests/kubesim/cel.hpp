@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace spotshift::kubesim::cel {
 
@@ -22,6 +24,9 @@ class Program {
   static Result<Program> compile(std::string_view rule);
   // The rule's verdict on self, or the evaluation error ("no such key: values").
   Result<bool> eval(const Value& self) const;
+  // The verdict with these variables bound (a webhook's matchConditions: object, oldObject);
+  // a null pointer binds null.
+  Result<bool> eval(const std::vector<std::pair<std::string, const Value*>>& variables) const;
 
  private:
   std::shared_ptr<const Node> root_;

@@ -166,6 +166,10 @@ Result<void> Cluster::validate_custom(const ResourceType& rt, Doc& obj, std::str
 
 Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts, bool load) {
   if (!obj.IsObject()) return bad_request("the body of the request must be a JSON object");
+  // Mutating admission sees the object before its name is generated and its uid set, as the API
+  // server's webhooks do.
+  if (!load)
+    if (auto r = call_mutating_webhooks(rt, ns.empty() ? namespace_of(obj) : ns, obj, opts); !r) return r.error();
   Alloc& a = obj.GetAllocator();
   std::string_view api_version = json_string(obj, {"apiVersion"});
   if (!api_version.empty() && api_version != rt.group_version())

@@ -55,6 +55,13 @@ class Cluster {
   const ClusterOptions& options() const { return options_; }
   Time now() const { return clock_.now(); }
 
+  // How admission webhooks are called (post_webhook in webhooks.hpp; the simulator sets it): an
+  // https URL, the caBundle, the AdmissionReview, the timeout; the response's body. Unset: every
+  // call fails, and the webhook's failurePolicy decides.
+  using WebhookCaller = std::function<Result<std::string>(const std::string& url, const std::string& ca_pem, const std::string& body,
+                                                          std::chrono::milliseconds)>;
+  void set_webhook_caller(WebhookCaller caller) { webhook_caller_ = std::move(caller); }
+
   // The CA every namespace's kube-root-ca.crt ConfigMap publishes (kube-controller-manager's
   // root-ca-cert-publisher): set once the simulator has one; existing namespaces get it too.
   void set_root_ca(std::string pem);
@@ -114,6 +121,9 @@ class Cluster {
   Result<ObjectPtr> create_internal(const ResourceType& rt, std::string_view ns, Doc obj, const WriteOptions& opts, bool load);
   Result<ObjectPtr> update_internal(const ResourceType& rt, const ObjectPtr& old, Doc next, bool status, const WriteOptions& opts);
   Result<void> validate_custom(const ResourceType& rt, Doc& obj, std::string_view name, const WriteOptions& opts);
+  // Calls the mutating admission webhooks that match a create (webhooks.hpp), applying their
+  // patches to obj.
+  Result<void> call_mutating_webhooks(const ResourceType& rt, std::string_view ns, Doc& obj, const WriteOptions& opts);
   Result<void> admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   Result<void> admit_pod(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   Result<void> admit_node(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
@@ -132,6 +142,7 @@ class Cluster {
   SimClock& clock_;
   ClusterOptions options_;
   std::string root_ca_pem_;
+  WebhookCaller webhook_caller_;
   Registry registry_;
   Store store_;
   Faults faults_;

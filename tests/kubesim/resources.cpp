@@ -123,6 +123,8 @@ Registry::Registry() {
     r.selectable_fields = {"type"};
     add(std::move(r));
   }
+  add(t("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", "mutatingwebhookconfiguration",
+        "MutatingWebhookConfiguration", false));
   {
     auto r = t("", "v1", "services", "service", "Service", true);
     r.short_names = {"svc"};

@@ -3,6 +3,7 @@
 // audit log, and the loop that runs the simulated controllers. Everything runs on one thread.
 
 #include "simulator.hpp"
+#include "webhooks.hpp"
 
 #include "api.hpp"
 #include "controllers.hpp"
@@ -436,6 +437,7 @@ Result<void> Simulator::start() {
   if (s.options.tls)
     if (auto r = s.setup_tls(); !r) return r;
   s.cluster.set_root_ca(s.ca_pem);
+  s.cluster.set_webhook_caller(post_webhook);
   if (!s.options.scenario_path.empty()) {
     auto r = load_scenario_file(s.cluster, s.options.scenario_path);
     if (!r) return r.error();

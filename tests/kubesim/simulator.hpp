@@ -2,9 +2,9 @@
 // kubesim as a library: an HTTP(S) Kubernetes API server on 127.0.0.1 running on its own thread,
 // for in-process tests, and the core of the kubesim binary. This header has no Beast or Asio.
 
-#include "certs.hpp"
 #include "cluster.hpp"
 #include "faults.hpp"
+#include "kube/certs.hpp"
 
 #include <functional>
 #include <memory>
@@ -13,6 +13,9 @@
 #include <vector>
 
 namespace spotshift::kubesim {
+
+using kube::CertificateAuthority;
+using kube::CertPair;
 
 struct SimulatorOptions {
   std::string scenario_path;  // YAML or JSON List; empty: an empty cluster

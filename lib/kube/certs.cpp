@@ -1,4 +1,4 @@
-#include "certs.hpp"
+#include "kube/certs.hpp"
 
 #include <fmt/format.h>
 #include <openssl/bio.h>
@@ -10,9 +10,10 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <ctime>
 #include <memory>
 
-namespace spotshift::kubesim {
+namespace spotshift::kube {
 
 namespace {
 
@@ -107,16 +108,28 @@ Result<Cert> make_cert(EVP_PKEY* key, const std::string& cn, const std::vector<s
 
 }  // namespace
 
-Result<CertificateAuthority> CertificateAuthority::create(const std::string& common_name) {
+Result<CertificateAuthority> CertificateAuthority::create(const std::string& common_name, std::chrono::hours validity) {
   Key key = new_key();
   if (!key) return openssl_error("generating CA key");
-  auto cert = make_cert(key.get(), common_name, {}, nullptr, nullptr, std::chrono::hours(24 * 3650),
+  auto cert = make_cert(key.get(), common_name, {}, nullptr, nullptr, validity,
                         {{NID_basic_constraints, "critical,CA:TRUE"},
                          {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
                          {NID_subject_key_identifier, "hash"}});
   if (!cert) return cert.error();
   CertificateAuthority ca;
   ca.pair_ = {to_pem(cert->get()), to_pem(key.get())};
+  return ca;
+}
+
+Result<CertificateAuthority> CertificateAuthority::from_pair(CertPair pair) {
+  auto cert = read_cert(pair.cert_pem);
+  if (!cert) return cert.error();
+  auto key = read_key(pair.key_pem);
+  if (!key) return key.error();
+  if (X509_check_private_key(cert->get(), key->get()) != 1) return Error::tls("the CA certificate and key do not belong together");
+  if (X509_check_ca(cert->get()) == 0) return Error::tls("the CA certificate is not a CA");
+  CertificateAuthority ca;
+  ca.pair_ = std::move(pair);
   return ca;
 }
 
@@ -158,4 +171,31 @@ Result<std::string> certificate_common_name(const std::string& pem) {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-}  // namespace spotshift::kubesim
+Result<Time> certificate_expiry(const std::string& pem) {
+  auto cert = read_cert(pem);
+  if (!cert) return cert.error();
+  std::tm tm{};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert->get()), &tm) != 1) return openssl_error("reading the certificate's notAfter");
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+Result<void> check_server_certificate(const CertPair& serving, const std::string& ca_pem, const std::vector<std::string>& dns,
+                                      const std::vector<std::string>& ips) {
+  auto cert = read_cert(serving.cert_pem);
+  if (!cert) return cert.error();
+  auto key = read_key(serving.key_pem);
+  if (!key) return key.error();
+  if (X509_check_private_key(cert->get(), key->get()) != 1) return Error::tls("the certificate and key do not belong together");
+  auto ca = read_cert(ca_pem);
+  if (!ca) return ca.error();
+  std::unique_ptr<EVP_PKEY, Free> ca_key(X509_get_pubkey(ca->get()));
+  if (!ca_key || X509_verify(cert->get(), ca_key.get()) != 1) return Error::tls("the certificate is not signed by the CA");
+  for (const auto& name : dns)
+    if (X509_check_host(cert->get(), name.c_str(), name.size(), 0, nullptr) != 1)
+      return Error::tls(fmt::format("the certificate is not valid for {}", name));
+  for (const auto& ip : ips)
+    if (X509_check_ip_asc(cert->get(), ip.c_str(), 0) != 1) return Error::tls(fmt::format("the certificate is not valid for {}", ip));
+  return {};
+}
+
+}  // namespace spotshift::kube
