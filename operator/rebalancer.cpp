@@ -437,6 +437,16 @@ asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const 
   options.poll_interval = options_.poll_interval;
   options.replacement_timeout = options_.replacement_timeout;
   st.active = std::make_shared<drain::Evictor>(client_, timers_, options, stores_.pods);
+  if (spec.steering == drain::Steering::kPreferred) {
+    if (options_.steering) {
+      st.active->set_steering(options_.steering);
+    } else {
+      events_.record(policy_ref(*policy), telemetry::kSteeringUnavailable,
+                     fmt::format("spec.steering is Preferred but the operator does not serve the steering webhook (the chart's "
+                                 "steering.enabled, or --webhook-bind-address): the replacements of {} are placed without it",
+                                 node_plan.node));
+    }
+  }
   metrics_.family(telemetry::kDrainInProgress).with({name}).set(1);
   tasks_.start(name, drain_task(policy, spec, state, node_plan, gate_before), [this, name] {
     if (options_.enqueue) options_.enqueue(name);

@@ -64,6 +64,8 @@ struct RebalancerOptions {
   drain::OwnerLookup owners;
   // Puts a policy back on the work queue: a drain task's progress and its end.
   std::function<void(const std::string& policy)> enqueue;
+  // The steering webhook's book (spec.steering Preferred); null when the webhook is not served.
+  drain::SteeringBook* steering = nullptr;
 };
 
 class SpotRebalancer final : public runtime::Reconciler {

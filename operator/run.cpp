@@ -11,6 +11,7 @@
 #include "runtime/manager.hpp"
 #include "runtime/telemetry.hpp"
 #include "version.hpp"
+#include "webhook.hpp"
 
 #include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
@@ -46,7 +47,21 @@ struct RunFlags {
   std::string lease_duration = "15s";
   std::string renew_deadline = "10s";
   std::string retry_period = "2s";
+  std::string webhook_address = "0";
+  std::string webhook_secret;
+  std::string webhook_configuration;
+  std::string webhook_dns_names;
+  std::string webhook_ip_addresses;
+  std::string webhook_cert_dir;
+  std::string webhook_leader_pod;
 };
+
+std::vector<std::string> list_flag(std::string_view v) {
+  std::vector<std::string> out;
+  for (auto part : split(v, ','))
+    if (auto t = trim(part); !t.empty()) out.emplace_back(t);
+  return out;
+}
 
 std::string check_duration(const std::string& v) {
   auto d = parse_go_duration(v);
@@ -112,6 +127,23 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
                 "until d * (100 / percent - 1) has passed.");
   flags.add_bool("watch-volumes", &f.watch_volumes,
                  "Watch PersistentVolumeClaims and PersistentVolumes so VolumeZone keeps pods with zonal volumes in their zone.");
+  flags.add_checked("webhook-bind-address", &f.webhook_address,
+                    "Where to serve the steering webhook (HTTPS, path /mutate-pods) for policies with spec.steering Preferred; "
+                    "0 (the default) turns it off.",
+                    check_bind);
+  flags.add_string("webhook-secret", &f.webhook_secret,
+                   "namespace/name of the Secret keeping the webhook's generated CA and serving certificate (default: the "
+                   "pod's namespace, spotshift-webhook-tls).");
+  flags.add_string("webhook-configuration", &f.webhook_configuration,
+                   "The MutatingWebhookConfiguration whose caBundle the operator keeps current (empty: left alone).");
+  flags.add_string("webhook-dns-names", &f.webhook_dns_names, "Comma-separated DNS names of the serving certificate (the Service's).");
+  flags.add_string("webhook-ip-addresses", &f.webhook_ip_addresses, "Comma-separated IP addresses of the serving certificate.");
+  flags.add_string("webhook-leader-pod", &f.webhook_leader_pod,
+                   "namespace/name of this replica's own pod: labelled spotshift.io/webhook-leader=true while it leads, for the "
+                   "webhook Service to select (the chart passes $(POD_NAMESPACE)/$(POD_NAME)).");
+  flags.add_string("webhook-cert-dir", &f.webhook_cert_dir,
+                   "Read the serving certificate from tls.crt and tls.key in this directory (cert-manager's Secret, mounted) "
+                   "instead of generating one.");
   if (auto stop = flags.parse_command(args, out, err)) return *stop;
   if (f.verbosity < 0 || f.workers < 1 || f.qps < 0 || f.burst < 1) {
     err << "error: -v, --kube-api-qps must be at least 0 and --workers, --kube-api-burst at least 1\n";
@@ -172,7 +204,53 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   eo.reporting_instance = identity;
   runtime::EventRecorder events(event_client, timers, eo);
 
+  // The operator's own namespace: the Lease's and the webhook Secret's default.
+  std::string own_namespace =
+      !f.leader_namespace.empty() ? f.leader_namespace : (config->source == "in-cluster" ? in_cluster_namespace() : "default");
+  if (own_namespace.empty()) own_namespace = "default";
+  drain::SteeringBook steering;
+  drain::SteeringBook* steering_book = nullptr;
+  std::unique_ptr<WebhookServer> webhook;
+  if (auto address = runtime::parse_bind_address(f.webhook_address); !address->disabled) {
+    WebhookOptions wo;
+    wo.address = *address;
+    std::string secret = !f.webhook_secret.empty() ? f.webhook_secret : fmt::format("{}/spotshift-webhook-tls", own_namespace);
+    const size_t slash = secret.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == secret.size()) {
+      err << "error: --webhook-secret must be namespace/name, not \"" << secret << "\"\n";
+      return 2;
+    }
+    wo.secret_namespace = secret.substr(0, slash);
+    wo.secret_name = secret.substr(slash + 1);
+    wo.configuration = f.webhook_configuration;
+    wo.dns_names = list_flag(f.webhook_dns_names);
+    wo.ip_addresses = list_flag(f.webhook_ip_addresses);
+    wo.cert_dir = f.webhook_cert_dir;
+    if (!f.webhook_leader_pod.empty()) {
+      const size_t pod_slash = f.webhook_leader_pod.find('/');
+      if (pod_slash == std::string::npos || pod_slash == 0 || pod_slash + 1 == f.webhook_leader_pod.size()) {
+        err << "error: --webhook-leader-pod must be namespace/name, not \"" << f.webhook_leader_pod << "\"\n";
+        return 2;
+      }
+      wo.pod_namespace = f.webhook_leader_pod.substr(0, pod_slash);
+      wo.pod_name = f.webhook_leader_pod.substr(pod_slash + 1);
+    }
+    if (wo.cert_dir.empty() && wo.dns_names.empty() && wo.ip_addresses.empty()) {
+      err << "error: --webhook-bind-address needs --webhook-dns-names or --webhook-ip-addresses (the names the API server "
+             "calls the webhook by), or --webhook-cert-dir\n";
+      return 2;
+    }
+    webhook = std::make_unique<WebhookServer>(ioc.get_executor(), *client, timers, steering, metrics, wo);
+    auto port = webhook->listen();
+    if (!port) {
+      logger.error("cannot serve the steering webhook", {{"error", port.error()}});
+      return 1;
+    }
+    logger.info("serving the steering webhook", {{"address", fmt::format("{}:{}", wo.address.host, *port)}, {"path", kWebhookPath}});
+    steering_book = &steering;
+  }
   RebalancerOptions ro;
+  ro.steering = steering_book;
   ro.max_planning_cpu_percent = f.max_planning_cpu;
   if (f.watch_volumes) {
     ro.volumes = [&claims, &volumes] {
@@ -225,9 +303,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   runtime::ManagerOptions mo;
   mo.leader_elect = f.leader_elect;
   mo.leader.name = f.lease_name;
-  mo.leader.namespace_ =
-      !f.leader_namespace.empty() ? f.leader_namespace : (config->source == "in-cluster" ? in_cluster_namespace() : "default");
-  if (mo.leader.namespace_.empty()) mo.leader.namespace_ = "default";
+  mo.leader.namespace_ = own_namespace;
   mo.leader.identity = identity;
   mo.leader.lease_duration = *parse_go_duration(f.lease_duration);
   mo.leader.renew_deadline = *parse_go_duration(f.renew_deadline);
@@ -253,7 +329,11 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   manager.add_runnable(
       "event recorder", [&events] { return events.run(); }, [&events] { events.stop(); });
-  manager.on_leading([&rebalancer, &queue]() -> asio::awaitable<void> {
+  if (webhook)
+    manager.add_runnable(
+        "steering webhook", [&webhook] { return webhook->run(); }, [&webhook] { webhook->stop(); });
+  manager.on_leading([&rebalancer, &queue, &webhook]() -> asio::awaitable<void> {
+    if (webhook) co_await webhook->label_leader(true);
     co_await rebalancer.recover();
     for (const auto& key : rebalancer.policy_keys()) queue.add(key);
   });

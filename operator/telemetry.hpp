@@ -23,6 +23,11 @@ inline const MetricDef kReplacements{
     MetricType::kCounter,
     {"policy", "placement"},
     {}};
+inline const MetricDef kWebhookAdmissions{"spotshift_webhook_admissions_total",
+                                          "Pod creations the steering webhook answered, by result: steered, untouched, error.",
+                                          MetricType::kCounter,
+                                          {"result"},
+                                          {}};
 inline const MetricDef kReplacementsNotOnSpot{
     "spotshift_replacements_not_on_spot_total", "Replacement pods that did not land on a spot node.", MetricType::kCounter, {"policy"}, {}};
 inline const MetricDef kNodes{"spotshift_nodes",
@@ -79,5 +84,6 @@ inline constexpr EventReason kReplacementNotOnSpot{"ReplacementNotOnSpot", "Veri
 inline constexpr EventReason kTaintRemoved{"TaintRemoved", "Untaint", EventType::kNormal};
 inline constexpr EventReason kPolicyInvalid{"PolicyInvalid", "Validate", EventType::kWarning};
 inline constexpr EventReason kPricingUnavailable{"PricingUnavailable", "Plan", EventType::kWarning};
+inline constexpr EventReason kSteeringUnavailable{"SteeringUnavailable", "Drain", EventType::kWarning};
 
 }  // namespace spotshift::op::telemetry

@@ -390,6 +390,21 @@ asio::awaitable<void> Evictor::untaint(DrainReport& report) {
     logger.error("could not remove the draining taint; it is retried at the next reconcile", {{"node", report.node}, {"error", r.error()}});
 }
 
+void Evictor::steer(const std::string& node, const PodMove& move, const std::map<std::string, std::string, std::less<>>& targets) {
+  const model::Pod& pod = *move.pod;
+  if (!steering_ || !pod.controller) return;
+  auto t = targets.find(pod.meta.uid);
+  const std::string& target = t != targets.end() ? t->second : move.target;
+  if (target.empty()) return;
+  // The longest the evictor may wait for this pod's replacement: the eviction's retries, the
+  // pod's termination, then the replacement's creation.
+  const Duration ttl = options_.pod_eviction_timeout + std::chrono::seconds(grace_seconds(pod)) + options_.termination_headroom +
+                       options_.replacement_timeout;
+  steering_->add(Steer{std::string(pod.meta.namespace_.view()), std::string(pod.controller->uid.view()),
+                       std::string(pod.controller->kind.view()), pod.meta.name, target, node, options_.policy,
+                       timers_.now() + std::chrono::duration_cast<Time::duration>(ttl)});
+}
+
 asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSpot is_spot, DrainObserver* observer,
                                             StillMovable still_movable) {
   DrainReport report;
@@ -404,6 +419,7 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
     report.finished = timers_.now();
     draining_ = false;
     still_movable_ = {};
+    if (steering_) steering_->drop_drain(plan.node);
     logger.info("drain finished", {{"node", plan.node},
                                    {"outcome", to_string(outcome)},
                                    {"evicted", static_cast<int64_t>(report.evicted.size())},
@@ -438,12 +454,20 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
 
   std::vector<PodMove> evicted;
   std::optional<std::string> failure;
+  // With steering, the spot node the latest plan chose for each pod still to evict, by uid.
+  std::map<std::string, std::string, std::less<>> targets;
+  auto note_targets = [&](const NodePlan& p) {
+    for (const auto& m : p.moves) targets[m.pod->meta.uid] = m.target;
+  };
+  note_targets(plan);
   for (const auto& move : plan.moves) {
     if (stopping_) {
       failure = stopped().message;
       break;
     }
+    steer(plan.node, move, targets);
     auto r = co_await evict_one(move, observer);
+    if ((!r || !*r) && steering_) steering_->withdraw(move.pod->meta.namespace_.view(), move.pod->meta.name);
     if (!r) {
       failure = r.error().message;
       break;
@@ -479,10 +503,12 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
     }
     // The cluster moves on while a drain runs (spot nodes can go away, or fill up): evict the
     // next pod only while the rest of the node still fits on spot nodes.
-    if (auto again = recheck(); !again) {
+    auto again = recheck();
+    if (!again) {
       failure = fmt::format("the plan for the rest of the node no longer holds: {}", again.error().message);
       break;
     }
+    note_targets(*again);
   }
   if (failure) {
     co_await untaint(report);

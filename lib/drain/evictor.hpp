@@ -33,6 +33,7 @@
 // with no drain task at every reconcile.
 
 #include "drain/planner.hpp"
+#include "drain/steering.hpp"
 #include "kube/client.hpp"
 #include "runtime/store.hpp"
 #include "runtime/timers.hpp"
@@ -128,6 +129,10 @@ class Evictor {
   // it evicts nothing more and removes its taint. Wakes its waits. `why` goes into the reason.
   void stop(std::string why = "shutdown or lost leadership");
   bool draining() const { return draining_; }
+  // spec.steering Preferred: just before each eviction, the spot node the latest plan chose for
+  // the pod goes into `book` for the admission webhook (withdrawn when the eviction does not
+  // happen; the drain's unused steers go when it ends). Null: no steering.
+  void set_steering(SteeringBook* book) { steering_ = book; }
 
   // set_taint() below with this evictor's options, giving up adding once stopped.
   asio::awaitable<Result<bool>> set_taint(std::string node, bool present);
@@ -153,6 +158,7 @@ class Evictor {
   // pods as this drain evicted of it; fails after replacement_ready_timeout.
   asio::awaitable<Result<void>> wait_ready_replacement(const PodMove& move, const std::vector<PodMove>& evicted,
                                                        const std::map<std::string, std::set<std::string>>& known_uids);
+  void steer(const std::string& node, const PodMove& move, const std::map<std::string, std::string, std::less<>>& targets);
   asio::awaitable<bool> pause(Duration d);
   Error stopped() const;  // why a stopped drain ended
   asio::awaitable<void> untaint(DrainReport& report);
@@ -166,6 +172,7 @@ class Evictor {
   std::string stop_reason_;
   StillMovable still_movable_;  // of the drain running
   bool draining_ = false;
+  SteeringBook* steering_ = nullptr;
 };
 
 // Nodes carrying the draining taint of `policy` (value == policy name).

@@ -118,6 +118,7 @@ constexpr std::array kSpecFields = {
     "waitForReplacementReady",
     "replacementReadyTimeout",
     "expendablePodsPriorityCutoff",
+    "steering",
 };
 
 // An unknown member of an object whose members are the known ones: an error on the object.
@@ -321,6 +322,9 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
       }
     } else if (key == "waitForReplacementReady") {
       s.wait_for_replacement_ready = d.boolean(r, false);
+    } else if (key == "steering") {
+      choice(d, r, s.steering,
+             std::array<std::pair<std::string_view, Steering>, 2>{{{"Off", Steering::kOff}, {"Preferred", Steering::kPreferred}}});
     } else if (key == "replacementReadyTimeout") {
       duration(d, r, s.replacement_ready_timeout, std::chrono::seconds(1));
     } else if (key == "disruptionWindows") {

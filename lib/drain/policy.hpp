@@ -9,6 +9,7 @@
 #include "core/cron.hpp"
 #include "core/time.hpp"
 #include "core/tz.hpp"
+#include "drain/steering.hpp"
 #include "model/meta.hpp"
 #include "model/node.hpp"
 #include "model/pod.hpp"
@@ -136,6 +137,9 @@ struct PolicySpec {
   // Pods with a lower priority (overprovisioning placeholders) are expendable: their room on
   // spot nodes counts as free, since the scheduler preempts them, and they are never moved.
   int32_t expendable_pods_priority_cutoff = -10;
+  // Preferred: the operator's admission webhook gives each evicted pod's replacement a preferred
+  // node affinity for the spot node the plan chose (steering.hpp).
+  Steering steering = Steering::kOff;
   bool dry_run = false;
   bool suspend = false;
   sched::ProfileConfig profile = sched::default_profile();

@@ -108,6 +108,12 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
   auto ready = spec_from(R"({"waitForReplacementReady":true,"replacementReadyTimeout":"90s"})");
   CHECK(ready->wait_for_replacement_ready);
   CHECK(ready->replacement_ready_timeout == std::chrono::seconds(90));
+  CHECK(default_policy_spec().steering == Steering::kOff);
+  CHECK(spec_from(R"({"steering":"Preferred"})")->steering == Steering::kPreferred);
+  CHECK(spec_from(R"({"steering":"Off"})")->steering == Steering::kOff);
+  // YAML reads an unquoted Off as false: a string is wanted.
+  CHECK(error(R"({"steering":false})") == "decoding ReschedulePolicy: spec.steering: expected a string, got a boolean");
+  CHECK(error(R"({"steering":"Required"})") == "decoding ReschedulePolicy: spec.steering: must be one of Off, Preferred, got \"Required\"");
   CHECK(error(R"({"replacementReadyTimeout":"0s"})") ==
         "decoding ReschedulePolicy: spec.replacementReadyTimeout: must be at least 1s, got 0s");
   CHECK(error(R"({"pricing":{}})") == "decoding ReschedulePolicy: spec.pricing: must name exactly one of label, annotation and configMap");

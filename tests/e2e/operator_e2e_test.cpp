@@ -4,6 +4,7 @@
 // kubesim only.
 
 #include "env.hpp"
+#include "kube/certs.hpp"
 #include "support/metrics_text.hpp"
 
 using namespace spotshift;
@@ -308,6 +309,214 @@ TEST_CASE("waitForReplacementReady: each replacement must be Ready before the dr
   auto aborted = env.events("DrainAborted");
   CHECK(std::any_of(aborted.begin(), aborted.end(),
                     [](const std::string& e) { return e.find("waitForReplacementReady") != std::string::npos; }));
+}
+
+namespace {
+// The steering webhook's configuration, as the chart installs it but with the operator's local
+// URL (neither backend routes to a Service): caBundle left for the operator to fill.
+std::string steering_webhook_yaml(const std::string& port) {
+  return fmt::format(R"yaml(apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {{name: spotshift-steering}}
+webhooks:
+- name: steering.spotshift.io
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  failurePolicy: Ignore
+  timeoutSeconds: 2
+  clientConfig: {{url: "https://127.0.0.1:{}/mutate-pods"}}
+  rules: [{{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods], scope: Namespaced}}]
+  namespaceSelector:
+    matchExpressions: [{{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}}]
+  matchConditions:
+  - name: has-a-controller
+    expression: "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"
+)yaml",
+                     port);
+}
+
+// The port the operator serves the steering webhook on (from its log).
+std::string webhook_port(const Operator& op) {
+  std::smatch m;
+  std::string log;
+  eventually(
+      [&] {
+        log = op.log();
+        return std::regex_search(log, m, std::regex(R"(serving the steering webhook address=127\.0\.0\.1:([0-9]+))"));
+      },
+      10s);
+  INFO(log);
+  REQUIRE(m.size() == 2);
+  return m[1].str();
+}
+}  // namespace
+
+TEST_CASE("steering Preferred: each replacement gets a preferred affinity for its planned spot node and lands there", "[e2e]") {
+  Env env;
+  auto op = env.start("operator",
+                      "--webhook-bind-address 127.0.0.1:0 --webhook-ip-addresses 127.0.0.1 --webhook-configuration spotshift-steering "
+                      "--webhook-secret default/spotshift-webhook-tls");
+  const std::string port = webhook_port(*op);
+  env.apply("webhook", steering_webhook_yaml(port));
+  // The operator made its CA and certificate, kept them in the Secret, and put the CA in the
+  // configuration's caBundle.
+  if (!eventually(
+          [&] {
+            return !env.kubectl("get mutatingwebhookconfiguration spotshift-steering -o jsonpath={.webhooks[0].clientConfig.caBundle}",
+                                false)
+                        .empty();
+          },
+          20s, 100ms))
+    FAIL("no caBundle; the operator's log:\n" << op->log());
+  const std::string bundle =
+      env.kubectl("get mutatingwebhookconfiguration spotshift-steering -o jsonpath={.webhooks[0].clientConfig.caBundle}");
+  CHECK(env.kubectl("get secret spotshift-webhook-tls -o 'jsonpath={.data.ca\\.crt}'") == bundle);
+  CHECK(env.kubectl("get secret spotshift-webhook-tls -o jsonpath={.type}") == "kubernetes.io/tls");
+  // An API server caches webhook configurations, and fails open until it trusts the certificate:
+  // wait until a pod created in a dry run (a controller's, in shop) is answered by the webhook.
+  env.dir.write("probe.yaml", R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: webhook-probe
+  namespace: shop
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: probe, uid: 3f0d7c1e-0000-4000-8000-0000000000ff, controller: true}]
+spec:
+  containers: [{name: pause, image: pause}]
+)");
+  REQUIRE(eventually(
+      [&] {
+        env.kubectl("create --dry-run=server -f " + env.dir.file("probe.yaml"));
+        return metric_sample(op->metrics(), R"(spotshift_webhook_admissions_total{result="untouched"})") > 0;
+      },
+      30s, 500ms));
+
+  env.apply("policy", policy_yaml("default", "  steering: Preferred\n"));
+  REQUIRE(eventually([&] { return env.status("default", {"nodesDrainedTotal"}) == "2"; }, 60s));
+  REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "result"}) == "Succeeded"; }, 30s));
+  INFO(op->log());
+  REQUIRE(eventually([&] { return env.all_running(); }, 20s));
+
+  // Every replacement was steered, carries the node it was steered to, and runs there: the plan
+  // and the outcome agree (without steering, kubesim's and kube-scheduler's scores put some of
+  // them on the emptier spot node).
+  std::string metrics = op->metrics();
+  const double evicted = metric_sample(metrics, R"(spotshift_evictions_total{policy="default",result="evicted"})");
+  CHECK(evicted == 5);
+  CHECK(metric_sample(metrics, R"(spotshift_webhook_admissions_total{result="steered"})") == evicted);
+  CHECK(metric_sample(metrics, R"(spotshift_replacements_total{policy="default",placement="planned"})") == evicted);
+  CHECK(metric_sum(metrics, "spotshift_replacements_total", {R"(placement="other_spot")"}) == 0);
+  int steered = 0;
+  env.for_each("pods", [&](const rapidjson::Value& p) {
+    std::string_view to = kubesim::json_string(p, {"metadata", "annotations", "spotshift.io/steered-to"});
+    if (to.empty()) return;
+    ++steered;
+    INFO(Env::key(p));
+    CHECK(kubesim::json_string(p, {"spec", "nodeName"}) == to);
+    const auto* terms = kubesim::json_path(p, {"spec", "affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution"});
+    REQUIRE(terms);
+    CHECK(kubesim::to_json(*terms).find(fmt::format(R"("values":["{}"])", to)) != std::string::npos);
+  });
+  CHECK(steered == evicted);
+
+  // With no drain running, new pods go through untouched.
+  const double untouched = metric_sample(op->metrics(), R"(spotshift_webhook_admissions_total{result="untouched"})");
+  env.kubectl("delete pod -n shop billing-0 --wait=false");
+  REQUIRE(eventually([&] { return env.pods().count("shop/billing-0") && !env.pods().at("shop/billing-0").empty(); }, 30s));
+  CHECK(metric_sample(op->metrics(), R"(spotshift_webhook_admissions_total{result="steered"})") == evicted);
+  CHECK(metric_sample(op->metrics(), R"(spotshift_webhook_admissions_total{result="untouched"})") == untouched + 1);
+  env.for_each("pods", [&](const rapidjson::Value& p) {
+    if (Env::key(p) == "shop/billing-0") CHECK(kubesim::json_string(p, {"metadata", "annotations", "spotshift.io/steered-to"}).empty());
+  });
+
+  // The operator down: failurePolicy Ignore, pods are created as usual.
+  op->stop(SIGKILL);
+  env.kubectl("scale rs -n shop api-7d4b9c --replicas 2");
+  REQUIRE(eventually(
+      [&] {
+        int api = 0;
+        for (const auto& [pod, node] : env.pods()) api += pod.starts_with("shop/api-") && !node.empty();
+        return api == 2;
+      },
+      40s, 200ms));
+}
+
+TEST_CASE("the webhook's certificate: made when missing, renewed when expiring or wrong, the CA kept, caBundle kept current", "[e2e]") {
+  Env env;
+  auto secret_field = [&](const std::string& field) {
+    auto text = base64_decode(env.kubectl(fmt::format("get secret spotshift-webhook-tls -o 'jsonpath={{.data.{}}}'", field), false));
+    return text ? *text : std::string();
+  };
+  // A Secret whose serving certificate expires in a month, from a CA of its own.
+  auto ca = kube::CertificateAuthority::create("earlier-ca").value();
+  auto soon = ca.issue_server({}, {"127.0.0.1"}, std::chrono::hours(24 * 30)).value();
+  env.apply("secret", fmt::format(R"(apiVersion: v1
+kind: Secret
+metadata: {{name: spotshift-webhook-tls, namespace: default}}
+type: kubernetes.io/tls
+data: {{ca.crt: {}, ca.key: {}, tls.crt: {}, tls.key: {}}}
+)",
+                                  base64_encode(ca.pair().cert_pem), base64_encode(ca.pair().key_pem), base64_encode(soon.cert_pem),
+                                  base64_encode(soon.key_pem)));
+  env.apply("webhook", steering_webhook_yaml("1"));
+  const std::string flags =
+      "--webhook-bind-address 127.0.0.1:0 --webhook-ip-addresses 127.0.0.1 --webhook-configuration spotshift-steering "
+      "--webhook-secret default/spotshift-webhook-tls";
+  // The leader labels its own pod for the webhook Service (billing-0 stands in for it here).
+  auto leader_label = [&] {
+    return env.kubectl("get pod -n shop billing-0 -o 'jsonpath={.metadata.labels.spotshift\\.io/webhook-leader}'");
+  };
+  auto op = env.start("operator", flags + " --webhook-leader-pod shop/billing-0");
+  REQUIRE(eventually([&] { return leader_label() == "true"; }, 20s, 100ms));
+  // Renewed from the same CA, for a year; the CA went into the caBundle.
+  REQUIRE(eventually([&] { return secret_field("tls\\.crt") != soon.cert_pem; }, 20s, 100ms));
+  CHECK(secret_field("ca\\.crt") == ca.pair().cert_pem);
+  auto expiry = kube::certificate_expiry(secret_field("tls\\.crt"));
+  REQUIRE(expiry);
+  CHECK(*expiry - std::chrono::system_clock::now() > std::chrono::hours(24 * 360));
+  CHECK(kube::check_server_certificate({secret_field("tls\\.crt"), secret_field("tls\\.key")}, ca.pair().cert_pem, {}, {"127.0.0.1"}));
+  auto bundle = [&] {
+    auto b = base64_decode(
+        env.kubectl("get mutatingwebhookconfiguration spotshift-steering -o jsonpath={.webhooks[0].clientConfig.caBundle}", false));
+    return b ? *b : std::string();
+  };
+  REQUIRE(eventually([&] { return bundle() == ca.pair().cert_pem; }, 20s, 100ms));
+  CHECK(op->log().find("why=\"the serving certificate expires within four months\"") != std::string::npos);
+  op->stop(SIGTERM);
+
+  // Names that changed (another IP address): a new certificate, the CA kept.
+  op = env.start("operator2", flags + " --webhook-ip-addresses 127.0.0.1,127.0.0.2");
+  REQUIRE(eventually(
+      [&] {
+        return kube::check_server_certificate({secret_field("tls\\.crt"), secret_field("tls\\.key")}, ca.pair().cert_pem, {},
+                                              {"127.0.0.1", "127.0.0.2"})
+            .has_value();
+      },
+      20s, 100ms));
+  op->stop(SIGTERM);
+
+  // A Secret that is not usable (a CA key that is not the CA's): a new CA and certificate, and
+  // the caBundle follows.
+  env.kubectl(fmt::format(R"(patch secret spotshift-webhook-tls --type merge -p '{{"data":{{"ca.key":"{}"}}}}')",
+                          base64_encode(kube::CertificateAuthority::create("other").value().pair().key_pem)));
+  op = env.start("operator3", flags);
+  REQUIRE(eventually([&] { return secret_field("ca\\.crt") != ca.pair().cert_pem && !secret_field("ca\\.crt").empty(); }, 20s, 100ms));
+  REQUIRE(eventually([&] { return bundle() == secret_field("ca\\.crt"); }, 20s, 100ms));
+  CHECK(
+      kube::check_server_certificate({secret_field("tls\\.crt"), secret_field("tls\\.key")}, secret_field("ca\\.crt"), {}, {"127.0.0.1"}));
+  op->stop(SIGTERM);
+
+  // A replica that does not lead takes the label off its pod (a restarted container keeps it).
+  CHECK(leader_label() == "true");
+  const std::string now = format_micro_time(std::chrono::system_clock::now());
+  env.apply("lease", fmt::format(R"(apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {{name: spotshift, namespace: default}}
+spec: {{holderIdentity: someone-else, leaseDurationSeconds: 3600, acquireTime: "{}", renewTime: "{}"}}
+)",
+                                 now, now));
+  op = env.start("operator4", flags + " --webhook-leader-pod shop/billing-0 --leader-elect");
+  REQUIRE(eventually([&] { return leader_label().empty(); }, 20s, 100ms));
+  CHECK(env.lease_holder() == "someone-else");
 }
 
 namespace {

@@ -120,3 +120,40 @@ TEST_CASE("taking away any one permission the chart grants gets a request of the
   INFO("permissions the operator never needed:\n" << fmt::format("{}", fmt::join(unused, "\n\n")));
   CHECK(unused.empty());
 }
+
+TEST_CASE("with steering, the operator with only the chart's RBAC makes its certificate, sets the caBundle and labels its pod",
+          "[chart-e2e]") {
+  TempDir dir;
+  dir.write("values.yaml", "nodeSelector: {kubernetes.io/hostname: ondemand-3}\nsteering: {enabled: true}\n");
+  auto r = render(dir, "--name spotshift --namespace spotshift --include-crds -f " + dir.file("values.yaml"));
+  INFO(r.error);
+  REQUIRE(r.status == 0);
+  Env env({}, tls_with_service_account());
+  install(env, dir, "spotshift", r);
+  // The pod the leader labels: one of the Deployment's, as $(POD_NAMESPACE)/$(POD_NAME) names it.
+  std::string pod;
+  REQUIRE(
+      eventually([&] { return !(pod = env.kubectl("get pods -n spotshift -o jsonpath={.items[0].metadata.name}", false)).empty(); }, 20s));
+  std::string args = operator_args(r, env.kubeconfig_for("sa-token"));
+  for (auto [from, to] : {std::pair<std::string, std::string>{"$(POD_NAMESPACE)/$(POD_NAME)", "spotshift/" + pod},
+                          {"--webhook-bind-address=:9443", "--webhook-bind-address=127.0.0.1:0"}}) {
+    INFO(args);
+    REQUIRE(args.find(from) != std::string::npos);
+    args.replace(args.find(from), from.size(), to);
+  }
+  Operator op(args, dir.file("operator.log"));
+  INFO(op.log());
+  REQUIRE(eventually(
+      [&] {
+        return !env.kubectl("get mutatingwebhookconfiguration spotshift -o jsonpath={.webhooks[0].clientConfig.caBundle}", false).empty();
+      },
+      30s, 100ms));
+  CHECK(env.kubectl("get secret -n spotshift spotshift-webhook-tls -o jsonpath={.type}") == "kubernetes.io/tls");
+  REQUIRE(eventually(
+      [&] {
+        return env.kubectl(fmt::format("get pod -n spotshift {} -o 'jsonpath={{.metadata.labels.spotshift\\.io/webhook-leader}}'", pod),
+                           false) == "true";
+      },
+      20s, 100ms));
+  CHECK(forbidden(env).empty());
+}

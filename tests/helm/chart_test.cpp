@@ -323,6 +323,77 @@ TEST_CASE("one replica without leader election, and no RBAC or ServiceAccount wh
   CHECK(kubesim::json_string(bare.one("Deployment"), {"spec", "template", "spec", "serviceAccountName"}) == "ops-sa");
 }
 
+TEST_CASE("steering: the webhook, the Service to the leader, the certificate's RBAC and the args, only when enabled", "[chart]") {
+  TempDir dir;
+  auto off = render(dir, "--name prod --namespace ops");
+  REQUIRE(off.status == 0);
+  CHECK(off.all("MutatingWebhookConfiguration").empty());
+  CHECK(off.all("Service").size() == 1);  // metrics only
+  for (const auto& a : container_args(off)) CHECK_FALSE(a.starts_with("--webhook"));
+
+  auto r = render(dir, "--name prod --namespace ops --set steering.enabled=true,steering.excludeNamespaces={batch}");
+  INFO(r.error);
+  REQUIRE(r.status == 0);
+  const auto& hook = r.one("MutatingWebhookConfiguration", "prod-spotshift");
+  const auto& w = (*kubesim::json_path(hook, {"webhooks"}))[0];
+  CHECK(kubesim::json_string(w, {"failurePolicy"}) == "Ignore");
+  CHECK(kubesim::json_string(w, {"sideEffects"}) == "None");
+  CHECK(kubesim::json_int(w, {"timeoutSeconds"}) == 2);
+  CHECK(kubesim::json_string(w, {"clientConfig", "service", "name"}) == "prod-spotshift-webhook");
+  CHECK(kubesim::json_string(w, {"clientConfig", "service", "namespace"}) == "ops");
+  CHECK(kubesim::json_string(w, {"clientConfig", "service", "path"}) == "/mutate-pods");
+  CHECK(kubesim::to_json(*kubesim::json_path(w, {"rules"})) ==
+        R"([{"operations":["CREATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["pods"],"scope":"Namespaced"}])");
+  CHECK(kubesim::to_json(*kubesim::json_path(w, {"namespaceSelector"})) ==
+        R"({"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","ops","batch"]}]})");
+  CHECK(kubesim::json_string((*kubesim::json_path(w, {"matchConditions"}))[0], {"expression"}).find("r.controller") != std::string::npos);
+  // The Service reaches the leader's pod only.
+  const auto& svc = r.one("Service", "prod-spotshift-webhook");
+  CHECK(kubesim::json_string(svc, {"spec", "selector", "spotshift.io/webhook-leader"}) == "true");
+  CHECK(kubesim::json_string((*kubesim::json_path(svc, {"spec", "ports"}))[0], {"targetPort"}) == "webhook");
+  auto args = container_args(r);
+  for (auto a :
+       {"--webhook-bind-address=:9443", "--webhook-dns-names=prod-spotshift-webhook.ops.svc,prod-spotshift-webhook.ops.svc.cluster.local",
+        "--webhook-secret=ops/prod-spotshift-webhook-tls", "--webhook-configuration=prod-spotshift"}) {
+    INFO(a);
+    CHECK(has(args, a));
+  }
+  std::string env = kubesim::to_json(*kubesim::json_path(container(r), {"env"}));
+  CHECK(env.find(R"("name":"POD_NAME","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}})") != std::string::npos);
+  CHECK(env.find(R"("name":"POD_NAMESPACE")") != std::string::npos);
+  CHECK(kubesim::to_json(*kubesim::json_path(container(r), {"ports"})).find(R"({"name":"webhook","containerPort":9443)") !=
+        std::string::npos);
+  // RBAC: the leader's label, the Secret (get and update by name) and the caBundle (by name).
+  auto role = rules_of(r.one("Role"));
+  CHECK(has(role, " pods: patch"));
+  CHECK(has(role, " secrets: create"));
+  CHECK(has(role, " secrets: get,update"));
+  CHECK(kubesim::to_json(*kubesim::json_path(r.one("Role"), {"rules"})).find(R"("resourceNames":["prod-spotshift-webhook-tls"])") !=
+        std::string::npos);
+  auto cluster = rules_of(r.one("ClusterRole", "prod-spotshift"));
+  CHECK(has(cluster, "admissionregistration.k8s.io mutatingwebhookconfigurations: get,patch"));
+  CHECK(r.all("Certificate").empty());
+
+  // cert-manager: an Issuer and a Certificate, the CA injected, the Secret mounted; the operator
+  // neither writes a Secret nor patches the configuration.
+  auto cm = render(dir, "--name prod --namespace ops --set steering.enabled=true,steering.certManager.enabled=true");
+  INFO(cm.error);
+  REQUIRE(cm.status == 0);
+  CHECK(kubesim::json_string(cm.one("MutatingWebhookConfiguration"), {"metadata", "annotations", "cert-manager.io/inject-ca-from"}) ==
+        "ops/prod-spotshift-webhook");
+  CHECK(kubesim::json_string(cm.one("Certificate"), {"spec", "secretName"}) == "prod-spotshift-webhook-tls");
+  CHECK(kubesim::json_string(cm.one("Issuer"), {"metadata", "name"}) == "prod-spotshift-webhook");
+  auto cm_args = container_args(cm);
+  CHECK(has(cm_args, "--webhook-cert-dir=/etc/spotshift/webhook"));
+  CHECK_FALSE(has(cm_args, "--webhook-secret=ops/prod-spotshift-webhook-tls"));
+  CHECK(rules_of(cm.one("Role")) ==
+        std::vector<std::string>{"coordination.k8s.io leases: get,create,update", " configmaps: get", " pods: patch"});
+  CHECK_FALSE(
+      has(rules_of(cm.one("ClusterRole", "prod-spotshift")), "admissionregistration.k8s.io mutatingwebhookconfigurations: get,patch"));
+  CHECK(kubesim::to_json(*kubesim::json_path(cm.one("Deployment"), {"spec", "template", "spec", "volumes"})) ==
+        R"([{"name":"webhook-tls","secret":{"secretName":"prod-spotshift-webhook-tls"}}])");
+}
+
 TEST_CASE("values that cannot work fail the render with a message that says why", "[chart]") {
   TempDir dir;
   struct Case {
