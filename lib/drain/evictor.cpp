@@ -454,7 +454,8 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
 
   std::vector<PodMove> evicted;
   std::optional<std::string> failure;
-  // With steering, the spot node the latest plan chose for each pod still to evict, by uid.
+  // The spot node the latest plan chose for each pod still to evict, by uid (steered to, and
+  // what a replacement's placement is compared with).
   std::map<std::string, std::string, std::less<>> targets;
   auto note_targets = [&](const NodePlan& p) {
     for (const auto& m : p.moves) targets[m.pod->meta.uid] = m.target;
@@ -479,7 +480,9 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
       if (observer) observer->pod_already_gone(move);
       continue;
     }
+    // Where the plan put it when it was evicted (the latest re-plan's node; the one steered to).
     evicted.push_back(move);
+    if (auto t = targets.find(move.pod->meta.uid); t != targets.end()) evicted.back().target = t->second;
     report.evicted.push_back(move.pod->key());
     --report.remaining;
     if (observer) observer->pod_evicted(plan, move, static_cast<int>(evicted.size()));
