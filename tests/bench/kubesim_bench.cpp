@@ -6,7 +6,7 @@
 //   kubesim_bench realized   g. realized drains: the operator on an openb cluster made live until it
 //                               stops draining; on-demand nodes really emptied against the first
 //                               plan's drainable ones, where the replacements went, Pending pods
-//                               (--seeds, --variants, --profiles, --max-minutes; --help)
+//                               (--seeds, --variants, --profiles, --steering, --max-minutes; --help)
 //
 // With no argument it runs all three. Each figure is one JSON line: {"name","value","unit","goal"};
 // details go to stderr.
@@ -26,6 +26,7 @@
 #include "support/metrics_text.hpp"
 #include "support/process.hpp"
 #include "support/sim_client.hpp"
+#include "support/steering_webhook.hpp"
 
 #include <rapidjson/document.h>
 #include <boost/asio/io_context.hpp>
@@ -315,6 +316,7 @@ struct RealizedCase {
   std::string name;
   bench::OpenbOptions scenario;
   bool packing = false;
+  bool steering = false;  // spec.steering Preferred, the operator serving the webhook
 };
 
 struct RealizedResult {
@@ -324,12 +326,14 @@ struct RealizedResult {
   double planned = 0, other_spot = 0, not_spot = 0, pending = 0, missing = 0;  // replacements, by where they went
   int pending_pods = 0;                                                        // Pending pods at the end
   double evictions = 0, succeeded = 0, aborted = 0;
+  double steered = 0;  // pods the steering webhook steered
   double seconds = 0;
   bool stopped = false;  // stopped draining within the time limit
 };
 
-std::string realized_policy(bool packing) {
+std::string realized_policy(bool packing, bool steering) {
   std::string spec = "  nodeDrainDelay: 1s\n  podEvictionTimeout: 60s\n  maxGracefulTermination: 30s\n";
+  if (steering) spec += "  steering: Preferred\n";
   if (packing)
     spec +=
         "  drainOrder: ScarceResources\n  searchIterations: 2000\n  profile:\n    scores:\n"
@@ -356,7 +360,7 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   if (!scenario) fail(scenario.error().message);
   testing::TempDir dir;
   dir.write("cluster.json", *scenario);
-  dir.write("policy.yaml", realized_policy(rc.packing));
+  dir.write("policy.yaml", realized_policy(rc.packing, rc.steering));
   RealizedResult out;
 
   // The first plan, offline, on the same objects and policy.
@@ -383,13 +387,33 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
     if (r.status != 0) fail("kubectl " + args + ": " + r.output);
   };
   kubectl(fmt::format("apply -f {}/crds/reschedulepolicies.spotshift.io.yaml", SOURCE_ROOT));
-  kubectl("apply -f " + dir.file("policy.yaml"));
   const std::string log = dir.file("operator.log");
+  const std::string webhook = rc.steering ? testing::kSteeringFlags : "";
   auto pid =
-      testing::run(fmt::format("{} run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 "
+      testing::run(fmt::format("{} run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 {} "
                                ">{} 2>&1 & echo $!",
-                               SPOTSHIFT_BIN, dir.file("kubeconfig"), log));
+                               SPOTSHIFT_BIN, dir.file("kubeconfig"), webhook, log));
   const std::string operator_pid(trim(pid.output));
+  if (rc.steering) {
+    // The webhook as the chart configures it, at the operator's local URL; the policy once the
+    // operator has put its CA in the caBundle.
+    std::smatch port;
+    std::string text;
+    for (int i = 0; i < 100 && !std::regex_search(text = testing::run("cat " + log).output, port,
+                               std::regex(R"(serving the steering webhook address=127\.0\.0\.1:([0-9]+))"));
+         ++i)
+      std::this_thread::sleep_for(100ms);
+    if (port.size() != 2) fail("the operator does not serve the steering webhook:\n" + text);
+    dir.write("webhook.yaml", testing::steering_webhook_yaml(port[1].str()));
+    kubectl("apply -f " + dir.file("webhook.yaml"));
+    for (int i = 0; i < 100 && testing::run(fmt::format("kubectl --kubeconfig {} get mutatingwebhookconfiguration spotshift-steering -o "
+                                                        "jsonpath={{.webhooks[0].clientConfig.caBundle}}",
+                                                        dir.file("kubeconfig")))
+                                   .output.empty();
+         ++i)
+      std::this_thread::sleep_for(100ms);
+  }
+  kubectl("apply -f " + dir.file("policy.yaml"));
   const auto started = clock_type::now();
 
   // Until it stops draining: no drain in progress and none started for 15 s (fifteen drain
@@ -434,6 +458,7 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   out.not_spot = placement("not_spot");
   out.pending = placement("pending");
   out.missing = placement("missing");
+  out.steered = sample(R"(spotshift_webhook_admissions_total{result="steered"})");
   out.evictions = sample(R"(spotshift_evictions_total{policy="default",result="evicted"})");
   out.succeeded = sample(R"(spotshift_drains_total{policy="default",result="succeeded"})");
   out.aborted = sample(R"(spotshift_drains_total{policy="default",result="aborted"})");
@@ -449,41 +474,47 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
 
 void figure_realized(const std::vector<std::string>& args) {
   if (!testing::tool_installed("kubectl")) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
-  std::string seeds = "1", variants = "single,multi", profiles = "default,packing";
+  std::string seeds = "1", variants = "single,multi", profiles = "default,packing", steering = "off";
   int minutes = 30;
   FlagSet flags("kubesim_bench realized", "Figure g: realized drains on openb clusters in kubesim.");
   flags.add_string("seeds", &seeds, "The openb scenario's seeds, comma-separated.");
   flags.add_string("variants", &variants, "single (the trace's GPU requests) and multi (half the GPU tasks ask 2 to 8 GPUs).");
   flags.add_string("profiles", &profiles, "default and packing (Fragmentation and BestFit, drainOrder ScarceResources, plan search).");
+  flags.add_string("steering", &steering,
+                   "off and preferred (spec.steering Preferred, the operator serving the webhook), comma-separated.");
   flags.add_int("max-minutes", &minutes, "A run that is still draining after this long is reported as it stands.");
   if (auto code = flags.parse_command(args, std::cout, std::cerr)) std::exit(*code);
   for (auto seed : split(seeds, ','))
     for (auto variant : split(variants, ','))
-      for (auto profile : split(profiles, ',')) {
-        RealizedCase rc;
-        rc.scenario.data_dir = bench::default_openb_dir();
-        rc.scenario.seed = std::stoull(std::string(seed));
-        rc.scenario.workloads = true;
-        if (variant == "multi") rc.scenario.multi_gpu_share = 0.5;
-        else if (variant != "single") fail(fmt::format("unknown variant \"{}\"", variant));
-        if (profile != "default" && profile != "packing") fail(fmt::format("unknown profile \"{}\"", profile));
-        rc.packing = profile == "packing";
-        rc.name = fmt::format("openb_seed{}_{}_{}", seed, variant, profile);
-        RealizedResult r = run_realized(rc, std::chrono::minutes(minutes));
-        const double replacements = r.planned + r.other_spot + r.not_spot + r.pending + r.missing;
-        std::fprintf(stderr,
-                     "realized %s: drainable in the first plan %d; on-demand nodes emptied %d (%s); replacements %.0f: on the planned "
-                     "node %.0f, other spot %.0f, not spot %.0f, pending %.0f, missing %.0f; Pending at the end %d; evictions %.0f (%.2f "
-                     "per emptied node; the first plan: %.2f per drainable node); drains succeeded %.0f, aborted %.0f; %.0f s\n",
-                     rc.name.c_str(), r.drainable, r.emptied, r.stopped ? "stopped draining" : "still draining at the time limit",
-                     replacements, r.planned, r.other_spot, r.not_spot, r.pending, r.missing, r.pending_pods, r.evictions,
-                     r.emptied ? r.evictions / r.emptied : 0.0, r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.succeeded,
-                     r.aborted, r.seconds);
-        bench::report("realized_drains_" + rc.name, r.drainable ? 100.0 * r.emptied / r.drainable : 100.0, "%", ">= 98 %");
-        bench::report("replacements_on_planned_node_" + rc.name, replacements ? 100.0 * r.planned / replacements : 0.0, "%",
-                      "none (steering off)");
-        bench::report("pending_pods_at_end_" + rc.name, r.pending_pods, "pods", "0");
-      }
+      for (auto profile : split(profiles, ','))
+        for (auto steer : split(steering, ',')) {
+          RealizedCase rc;
+          rc.scenario.data_dir = bench::default_openb_dir();
+          rc.scenario.seed = std::stoull(std::string(seed));
+          rc.scenario.workloads = true;
+          if (variant == "multi") rc.scenario.multi_gpu_share = 0.5;
+          else if (variant != "single") fail(fmt::format("unknown variant \"{}\"", variant));
+          if (profile != "default" && profile != "packing") fail(fmt::format("unknown profile \"{}\"", profile));
+          rc.packing = profile == "packing";
+          if (steer != "off" && steer != "preferred") fail(fmt::format("unknown steering \"{}\"", steer));
+          rc.steering = steer == "preferred";
+          rc.name = fmt::format("openb_seed{}_{}_{}{}", seed, variant, profile, rc.steering ? "_steered" : "");
+          RealizedResult r = run_realized(rc, std::chrono::minutes(minutes));
+          const double replacements = r.planned + r.other_spot + r.not_spot + r.pending + r.missing;
+          std::fprintf(
+              stderr,
+              "realized %s: drainable in the first plan %d; on-demand nodes emptied %d (%s); replacements %.0f: on the planned "
+              "node %.0f, other spot %.0f, not spot %.0f, pending %.0f, missing %.0f; Pending at the end %d; evictions %.0f (%.2f "
+              "per emptied node; the first plan: %.2f per drainable node); drains succeeded %.0f, aborted %.0f; steered %.0f; %.0f s\n",
+              rc.name.c_str(), r.drainable, r.emptied, r.stopped ? "stopped draining" : "still draining at the time limit", replacements,
+              r.planned, r.other_spot, r.not_spot, r.pending, r.missing, r.pending_pods, r.evictions,
+              r.emptied ? r.evictions / r.emptied : 0.0, r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.succeeded, r.aborted,
+              r.steered, r.seconds);
+          bench::report("realized_drains_" + rc.name, r.drainable ? 100.0 * r.emptied / r.drainable : 100.0, "%", ">= 98 %");
+          bench::report("replacements_on_planned_node_" + rc.name, replacements ? 100.0 * r.planned / replacements : 0.0, "%",
+                        rc.steering ? "none (steered)" : "none (steering off)");
+          bench::report("pending_pods_at_end_" + rc.name, r.pending_pods, "pods", "0");
+        }
 }
 
 }  // namespace

@@ -6,12 +6,15 @@
 #include "env.hpp"
 #include "kube/certs.hpp"
 #include "support/metrics_text.hpp"
+#include "support/steering_webhook.hpp"
 
 using namespace spotshift;
 using namespace spotshift::e2e;
 
+using spotshift::testing::kSteeringFlags;
 using spotshift::testing::metric_sample;
 using spotshift::testing::metric_sum;
+using spotshift::testing::steering_webhook_yaml;
 
 namespace {
 // Returns once the operator has planned `policy` three more times, nudging it until it has (a
@@ -312,29 +315,6 @@ TEST_CASE("waitForReplacementReady: each replacement must be Ready before the dr
 }
 
 namespace {
-// The steering webhook's configuration, as the chart installs it but with the operator's local
-// URL (neither backend routes to a Service): caBundle left for the operator to fill.
-std::string steering_webhook_yaml(const std::string& port) {
-  return fmt::format(R"yaml(apiVersion: admissionregistration.k8s.io/v1
-kind: MutatingWebhookConfiguration
-metadata: {{name: spotshift-steering}}
-webhooks:
-- name: steering.spotshift.io
-  admissionReviewVersions: [v1]
-  sideEffects: None
-  failurePolicy: Ignore
-  timeoutSeconds: 2
-  clientConfig: {{url: "https://127.0.0.1:{}/mutate-pods"}}
-  rules: [{{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods], scope: Namespaced}}]
-  namespaceSelector:
-    matchExpressions: [{{key: kubernetes.io/metadata.name, operator: NotIn, values: [kube-system]}}]
-  matchConditions:
-  - name: has-a-controller
-    expression: "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller)"
-)yaml",
-                     port);
-}
-
 // The port the operator serves the steering webhook on (from its log).
 std::string webhook_port(const Operator& op) {
   std::smatch m;
@@ -353,9 +333,7 @@ std::string webhook_port(const Operator& op) {
 
 TEST_CASE("steering Preferred: each replacement gets a preferred affinity for its planned spot node and lands there", "[e2e]") {
   Env env;
-  auto op = env.start("operator",
-                      "--webhook-bind-address 127.0.0.1:0 --webhook-ip-addresses 127.0.0.1 --webhook-configuration spotshift-steering "
-                      "--webhook-secret default/spotshift-webhook-tls");
+  auto op = env.start("operator", kSteeringFlags);
   const std::string port = webhook_port(*op);
   env.apply("webhook", steering_webhook_yaml(port));
   // The operator made its CA and certificate, kept them in the Secret, and put the CA in the
@@ -458,9 +436,7 @@ data: {{ca.crt: {}, ca.key: {}, tls.crt: {}, tls.key: {}}}
                                   base64_encode(ca.pair().cert_pem), base64_encode(ca.pair().key_pem), base64_encode(soon.cert_pem),
                                   base64_encode(soon.key_pem)));
   env.apply("webhook", steering_webhook_yaml("1"));
-  const std::string flags =
-      "--webhook-bind-address 127.0.0.1:0 --webhook-ip-addresses 127.0.0.1 --webhook-configuration spotshift-steering "
-      "--webhook-secret default/spotshift-webhook-tls";
+  const std::string flags = kSteeringFlags;
   // The leader labels its own pod for the webhook Service (billing-0 stands in for it here).
   auto leader_label = [&] {
     return env.kubectl("get pod -n shop billing-0 -o 'jsonpath={.metadata.labels.spotshift\\.io/webhook-leader}'");
