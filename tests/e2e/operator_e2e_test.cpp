@@ -329,6 +329,28 @@ std::string webhook_port(const Operator& op) {
   REQUIRE(m.size() == 2);
   return m[1].str();
 }
+// Returns once the API server calls the operator's webhook and trusts its certificate (it caches
+// webhook configurations and fails open until then): a controller's pod created in a dry run in
+// shop is answered.
+void webhook_called(Env& env, const Operator& op) {
+  env.dir.write("probe.yaml", R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: webhook-probe
+  namespace: shop
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: probe, uid: 3f0d7c1e-0000-4000-8000-0000000000ff, controller: true}]
+spec:
+  containers: [{name: pause, image: pause}]
+)");
+  std::string last;
+  const bool called = eventually(
+      [&] {
+        last = env.kubectl("create --dry-run=server -f " + env.dir.file("probe.yaml"));
+        return metric_sample(op.metrics(), R"(spotshift_webhook_admissions_total{result="untouched"})") > 0;
+      },
+      30s, 500ms);
+  if (!called) FAIL("the webhook was never called; kubectl: " << last << "\nthe operator's log:\n" << op.log());
+}
 }  // namespace
 
 TEST_CASE("steering Preferred: each replacement gets a preferred affinity for its planned spot node and lands there", "[e2e]") {
@@ -350,23 +372,7 @@ TEST_CASE("steering Preferred: each replacement gets a preferred affinity for it
       env.kubectl("get mutatingwebhookconfiguration spotshift-steering -o jsonpath={.webhooks[0].clientConfig.caBundle}");
   CHECK(env.kubectl("get secret spotshift-webhook-tls -o 'jsonpath={.data.ca\\.crt}'") == bundle);
   CHECK(env.kubectl("get secret spotshift-webhook-tls -o jsonpath={.type}") == "kubernetes.io/tls");
-  // An API server caches webhook configurations, and fails open until it trusts the certificate:
-  // wait until a pod created in a dry run (a controller's, in shop) is answered by the webhook.
-  env.dir.write("probe.yaml", R"(apiVersion: v1
-kind: Pod
-metadata:
-  name: webhook-probe
-  namespace: shop
-  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: probe, uid: 3f0d7c1e-0000-4000-8000-0000000000ff, controller: true}]
-spec:
-  containers: [{name: pause, image: pause}]
-)");
-  REQUIRE(eventually(
-      [&] {
-        env.kubectl("create --dry-run=server -f " + env.dir.file("probe.yaml"));
-        return metric_sample(op->metrics(), R"(spotshift_webhook_admissions_total{result="untouched"})") > 0;
-      },
-      30s, 500ms));
+  webhook_called(env, *op);
 
   env.apply("policy", policy_yaml("default", "  steering: Preferred\n"));
   REQUIRE(eventually([&] { return env.status("default", {"nodesDrainedTotal"}) == "2"; }, 60s));
@@ -493,6 +499,22 @@ spec: {{holderIdentity: someone-else, leaseDurationSeconds: 3600, acquireTime: "
   op = env.start("operator4", flags + " --webhook-leader-pod shop/billing-0 --leader-elect");
   REQUIRE(eventually([&] { return leader_label().empty(); }, 20s, 100ms));
   CHECK(env.lease_holder() == "someone-else");
+  op->stop(SIGTERM);
+
+  // cert-manager's certificate, mounted: read from the directory, and the API server trusts it
+  // through the caBundle cert-manager's cainjector would set (here, the test).
+  auto cm_ca = kube::CertificateAuthority::create("cert-manager-ca").value();
+  auto cm_cert = cm_ca.issue_server({}, {"127.0.0.1"}).value();
+  run("mkdir -p " + env.dir.file("certs"));
+  env.dir.write("certs/tls.crt", cm_cert.cert_pem);
+  env.dir.write("certs/tls.key", cm_cert.key_pem);
+  op = env.start("operator5", "--webhook-bind-address 127.0.0.1:0 --webhook-cert-dir " + env.dir.file("certs"));
+  env.kubectl("delete mutatingwebhookconfiguration spotshift-steering");
+  env.apply("webhook-cm", steering_webhook_yaml(webhook_port(*op)));
+  env.kubectl(fmt::format(
+      R"(patch mutatingwebhookconfiguration spotshift-steering --type json -p '[{{"op":"add","path":"/webhooks/0/clientConfig/caBundle","value":"{}"}}]')",
+      base64_encode(cm_ca.pair().cert_pem)));
+  webhook_called(env, *op);
 }
 
 namespace {
