@@ -55,8 +55,8 @@ inline constexpr std::string_view kWebhookPath = "/mutate-pods";
 
 class WebhookServer {
  public:
-  WebhookServer(asio::any_io_executor executor, std::shared_ptr<kube::Client> client, runtime::Timers& timers,
-                drain::SteeringBook& book, runtime::Metrics& metrics, WebhookOptions options);
+  WebhookServer(asio::any_io_executor executor, std::shared_ptr<kube::Client> client, runtime::Timers& timers, drain::SteeringBook& book,
+                runtime::Metrics& metrics, WebhookOptions options);
   ~WebhookServer();
 
   Result<uint16_t> listen();

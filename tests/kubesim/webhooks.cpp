@@ -1,9 +1,9 @@
 // Mutating admission webhooks on create (webhooks.hpp says what is and is not done).
 
+#include "webhooks.hpp"
 #include "cel.hpp"
 #include "cluster.hpp"
 #include "watch.hpp"
-#include "webhooks.hpp"
 
 #include "core/log.hpp"
 #include "core/strings.hpp"
@@ -72,8 +72,9 @@ Result<void> Cluster::call_mutating_webhooks(const ResourceType& rt, std::string
           logger.info("webhook call failed; failurePolicy Ignore lets the request through", {{"webhook", hook_name}, {"error", why}});
           return {};
         }
-        return Error::api(500, "InternalError",
-                          fmt::format("Internal error occurred: failed calling webhook \"{}\": failed to call webhook: {}", hook_name, why));
+        return Error::api(
+            500, "InternalError",
+            fmt::format("Internal error occurred: failed calling webhook \"{}\": failed to call webhook: {}", hook_name, why));
       };
       // matchConditions: every one must hold; an evaluation error is a failed call.
       bool skip = false;
@@ -82,8 +83,7 @@ Result<void> Cluster::call_mutating_webhooks(const ResourceType& rt, std::string
           auto program = cel::Program::compile(json_string(c, {"expression"}));
           auto verdict = program ? program->eval({{"object", &obj}, {"oldObject", nullptr}}) : Result<bool>(program.error());
           if (!verdict) {
-            if (auto r = failed(fmt::format("matchCondition \"{}\": {}", json_string(c, {"name"}), verdict.error().message)); !r)
-              return r;
+            if (auto r = failed(fmt::format("matchCondition \"{}\": {}", json_string(c, {"name"}), verdict.error().message)); !r) return r;
             skip = true;
             break;
           }
