@@ -66,20 +66,20 @@ void SteeringBook::add(Steer steer) {
   queue.push_back(std::move(steer));
 }
 
-void SteeringBook::withdraw(std::string_view ns, std::string_view pod_name) {
+void SteeringBook::erase_where(const std::function<bool(const Steer&)>& pred) {
   for (auto it = steers_.begin(); it != steers_.end();) {
     auto& q = it->second;
-    q.erase(std::remove_if(q.begin(), q.end(), [&](const Steer& s) { return s.ns == ns && s.pod_name == pod_name; }), q.end());
+    q.erase(std::remove_if(q.begin(), q.end(), pred), q.end());
     it = q.empty() ? steers_.erase(it) : std::next(it);
   }
 }
 
+void SteeringBook::withdraw(std::string_view ns, std::string_view pod_name) {
+  erase_where([&](const Steer& s) { return s.ns == ns && s.pod_name == pod_name; });
+}
+
 void SteeringBook::drop_drain(std::string_view node) {
-  for (auto it = steers_.begin(); it != steers_.end();) {
-    auto& q = it->second;
-    q.erase(std::remove_if(q.begin(), q.end(), [&](const Steer& s) { return s.drained_node == node; }), q.end());
-    it = q.empty() ? steers_.erase(it) : std::next(it);
-  }
+  erase_where([&](const Steer& s) { return s.drained_node == node; });
 }
 
 std::optional<Steer> SteeringBook::take(std::string_view ns, std::string_view controller_uid, std::string_view controller_kind,

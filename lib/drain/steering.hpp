@@ -13,6 +13,7 @@
 #include "core/time.hpp"
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -57,6 +58,8 @@ class SteeringBook {
   size_t size() const;
 
  private:
+  void erase_where(const std::function<bool(const Steer&)>& pred);
+
   // By "namespace/controller uid", in the order the evictions were made.
   std::map<std::string, std::deque<Steer>, std::less<>> steers_;
 };
