@@ -19,7 +19,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <ostream>
+#include <tuple>
 
 namespace spotshift::op {
 
@@ -55,6 +57,14 @@ struct RunFlags {
   std::string webhook_cert_dir;
   std::string webhook_leader_pod;
 };
+
+// "namespace/name", split; nothing unless both parts are there.
+std::optional<std::pair<std::string, std::string>> namespaced_name(std::string_view v) {
+  const size_t slash = v.find('/');
+  if (slash == std::string_view::npos || slash == 0 || slash + 1 == v.size() || v.find('/', slash + 1) != std::string_view::npos)
+    return std::nullopt;
+  return std::pair{std::string(v.substr(0, slash)), std::string(v.substr(slash + 1))};
+}
 
 std::vector<std::string> list_flag(std::string_view v) {
   std::vector<std::string> out;
@@ -215,25 +225,23 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     WebhookOptions wo;
     wo.address = *address;
     std::string secret = !f.webhook_secret.empty() ? f.webhook_secret : fmt::format("{}/spotshift-webhook-tls", own_namespace);
-    const size_t slash = secret.find('/');
-    if (slash == std::string::npos || slash == 0 || slash + 1 == secret.size()) {
+    auto secret_name = namespaced_name(secret);
+    if (!secret_name) {
       err << "error: --webhook-secret must be namespace/name, not \"" << secret << "\"\n";
       return 2;
     }
-    wo.secret_namespace = secret.substr(0, slash);
-    wo.secret_name = secret.substr(slash + 1);
+    std::tie(wo.secret_namespace, wo.secret_name) = *secret_name;
     wo.configuration = f.webhook_configuration;
     wo.dns_names = list_flag(f.webhook_dns_names);
     wo.ip_addresses = list_flag(f.webhook_ip_addresses);
     wo.cert_dir = f.webhook_cert_dir;
     if (!f.webhook_leader_pod.empty()) {
-      const size_t pod_slash = f.webhook_leader_pod.find('/');
-      if (pod_slash == std::string::npos || pod_slash == 0 || pod_slash + 1 == f.webhook_leader_pod.size()) {
+      auto pod = namespaced_name(f.webhook_leader_pod);
+      if (!pod) {
         err << "error: --webhook-leader-pod must be namespace/name, not \"" << f.webhook_leader_pod << "\"\n";
         return 2;
       }
-      wo.pod_namespace = f.webhook_leader_pod.substr(0, pod_slash);
-      wo.pod_name = f.webhook_leader_pod.substr(pod_slash + 1);
+      std::tie(wo.pod_namespace, wo.pod_name) = *pod;
     }
     if (wo.cert_dir.empty() && wo.dns_names.empty() && wo.ip_addresses.empty()) {
       err << "error: --webhook-bind-address needs --webhook-dns-names or --webhook-ip-addresses (the names the API server "

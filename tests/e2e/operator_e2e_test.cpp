@@ -426,6 +426,18 @@ TEST_CASE("steering Preferred: each replacement gets a preferred affinity for it
 
 TEST_CASE("the webhook's certificate: made when missing, renewed when expiring or wrong, the CA kept, caBundle kept current", "[e2e]") {
   Env env;
+  // Flags that cannot work are refused before anything starts.
+  for (auto [flags, message] : {std::pair<std::string, std::string>{"--webhook-bind-address 127.0.0.1:0",
+                                                                    "error: --webhook-bind-address needs --webhook-dns-names"},
+                                {"--webhook-bind-address 127.0.0.1:0 --webhook-ip-addresses 127.0.0.1 --webhook-secret nope",
+                                 "error: --webhook-secret must be namespace/name, not \"nope\""},
+                                {"--webhook-bind-address 127.0.0.1:0 --webhook-ip-addresses 127.0.0.1 --webhook-leader-pod a/b/c",
+                                 "error: --webhook-leader-pod must be namespace/name, not \"a/b/c\""}}) {
+    auto r = run(fmt::format("{} run --kubeconfig {} {} 2>&1", SPOTSHIFT_BIN, env.kubeconfig(), flags));
+    INFO(flags << "\n" << r.output);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(message) != std::string::npos);
+  }
   auto secret_field = [&](const std::string& field) {
     auto text = base64_decode(env.kubectl(fmt::format("get secret spotshift-webhook-tls -o 'jsonpath={{.data.{}}}'", field), false));
     return text ? *text : std::string();
