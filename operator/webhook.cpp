@@ -134,24 +134,23 @@ struct WebhookServer::Impl {
     auto body = co_await client->get(secrets(), options.secret_namespace, options.secret_name);
     if (!body && !body.error().is_not_found()) co_return body.error().wrap("reading the webhook's Secret");
     std::string resource_version;
-    std::optional<Material> kept;
+    std::optional<Material> found, kept;  // what the Secret holds; that, when it is still good
     std::string why = "the Secret does not exist";
     if (body) {
       model::JsonDocument doc;
       if (model::parse_json(*body, doc)) resource_version = model::json_string(doc, {"metadata", "resourceVersion"});
       auto m = decode_secret(*body);
       if (!m) why = m.error().message;
-      else if (why = renewal_reason(*m, options, now); why.empty()) kept = std::move(*m);
+      else found = std::move(*m);
+      if (found && (why = renewal_reason(*found, options, now)).empty()) kept = found;
     }
     if (!kept) {
       Material m;
       // Keep a good CA: the webhook configuration's caBundle need not change for a new certificate.
       std::optional<kube::CertificateAuthority> ca;
-      if (body) {
-        if (auto old = decode_secret(*body)) {
-          auto expiry = kube::certificate_expiry(old->ca.cert_pem);
-          if (auto c = kube::CertificateAuthority::from_pair(old->ca); c && expiry && *expiry - now >= kCaRenewBefore) ca = std::move(*c);
-        }
+      if (found) {
+        auto expiry = kube::certificate_expiry(found->ca.cert_pem);
+        if (auto c = kube::CertificateAuthority::from_pair(found->ca); c && expiry && *expiry - now >= kCaRenewBefore) ca = std::move(*c);
       }
       if (!ca) {
         auto made = kube::CertificateAuthority::create("spotshift-webhook-ca", kCaValidity);
