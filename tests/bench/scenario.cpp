@@ -76,7 +76,10 @@ void write_pod_spec(std::string& out, const PodSpec& p) {
                  R"("containers":[{{"name":"app","image":"registry.example/{0}:1","resources":{{"requests":{{)"
                  R"("cpu":"{1}","memory":"{2}Mi")",
                  p.app, cpu_text(p.cpu_milli), p.memory_mib);
-  if (p.gpu_milli) fmt::format_to(std::back_inserter(out), R"(,"alibabacloud.com/gpu-milli":"{}")", p.gpu_milli);
+  // An extended resource's limit must equal its request (the API server refuses a pod without it).
+  if (p.gpu_milli)
+    fmt::format_to(std::back_inserter(out), R"(,"alibabacloud.com/gpu-milli":"{0}"}},"limits":{{"alibabacloud.com/gpu-milli":"{0}")",
+                   p.gpu_milli);
   out += R"(}}}],"tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300},)"
          R"({"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":300}])";
   if (p.constraint == 1)

@@ -44,7 +44,7 @@ spec:
     metadata: {{labels: {{app: {0}}}}}
     spec:
       containers:
-      - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}}}}}
+      - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}, limits: {{example.com/gpu: "{3}"}}}}}}
 ---
 apiVersion: v1
 kind: Pod
@@ -57,7 +57,7 @@ metadata:
 spec:
   nodeName: {4}
   containers:
-  - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}}}}}
+  - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}, limits: {{example.com/gpu: "{3}"}}}}}}
 )",
                        app, id, cpu, gpus, node);
   };

@@ -95,6 +95,30 @@ Result<void> check_quantities(const ResourceType& rt, std::string_view name, con
                               fmt::format("Invalid value: \"{}\": {}", text, q.error().message)});
         }
       }
+      // Extended resources and hugepages cannot be overcommitted: a request needs a limit, and
+      // the two must be equal (the API server's validateResourceRequirements).
+      const Value* requests = json_path((*cs)[i], {"resources", "requests"});
+      const Value* limits = json_path((*cs)[i], {"resources", "limits"});
+      if (!requests || !requests->IsObject()) continue;
+      for (auto it = requests->MemberBegin(); it != requests->MemberEnd(); ++it) {
+        std::string_view resource(it->name.GetString(), it->name.GetStringLength());
+        const bool native = resource.find('/') == std::string_view::npos || resource.find("kubernetes.io/") != std::string_view::npos;
+        if (native && !resource.starts_with("hugepages-")) continue;
+        const Value* limit = limits && limits->IsObject() ? json_member(*limits, resource) : nullptr;
+        if (!limit) {
+          causes.push_back({"FieldValueRequired", fmt::format("spec.{}[{}].resources.limits", list, i),
+                            "Required value: Limit must be set for non overcommitable resources"});
+          continue;
+        }
+        std::string request_text = it->value.IsString() ? it->value.GetString() : to_json(it->value);
+        std::string limit_text = limit->IsString() ? limit->GetString() : to_json(*limit);
+        auto rq = model::Quantity::parse(request_text);
+        auto lq = model::Quantity::parse(limit_text);
+        if (rq && lq && *rq != *lq)
+          causes.push_back(
+              {"FieldValueInvalid", fmt::format("spec.{}[{}].resources.requests", list, i),
+               fmt::format("Invalid value: \"{}\": must be equal to {} limit of {}", rq->to_string(), resource, lq->to_string())});
+      }
     }
   }
   if (!causes.empty()) return Cluster::invalid(rt, name, std::move(causes));

@@ -101,7 +101,10 @@ class PodBuilder {
     for (int p : ports_) ports += fmt::format("{}{{\"containerPort\":{},\"hostPort\":{}}}", ports.empty() ? "" : ",", p, p);
     for (const auto& c : pvcs_)
       vols += fmt::format("{}{{\"name\":\"{}\",\"persistentVolumeClaim\":{{\"claimName\":\"{}\"}}}}", vols.empty() ? "" : ",", c, c);
-    std::string resources = best_effort_ ? "{}" : fmt::format(R"({{"requests":{{"cpu":"{}","memory":"{}"{}}}}})", cpu_, memory_, scalars);
+    // Extended resources and hugepages are never overcommitted: their limit is their request.
+    std::string limits = scalars.empty() ? "" : fmt::format(R"(,"limits":{{{}}})", scalars.substr(1));
+    std::string resources =
+        best_effort_ ? "{}" : fmt::format(R"({{"requests":{{"cpu":"{}","memory":"{}"{}}}{}}})", cpu_, memory_, scalars, limits);
     std::string conditions;
     if (phase_ == "Running" && ready_) conditions = R"({"type":"Ready","status":"True"})";
     if (unschedulable_) conditions = R"({"type":"PodScheduled","status":"False","reason":"Unschedulable"})";
