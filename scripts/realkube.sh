@@ -14,9 +14,13 @@
 # A nodes file is YAML (several documents) or a JSON List such as `kubectl get ... -o json`
 # writes, like kubesim's --scenario. Nodes are created as kwok's fake nodes (Ready, kept alive by
 # kwok, their pods Running and Ready shortly after binding). Pods that name a node keep it; the
-# workloads (ReplicaSets, Deployments, StatefulSets, DaemonSets, Jobs) are created after their pods,
-# so their controllers adopt them, as a controller adopts orphans it selects. uids,
-# resourceVersions and ownerReferences in the file are dropped: the API server assigns them.
+# namespaces the objects name are created when the file does not hold them. `load` creates the
+# workloads (ReplicaSets, Deployments, StatefulSets, DaemonSets, Jobs) after their pods, so their
+# controllers adopt them, as a controller adopts orphans it selects, and waits until they have.
+# `start` loads its files before the ReplicaSet, StatefulSet and DaemonSet controllers run: those
+# workloads first, then their pods with ownerReferences to them (adoption takes minutes for
+# thousands of pods). uids and resourceVersions in the file are dropped: the API server assigns
+# them.
 #
 # Every process listens on 127.0.0.1 only, on ports picked free at start.
 set -Eeuo pipefail
@@ -106,6 +110,31 @@ wait_for() {
 
 kubectl_() { "$bin/kubectl" --kubeconfig "$dir/kubeconfig" --cache-dir "$dir/kubectl-cache" "$@"; }
 
+# start_controller_manager CONTROLLERS: kube-controller-manager with those controllers.
+start_controller_manager() {
+  local pki="$dir/pki"
+  start_proc kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig "$dir/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
+    --controllers "$1" \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+    --concurrent-gc-syncs 5
+}
+
+# wait_gone NAME SECONDS: waits until the process started as NAME has exited.
+wait_gone() {
+  local pid deadline=$(( $(date +%s) + $2 ))
+  pid=$(cat "$dir/pids/$1")
+  while kill -0 "$pid" 2>/dev/null; do
+    [ "$(date +%s)" -lt "$deadline" ] || { kill -KILL "$pid" 2>/dev/null || true; break; }
+    sleep 0.1
+  done
+}
+
 cmd_start() {
   "$here/kube-tools.sh" check
   mkdir -p "$dir"
@@ -173,16 +202,8 @@ EOF
     --audit-log-mode blocking
   wait_for kube-apiserver 60 curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$server/readyz"
 
-  start_proc kube-controller-manager "$bin/kube-controller-manager" \
-    --kubeconfig "$dir/controller-manager.kubeconfig" \
-    --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
-    --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port 0 --leader-elect=false \
-    --controllers '*,-nodeipam' \
-    --use-service-account-credentials=true \
-    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
-    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
-    --concurrent-gc-syncs 5
+  # With files to load, the workload controllers wait until the file is in (below).
+  start_controller_manager "*,-nodeipam${1:+,-replicaset-controller,-daemonset-controller,-statefulset-controller}"
   start_proc kube-scheduler "$bin/kube-scheduler" \
     --kubeconfig "$dir/scheduler.kubeconfig" \
     --authentication-kubeconfig "$dir/scheduler.kubeconfig" \
@@ -199,7 +220,18 @@ EOF
   local elapsed
   elapsed=$(python3 -c "import time;print(f'{time.time()-$started:.1f}')")
   log "Kubernetes $KUBERNETES_VERSION up in ${elapsed}s: kubeconfig $dir/kubeconfig, server $server"
-  [ $# -eq 0 ] || cmd_load "$@"
+  if [ $# -gt 0 ]; then
+    # A controller adopts the orphans it selects one sync at a time, a few per second, which for a
+    # file of thousands of pods is many minutes. So while the workload controllers are off, the
+    # workloads are created first and their pods with ownerReferences to them; then the
+    # controllers start and find their pods in place.
+    owners=1 cmd_load "$@"
+    kill -TERM "$(cat "$dir/pids/kube-controller-manager")"
+    wait_gone kube-controller-manager 30
+    start_controller_manager '*,-nodeipam'
+    elapsed=$(python3 -c "import time;print(f'{time.time()-$started:.1f}')")
+    log "loaded and the controllers restarted at ${elapsed}s"
+  fi
   trap - ERR
 }
 
@@ -213,14 +245,14 @@ cmd_load() {
     lists+=("$dir/load-$(basename "$f").json")
     kubectl_ create --dry-run=client -o json -f "$f" >"${lists[-1]}"
   done
-  rm -f "$dir"/load-phase-*.json
-  local count
-  count=$(python3 - "$dir/load" "${lists[@]}" <<'PY'
+  rm -f "$dir"/load-phase-*.json "$dir"/load-namespaces.json
+  local counts count owned
+  counts=$(python3 - "$dir/load" "${owners:-0}" "${lists[@]}" <<'PY'
 import json, sys
-out = sys.argv[1]
+out, owners = sys.argv[1], sys.argv[2] == "1"
 items = []
 dec = json.JSONDecoder()
-for path in sys.argv[2:]:
+for path in sys.argv[3:]:
     text, pos = open(path).read(), 0
     # kubectl prints one JSON object per document, one after another.
     while True:
@@ -234,10 +266,29 @@ order = {"Namespace": 0, "CustomResourceDefinition": 0, "Node": 1, "PriorityClas
          "StorageClass": 1, "PersistentVolume": 2, "PersistentVolumeClaim": 3, "ConfigMap": 3,
          "Secret": 3, "ServiceAccount": 3, "PodDisruptionBudget": 4, "Pod": 5}
 phases = [[] for _ in range(7)]
+# Pods whose controller is a ReplicaSet, StatefulSet or DaemonSet of the file: the load waits
+# until their controllers have them. With owners (the workload controllers off), those workloads
+# are created before the pods (phase 5, the pods 6) and the pods keep that ownerReference, its uid
+# filled in once the workload exists.
+controllers = ("ReplicaSet", "StatefulSet", "DaemonSet")
+workloads = {(o.get("kind"), o.get("metadata", {}).get("namespace") or "default", o.get("metadata", {}).get("name"))
+             for o in items if o.get("kind") in controllers}
+def controller_ref(o):
+    for r in o.get("metadata", {}).get("ownerReferences") or []:
+        if r.get("controller") and (r.get("kind"), o["metadata"].get("namespace") or "default", r.get("name")) in workloads:
+            return {k: r[k] for k in ("apiVersion", "kind", "name", "controller", "blockOwnerDeletion") if k in r}
+    return None
+owned = 0
+if owners:
+    order.update({k: 5 for k in controllers}, Pod=6)
 for o in items:
     meta = o.setdefault("metadata", {})
+    ref = controller_ref(o) if o.get("kind") == "Pod" else None
+    owned += ref is not None
     for k in ("uid", "resourceVersion", "creationTimestamp", "ownerReferences", "managedFields", "generation"):
         meta.pop(k, None)
+    if owners and ref:
+        meta["ownerReferences"] = [ref]
     kind = o.get("kind")
     if kind == "Node":
         meta.setdefault("annotations", {})["kwok.x-k8s.io/node"] = "fake"
@@ -246,29 +297,71 @@ for o in items:
         o["status"] = {k: v for k, v in st.items() if k in ("capacity", "allocatable")}
     elif kind == "Pod":
         o.pop("status", None)
-    elif kind == "StatefulSet":
-        # Adopted pods carry no revision of the controller's: a rolling update strategy would
+    elif kind in ("StatefulSet", "DaemonSet"):
+        # The file's pods carry no revision of the controller's: a rolling update strategy would
         # replace them at once. OnDelete keeps the file's pods where the file put them.
         o.setdefault("spec", {})["updateStrategy"] = {"type": "OnDelete"}
         o.pop("status", None)
-    elif kind not in order:
+    else:
         o.pop("status", None)
     phases[order.get(kind, 6)].append(o)
-# One List per phase that has objects (load-phase-N.json), and the number of objects.
+# The namespaces the objects name but the file does not hold (a `kubectl get nodes,pods -A`
+# snapshot has none): created as they are, as kubesim does (load-namespaces.json, applied, so a
+# second load of the same namespace is no error).
+system = {"default", "kube-system", "kube-public", "kube-node-lease"}
+held = {o["metadata"].get("name") for o in phases[0] if o.get("kind") == "Namespace"}
+implied = sorted({o["metadata"]["namespace"] for o in items if o["metadata"].get("namespace")} - held - system)
+if implied:
+    with open(f"{out}-namespaces.json", "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "List",
+                   "items": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}} for n in implied]}, f)
+# One List per phase that has objects (load-phase-N-M.json), a phase of many objects in four
+# parts that are created at once, and the number of objects.
 for i, p in enumerate(phases):
-    if p:
-        with open(f"{out}-phase-{i}.json", "w") as f:
-            json.dump({"apiVersion": "v1", "kind": "List", "items": p}, f)
-print(len(items))
+    parts = 4 if len(p) > 1000 else 1
+    for m in range(parts):
+        part = p[m::parts]
+        if part:
+            with open(f"{out}-phase-{i}-{m}.json", "w") as f:
+                json.dump({"apiVersion": "v1", "kind": "List", "items": part}, f)
+print(len(items), owned)
 PY
   )
+  read -r count owned <<<"$counts"
   # In order: namespaces before what enters them, nodes before the pods bound to them, pods
-  # before the workloads that adopt them.
-  local f
-  for f in "$dir"/load-phase-*.json; do
-    [ -e "$f" ] || continue
-    kubectl_ create -f "$f" >/dev/null
+  # before the workloads that adopt them. A phase's parts are created side by side (one kubectl
+  # creates one object at a time).
+  [ ! -e "$dir/load-namespaces.json" ] || kubectl_ apply -f "$dir/load-namespaces.json" >/dev/null
+  local phase part failed=0
+  for phase in 0 1 2 3 4 5 6; do
+    local pids=()
+    for part in "$dir"/load-phase-"$phase"-*.json; do
+      [ -e "$part" ] || continue
+      # Not the start's ERR trap: a failed create here is reported below, it stops nothing.
+      ( trap - ERR; kubectl_ create -f "$part" >/dev/null ) &
+      pids+=($!)
+    done
+    for part in "${pids[@]}"; do wait "$part" || failed=1; done
+    [ $failed -eq 0 ] || { log "loading $* failed: kubectl's messages above"; exit 1; }
+    if [ "${owners:-0}" = 1 ] && [ "$phase" = 5 ] && ls "$dir"/load-phase-6-*.json >/dev/null 2>&1; then
+      kubectl_ get replicasets,statefulsets,daemonsets -A -o json >"$dir/load-workloads.json"
+      python3 - "$dir/load-workloads.json" "$dir"/load-phase-6-*.json <<'PY'
+import json, sys
+uids = {(w["kind"], w["metadata"]["namespace"], w["metadata"]["name"]): w["metadata"]["uid"]
+        for w in json.load(open(sys.argv[1]))["items"]}
+for path in sys.argv[2:]:
+    part = json.load(open(path))
+    for o in part["items"]:
+        for r in o["metadata"].get("ownerReferences", []):
+            r["uid"] = uids[(r["kind"], o["metadata"].get("namespace") or "default", r["name"])]
+    json.dump(part, open(path, "w"))
+PY
+    fi
   done
+  # A controller adopts the orphans it selects as it syncs: with thousands of workloads that takes a
+  # while, and until then the pods have no controller (a drain would not move them).
+  [ "$owned" -eq 0 ] || wait_for "the workloads' adoption of their $owned pods" 600 sh -c \
+    "[ \$('$bin/kubectl' --kubeconfig '$dir/kubeconfig' get pods -A -o jsonpath='{range .items[*]}{.metadata.ownerReferences[?(@.controller==true)].kind}{\"\\n\"}{end}' | grep -c .) -ge $owned ]"
   log "loaded $* ($count objects)"
 }
 

@@ -714,6 +714,22 @@ TEST_CASE("a suspended policy plans but starts no drain until it is resumed", "[
   CHECK(env.status("default", {"mode"}) == "Active");
 }
 
+// A `kubectl get nodes,pods -A -o json` snapshot holds no Namespace objects: the scenario's pods
+// load into the namespaces they name, on both backends.
+TEST_CASE("a scenario's pods load into a namespace it does not declare", "[e2e]") {
+  Env env(R"(
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: lone, namespace: undeclared}
+spec:
+  nodeName: spot-1
+  containers: [{name: c, image: x, resources: {requests: {cpu: 100m}}}]
+)");
+  CHECK(env.kubectl("get pod lone -n undeclared -o jsonpath={.spec.nodeName}") == "spot-1");
+  CHECK(env.kubectl("get namespace undeclared -o jsonpath={.status.phase}") == "Active");
+}
+
 TEST_CASE("kubectl drain evicts through the Eviction API, a budget holds it back, and kubectl events tells", "[e2e]") {
   Env env;
   // ondemand-1 holds web (budget-covered: one disruption allowed) and api.
