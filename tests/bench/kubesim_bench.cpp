@@ -5,8 +5,10 @@
 //                               new plan, and to the operator's first eviction request
 //   kubesim_bench realized   g. realized drains: the operator on an openb cluster made live until it
 //                               stops draining; on-demand nodes really emptied against the first
-//                               plan's drainable ones, where the replacements went, Pending pods
-//                               (--seeds, --variants, --profiles, --steering, --max-minutes; --help)
+//                               plan's drainable ones, where the replacements went, Pending pods;
+//                               on kubesim or on the real control plane (scripts/realkube.sh)
+//                               (--seeds, --variants, --profiles, --steering, --backends,
+//                               --max-minutes; --help)
 //
 // With no argument it runs all three. Each figure is one JSON line: {"name","value","unit","goal"};
 // details go to stderr.
@@ -317,6 +319,7 @@ struct RealizedCase {
   bench::OpenbOptions scenario;
   bool packing = false;
   bool steering = false;  // spec.steering Preferred, the operator serving the webhook
+  bool real = false;      // the real control plane (scripts/realkube.sh): kube-scheduler places the replacements
 };
 
 struct RealizedResult {
@@ -329,6 +332,7 @@ struct RealizedResult {
   double steered = 0;  // pods the steering webhook steered
   double seconds = 0;
   bool stopped = false;  // stopped draining within the time limit
+  std::string blocked;   // why the policy drains no more, when its Blocked condition says
 };
 
 std::string realized_policy(bool packing, bool steering) {
@@ -341,19 +345,141 @@ std::string realized_policy(bool packing, bool steering) {
   return "apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata: {name: default}\nspec:\n" + spec;
 }
 
+// The cluster's nodes and pods as JSON objects, from either backend.
+struct ClusterObjects {
+  std::vector<const rapidjson::Value*> nodes, pods;
+};
+
 // The nodes with the pods that are not DaemonSet pods, of the nodes labelled as on-demand.
-std::map<std::string, int> workload_pods_on_demand(kubesim::Cluster& c) {
+std::map<std::string, int> workload_pods_on_demand(const ClusterObjects& c) {
   std::map<std::string, int> out;
-  for (const auto& [key, node] : c.store().objects(*c.registry().nodes()))
-    if (kubesim::json_path(node->doc, {"metadata", "labels", "node-role.kubernetes.io/worker"})) out[key] = 0;
-  for (const auto& [key, pod] : c.store().objects(*c.registry().pods())) {
-    std::string_view phase = kubesim::json_string(pod->doc, {"status", "phase"});
-    if (phase == "Succeeded" || phase == "Failed" || key.starts_with("kube-system/node-agent-")) continue;
-    auto it = out.find(std::string(kubesim::json_string(pod->doc, {"spec", "nodeName"})));
+  for (const auto* node : c.nodes)
+    if (model::json_path(*node, {"metadata", "labels", "node-role.kubernetes.io/worker"}))
+      out[std::string(model::json_string(*node, {"metadata", "name"}))] = 0;
+  for (const auto* pod : c.pods) {
+    std::string_view phase = model::json_string(*pod, {"status", "phase"});
+    if (phase == "Succeeded" || phase == "Failed" || model::json_string(*pod, {"metadata", "name"}).starts_with("node-agent-")) continue;
+    auto it = out.find(std::string(model::json_string(*pod, {"spec", "nodeName"})));
     if (it != out.end()) ++it->second;
   }
   return out;
 }
+
+int pending_pods(const ClusterObjects& c) {
+  return static_cast<int>(std::count_if(c.pods.begin(), c.pods.end(), [](const rapidjson::Value* pod) {
+    return model::json_string(*pod, {"spec", "nodeName"}).empty() && model::json_string(*pod, {"status", "phase"}) == "Pending";
+  }));
+}
+
+// The cluster a realized run drains: kubesim in this process, or the real control plane that
+// scripts/realkube.sh starts (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok's
+// fake nodes), both loaded from the scenario file the first plan read (DIR/cluster.json).
+class RealizedCluster {
+ public:
+  RealizedCluster(bool real, const testing::TempDir& dir, std::string scenario) : real_(real), dir_(dir) {
+    if (real_) {
+      auto check = testing::run(fmt::format("{}/scripts/kube-tools.sh check 2>&1", SOURCE_ROOT));
+      if (check.status != 0) fail("the real control plane's components are not built (scripts/kube-tools.sh build): " + check.output);
+      const auto t0 = clock_type::now();
+      auto r = testing::run(
+          fmt::format("{}/scripts/realkube.sh start {} {} 2>&1", SOURCE_ROOT, dir_.file("realkube"), dir_.file("cluster.json")));
+      started_ = true;
+      if (r.status != 0) fail("scripts/realkube.sh start: " + r.output);
+      kubeconfig_ = dir_.file("realkube/kubeconfig");
+      // kwok reports the loaded pods Running over a while: the run starts once none is Pending.
+      for (int i = 0; i < 600; ++i) {
+        auto c = objects();
+        if (!c.pods.empty() && pending_pods(c) == 0) break;
+        std::this_thread::sleep_for(1s);
+      }
+      std::fprintf(stderr, "realized: the real control plane started, loaded and running in %.0f s\n",
+                   std::chrono::duration<double>(clock_type::now() - t0).count());
+      return;
+    }
+    kubesim::SimulatorOptions o;
+    o.scenario_text = std::move(scenario);
+    o.cluster.kubelet_start_delay = 100ms;
+    o.cluster.termination_cap = 200ms;
+    sim_ = std::make_unique<kubesim::Simulator>(o);
+    if (auto r = sim_->start(); !r) fail(r.error().message);
+    if (auto r = sim_->write_kubeconfig(dir_.file("kubeconfig")); !r) fail(r.error().message);
+    kubeconfig_ = dir_.file("kubeconfig");
+  }
+  ~RealizedCluster() {
+    if (started_) testing::run(fmt::format("{}/scripts/realkube.sh stop {} >/dev/null 2>&1", SOURCE_ROOT, dir_.file("realkube")));
+  }
+  RealizedCluster(const RealizedCluster&) = delete;
+  RealizedCluster& operator=(const RealizedCluster&) = delete;
+
+  const std::string& kubeconfig() const { return kubeconfig_; }
+
+  // Calls f with the cluster's nodes and pods.
+  template <class F>
+  void with_objects(F&& f) {
+    if (real_) {
+      f(objects());
+      return;
+    }
+    sim_->run([&](kubesim::Cluster& c) {
+      ClusterObjects objs;
+      for (const auto& [key, node] : c.store().objects(*c.registry().nodes())) objs.nodes.push_back(&node->doc);
+      for (const auto& [key, pod] : c.store().objects(*c.registry().pods())) objs.pods.push_back(&pod->doc);
+      f(objs);
+    });
+  }
+
+  // The policy's progress, read from its status.
+  struct Progress {
+    bool planned = false;   // the status holds a plan
+    bool draining = false;  // a drain runs
+    std::string drains;     // changes when a drain starts or ends
+    std::string blocked;    // the Blocked condition's reason and message, when it is True
+  };
+  Progress progress() {
+    Progress out;
+    auto read = [&](const rapidjson::Value& policy) {
+      out.planned = model::json_path(policy, {"status", "drainableNodes"}) != nullptr;
+      out.draining = !model::json_string(policy, {"status", "currentDrain", "node"}).empty();
+      out.drains = fmt::format("{} {}", model::json_int(policy, {"status", "nodesDrainedTotal"}).value_or(0),
+                               model::json_string(policy, {"status", "lastDrain", "startedAt"}));
+      if (const auto* conditions = model::json_path(policy, {"status", "conditions"}); conditions && conditions->IsArray())
+        for (const auto& c : conditions->GetArray())
+          if (model::json_string(c, {"type"}) == "Blocked" && model::json_string(c, {"status"}) == "True")
+            out.blocked = fmt::format("{}: {}", model::json_string(c, {"reason"}), model::json_string(c, {"message"}));
+    };
+    if (real_) {
+      auto r = testing::run(fmt::format("kubectl --kubeconfig {} get reschedulepolicies default -o json 2>/dev/null", kubeconfig_));
+      doc_.Parse(r.output.c_str(), r.output.size());
+      if (r.status == 0 && !doc_.HasParseError() && doc_.IsObject()) read(doc_);
+      return out;
+    }
+    sim_->run([&](kubesim::Cluster& c) {
+      if (const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies"))
+        for (const auto& [k, obj] : c.store().objects(*rt)) read(obj->doc);
+    });
+    return out;
+  }
+
+ private:
+  // The real cluster's nodes and pods, read with kubectl (valid until the next read).
+  ClusterObjects objects() {
+    auto r = testing::run(fmt::format("kubectl --kubeconfig {} get nodes,pods -A -o json 2>&1", kubeconfig_));
+    if (r.status != 0) fail("kubectl get nodes,pods: " + r.output);
+    doc_.Parse(r.output.c_str(), r.output.size());
+    if (doc_.HasParseError() || !doc_.IsObject() || !doc_.HasMember("items")) fail("kubectl get nodes,pods: no List");
+    ClusterObjects out;
+    for (const auto& item : doc_["items"].GetArray())
+      (model::json_string(item, {"kind"}) == "Node" ? out.nodes : out.pods).push_back(&item);
+    return out;
+  }
+
+  bool real_;
+  const testing::TempDir& dir_;
+  bool started_ = false;
+  std::string kubeconfig_;
+  std::unique_ptr<kubesim::Simulator> sim_;
+  rapidjson::Document doc_;
+};
 
 RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) {
   auto scenario = bench::openb_cluster(rc.scenario);
@@ -373,17 +499,11 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   out.drainable = static_cast<int>(doc["drainableNodes"].Size());
   out.planned_moves = doc.HasMember("summary") ? doc["summary"]["podsToMove"].GetInt() : 0;
 
-  kubesim::SimulatorOptions o;
-  o.scenario_text = std::move(*scenario);
-  o.cluster.kubelet_start_delay = 100ms;
-  o.cluster.termination_cap = 200ms;
-  kubesim::Simulator sim(o);
-  if (auto r = sim.start(); !r) fail(r.error().message);
-  if (auto r = sim.write_kubeconfig(dir.file("kubeconfig")); !r) fail(r.error().message);
+  RealizedCluster cluster(rc.real, dir, std::move(*scenario));
   std::map<std::string, int> at_start;
-  sim.run([&](kubesim::Cluster& c) { at_start = workload_pods_on_demand(c); });
+  cluster.with_objects([&](const ClusterObjects& c) { at_start = workload_pods_on_demand(c); });
   auto kubectl = [&](const std::string& args) {
-    auto r = testing::run(fmt::format("kubectl --kubeconfig {} {}", dir.file("kubeconfig"), args));
+    auto r = testing::run(fmt::format("kubectl --kubeconfig {} {}", cluster.kubeconfig(), args));
     if (r.status != 0) fail("kubectl " + args + ": " + r.output);
   };
   kubectl(fmt::format("apply -f {}/crds/reschedulepolicies.spotshift.io.yaml", SOURCE_ROOT));
@@ -392,7 +512,7 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   auto pid =
       testing::run(fmt::format("{} run --kubeconfig {} --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 {} "
                                ">{} 2>&1 & echo $!",
-                               SPOTSHIFT_BIN, dir.file("kubeconfig"), webhook, log));
+                               SPOTSHIFT_BIN, cluster.kubeconfig(), webhook, log));
   const std::string operator_pid(trim(pid.output));
   if (rc.steering) {
     // The webhook as the chart configures it, at the operator's local URL; the policy once the
@@ -408,7 +528,7 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
     kubectl("apply -f " + dir.file("webhook.yaml"));
     for (int i = 0; i < 100 && testing::run(fmt::format("kubectl --kubeconfig {} get mutatingwebhookconfiguration spotshift-steering -o "
                                                         "jsonpath={{.webhooks[0].clientConfig.caBundle}}",
-                                                        dir.file("kubeconfig")))
+                                                        cluster.kubeconfig()))
                                    .output.empty();
          ++i)
       std::this_thread::sleep_for(100ms);
@@ -416,23 +536,16 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   kubectl("apply -f " + dir.file("policy.yaml"));
   const auto started = clock_type::now();
 
-  // Until it stops draining: no drain in progress and none started for 15 s (fifteen drain
-  // delays), or the time limit.
-  std::string progress, last_progress;
+  // Until it stops draining: a plan in the status, no drain in progress and none started for
+  // 15 s (fifteen drain delays), or the time limit.
+  RealizedCluster::Progress progress;
+  std::string last_drains;
   auto quiet_since = clock_type::now();
   for (;;) {
     std::this_thread::sleep_for(500ms);
-    bool draining = false;
-    sim.run([&](kubesim::Cluster& c) {
-      if (const auto* rt = c.registry().find("spotshift.io", "v1alpha1", "reschedulepolicies"))
-        for (const auto& [k, obj] : c.store().objects(*rt)) {
-          draining = !kubesim::json_string(obj->doc, {"status", "currentDrain", "node"}).empty();
-          progress = fmt::format("{} {}", kubesim::json_int(obj->doc, {"status", "nodesDrainedTotal"}).value_or(0),
-                                 kubesim::json_string(obj->doc, {"status", "lastDrain", "startedAt"}));
-        }
-    });
-    if (draining || progress != last_progress) quiet_since = clock_type::now();
-    last_progress = progress;
+    progress = cluster.progress();
+    if (!progress.planned || progress.draining || progress.drains != last_drains) quiet_since = clock_type::now();
+    last_drains = progress.drains;
     if (clock_type::now() - quiet_since > 15s) {
       out.stopped = true;
       break;
@@ -440,6 +553,7 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
     if (clock_type::now() - started > limit) break;
   }
   out.seconds = std::chrono::duration<double>(clock_type::now() - started).count();
+  out.blocked = progress.blocked;
 
   std::string metrics;
   std::smatch m;
@@ -462,59 +576,63 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   out.evictions = sample(R"(spotshift_evictions_total{policy="default",result="evicted"})");
   out.succeeded = sample(R"(spotshift_drains_total{policy="default",result="succeeded"})");
   out.aborted = sample(R"(spotshift_drains_total{policy="default",result="aborted"})");
-  sim.run([&](kubesim::Cluster& c) {
+  cluster.with_objects([&](const ClusterObjects& c) {
     for (const auto& [node, pods] : workload_pods_on_demand(c))
       if (pods == 0 && at_start[node] > 0) ++out.emptied;
-    for (const auto& [key, pod] : c.store().objects(*c.registry().pods()))
-      if (kubesim::json_string(pod->doc, {"spec", "nodeName"}).empty() && kubesim::json_string(pod->doc, {"status", "phase"}) == "Pending")
-        ++out.pending_pods;
+    out.pending_pods = pending_pods(c);
   });
   return out;
 }
 
 void figure_realized(const std::vector<std::string>& args) {
   if (!testing::tool_installed("kubectl")) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
-  std::string seeds = "1", variants = "single,multi", profiles = "default,packing", steering = "off";
+  std::string seeds = "1", variants = "single,multi", profiles = "default,packing", steering = "off", backends = "kubesim";
   int minutes = 30;
-  FlagSet flags("kubesim_bench realized", "Figure g: realized drains on openb clusters in kubesim.");
+  FlagSet flags("kubesim_bench realized", "Figure g: realized drains on openb clusters.");
   flags.add_string("seeds", &seeds, "The openb scenario's seeds, comma-separated.");
   flags.add_string("variants", &variants, "single (the trace's GPU requests) and multi (half the GPU tasks ask 2 to 8 GPUs).");
   flags.add_string("profiles", &profiles, "default and packing (Fragmentation and BestFit, drainOrder ScarceResources, plan search).");
   flags.add_string("steering", &steering,
                    "off and preferred (spec.steering Preferred, the operator serving the webhook), comma-separated.");
+  flags.add_string("backends", &backends,
+                   "kubesim (its scheduler places the replacements) and real (the real control plane of scripts/realkube.sh, "
+                   "kube-scheduler's default profile, kwok's fake nodes), comma-separated.");
   flags.add_int("max-minutes", &minutes, "A run that is still draining after this long is reported as it stands.");
   if (auto code = flags.parse_command(args, std::cout, std::cerr)) std::exit(*code);
   for (auto seed : split(seeds, ','))
     for (auto variant : split(variants, ','))
       for (auto profile : split(profiles, ','))
-        for (auto steer : split(steering, ',')) {
-          RealizedCase rc;
-          rc.scenario.data_dir = bench::default_openb_dir();
-          rc.scenario.seed = std::stoull(std::string(seed));
-          rc.scenario.workloads = true;
-          if (variant == "multi") rc.scenario.multi_gpu_share = 0.5;
-          else if (variant != "single") fail(fmt::format("unknown variant \"{}\"", variant));
-          if (profile != "default" && profile != "packing") fail(fmt::format("unknown profile \"{}\"", profile));
-          rc.packing = profile == "packing";
-          if (steer != "off" && steer != "preferred") fail(fmt::format("unknown steering \"{}\"", steer));
-          rc.steering = steer == "preferred";
-          rc.name = fmt::format("openb_seed{}_{}_{}{}", seed, variant, profile, rc.steering ? "_steered" : "");
-          RealizedResult r = run_realized(rc, std::chrono::minutes(minutes));
-          const double replacements = r.planned + r.other_spot + r.not_spot + r.pending + r.missing;
-          std::fprintf(
-              stderr,
-              "realized %s: drainable in the first plan %d; on-demand nodes emptied %d (%s); replacements %.0f: on the planned "
-              "node %.0f, other spot %.0f, not spot %.0f, pending %.0f, missing %.0f; Pending at the end %d; evictions %.0f (%.2f "
-              "per emptied node; the first plan: %.2f per drainable node); drains succeeded %.0f, aborted %.0f; steered %.0f; %.0f s\n",
-              rc.name.c_str(), r.drainable, r.emptied, r.stopped ? "stopped draining" : "still draining at the time limit", replacements,
-              r.planned, r.other_spot, r.not_spot, r.pending, r.missing, r.pending_pods, r.evictions,
-              r.emptied ? r.evictions / r.emptied : 0.0, r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.succeeded, r.aborted,
-              r.steered, r.seconds);
-          bench::report("realized_drains_" + rc.name, r.drainable ? 100.0 * r.emptied / r.drainable : 100.0, "%", ">= 98 %");
-          bench::report("replacements_on_planned_node_" + rc.name, replacements ? 100.0 * r.planned / replacements : 0.0, "%",
-                        rc.steering ? "none (steered)" : "none (steering off)");
-          bench::report("pending_pods_at_end_" + rc.name, r.pending_pods, "pods", "0");
-        }
+        for (auto steer : split(steering, ','))
+          for (auto backend : split(backends, ',')) {
+            RealizedCase rc;
+            rc.scenario.data_dir = bench::default_openb_dir();
+            rc.scenario.seed = std::stoull(std::string(seed));
+            rc.scenario.workloads = true;
+            if (variant == "multi") rc.scenario.multi_gpu_share = 0.5;
+            else if (variant != "single") fail(fmt::format("unknown variant \"{}\"", variant));
+            if (profile != "default" && profile != "packing") fail(fmt::format("unknown profile \"{}\"", profile));
+            rc.packing = profile == "packing";
+            if (steer != "off" && steer != "preferred") fail(fmt::format("unknown steering \"{}\"", steer));
+            rc.steering = steer == "preferred";
+            if (backend != "kubesim" && backend != "real") fail(fmt::format("unknown backend \"{}\"", backend));
+            rc.real = backend == "real";
+            rc.name = fmt::format("openb_seed{}_{}_{}{}{}", seed, variant, profile, rc.steering ? "_steered" : "", rc.real ? "_real" : "");
+            RealizedResult r = run_realized(rc, std::chrono::minutes(minutes));
+            const double replacements = r.planned + r.other_spot + r.not_spot + r.pending + r.missing;
+            std::fprintf(
+                stderr,
+                "realized %s: drainable in the first plan %d; on-demand nodes emptied %d (%s); replacements %.0f: on the planned "
+                "node %.0f, other spot %.0f, not spot %.0f, pending %.0f, missing %.0f; Pending at the end %d; evictions %.0f (%.2f "
+                "per emptied node; the first plan: %.2f per drainable node); drains succeeded %.0f, aborted %.0f; steered %.0f; %.0f s%s%s\n",
+                rc.name.c_str(), r.drainable, r.emptied, r.stopped ? "stopped draining" : "still draining at the time limit", replacements,
+                r.planned, r.other_spot, r.not_spot, r.pending, r.missing, r.pending_pods, r.evictions,
+                r.emptied ? r.evictions / r.emptied : 0.0, r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.succeeded,
+                r.aborted, r.steered, r.seconds, r.blocked.empty() ? "" : "; blocked at the end: ", r.blocked.c_str());
+            bench::report("realized_drains_" + rc.name, r.drainable ? 100.0 * r.emptied / r.drainable : 100.0, "%", ">= 98 %");
+            bench::report("replacements_on_planned_node_" + rc.name, replacements ? 100.0 * r.planned / replacements : 0.0, "%",
+                          rc.steering ? "none (steered)" : "none (steering off)");
+            bench::report("pending_pods_at_end_" + rc.name, r.pending_pods, "pods", "0");
+          }
 }
 
 }  // namespace
