@@ -329,8 +329,8 @@ PY
   )
   read -r count owned <<<"$counts"
   # In order: namespaces before what enters them, nodes before the pods bound to them, pods
-  # before the workloads that adopt them. A phase's parts are created side by side (one kubectl
-  # creates one object at a time).
+  # before the workloads that adopt them (with owners, the workloads before their pods). A
+  # phase's parts are created side by side (one kubectl creates one object at a time).
   [ ! -e "$dir/load-namespaces.json" ] || kubectl_ apply -f "$dir/load-namespaces.json" >/dev/null
   local phase part failed=0
   for phase in 0 1 2 3 4 5 6; do
