@@ -47,8 +47,12 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
+// Run before a failure exits (std::exit runs no destructors): stops a real control plane.
+std::string g_on_failure;
+
 [[noreturn]] void fail(const std::string& what) {
   std::fprintf(stderr, "kubesim_bench: %s\n", what.c_str());
+  if (!g_on_failure.empty()) testing::run(g_on_failure);
   std::exit(1);
 }
 
@@ -381,6 +385,7 @@ class RealizedCluster {
       auto check = testing::run(fmt::format("{}/scripts/kube-tools.sh check 2>&1", SOURCE_ROOT));
       if (check.status != 0) fail("the real control plane's components are not built (scripts/kube-tools.sh build): " + check.output);
       const auto t0 = clock_type::now();
+      g_on_failure = stop_command();
       auto r = testing::run(
           fmt::format("{}/scripts/realkube.sh start {} {} 2>&1", SOURCE_ROOT, dir_.file("realkube"), dir_.file("cluster.json")));
       started_ = true;
@@ -406,7 +411,8 @@ class RealizedCluster {
     kubeconfig_ = dir_.file("kubeconfig");
   }
   ~RealizedCluster() {
-    if (started_) testing::run(fmt::format("{}/scripts/realkube.sh stop {} >/dev/null 2>&1", SOURCE_ROOT, dir_.file("realkube")));
+    if (started_) testing::run(stop_command());
+    g_on_failure.clear();
   }
   RealizedCluster(const RealizedCluster&) = delete;
   RealizedCluster& operator=(const RealizedCluster&) = delete;
@@ -461,6 +467,10 @@ class RealizedCluster {
   }
 
  private:
+  std::string stop_command() const {
+    return fmt::format("{}/scripts/realkube.sh stop {} >/dev/null 2>&1", SOURCE_ROOT, dir_.file("realkube"));
+  }
+
   // The real cluster's nodes and pods, read with kubectl (valid until the next read).
   ClusterObjects objects() {
     auto r = testing::run(fmt::format("kubectl --kubeconfig {} get nodes,pods -A -o json 2>&1", kubeconfig_));
