@@ -81,6 +81,8 @@ void strip_mutable_pod_fields(Value& spec) {
 
 Result<void> check_quantities(const ResourceType& rt, std::string_view name, const Value& spec) {
   std::vector<StatusCause> causes;
+  // A quantity as written: a string, or a bare number.
+  auto text_of = [](const Value& v) { return v.IsString() ? std::string(v.GetString()) : to_json(v); };
   for (const char* list : {"containers", "initContainers"}) {
     const Value* cs = json_member(spec, list);
     if (!cs || !cs->IsArray()) continue;
@@ -89,7 +91,7 @@ Result<void> check_quantities(const ResourceType& rt, std::string_view name, con
         const Value* rl = json_path((*cs)[i], {"resources", kind});
         if (!rl || !rl->IsObject()) continue;
         for (auto it = rl->MemberBegin(); it != rl->MemberEnd(); ++it) {
-          std::string text = it->value.IsString() ? it->value.GetString() : to_json(it->value);
+          std::string text = text_of(it->value);
           if (auto q = model::Quantity::parse(text); !q)
             causes.push_back({"FieldValueInvalid", fmt::format("spec.{}[{}].resources.{}[{}]", list, i, kind, it->name.GetString()),
                               fmt::format("Invalid value: \"{}\": {}", text, q.error().message)});
@@ -110,10 +112,8 @@ Result<void> check_quantities(const ResourceType& rt, std::string_view name, con
                             "Required value: Limit must be set for non overcommitable resources"});
           continue;
         }
-        std::string request_text = it->value.IsString() ? it->value.GetString() : to_json(it->value);
-        std::string limit_text = limit->IsString() ? limit->GetString() : to_json(*limit);
-        auto rq = model::Quantity::parse(request_text);
-        auto lq = model::Quantity::parse(limit_text);
+        auto rq = model::Quantity::parse(text_of(it->value));
+        auto lq = model::Quantity::parse(text_of(*limit));
         if (rq && lq && *rq != *lq)
           causes.push_back(
               {"FieldValueInvalid", fmt::format("spec.{}[{}].resources.requests", list, i),
