@@ -40,6 +40,12 @@ class ResourceList {
 
   // The value of a resource by its Kubernetes name ("cpu" in milli-units).
   int64_t get(std::string_view name) const;
+  // The value of an extended resource or hugepages, by its interned name (no string compared).
+  int64_t scalar(const InternedString& name) const {
+    for (const auto& [n, v] : scalars_)
+      if (n == name) return v;
+    return 0;
+  }
   void set(std::string_view name, int64_t value);
   // A resource from its quantity: cpu in milli-units, anything else in units.
   void set(std::string_view name, const Quantity& q);

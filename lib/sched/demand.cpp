@@ -39,6 +39,7 @@ void Demand::add(const model::Pod& pod, int sign) {
   cpu_ += sign * pod.requests.cpu_milli;
   memory_ += sign * pod.requests.memory;
   scarce_ += sign * scarce;
+  if (sign > 0 && scarce > 0) fit_version_ = next_version();
   stale_ = true;
   index_stale_ = true;
 }
@@ -87,11 +88,17 @@ std::pair<int64_t, int64_t> Demand::stranded(const Room& before, const Room& aft
   };
   int64_t fit_before, fit_after;
   const size_t walk_before = known(before, fit_before), walk_after = known(after, fit_after);
-  for (size_t i = 0, n = std::max(walk_before, walk_after); i < n; ++i) {
-    const int64_t cpu = ix.cpu_milli[i], memory = ix.memory[i], count = ix.count[i];
-    fit_before += i < walk_before && cpu <= before.cpu_milli && memory <= before.memory ? count : 0;
-    fit_after += i < walk_after && cpu <= after.cpu_milli && memory <= after.memory ? count : 0;
-  }
+  // Without branches, so that the compiler can vectorise the walk.
+  const int64_t* cpu = ix.cpu_milli.data();
+  const int64_t* memory = ix.memory.data();
+  const int64_t* count = ix.count.data();
+  auto walk = [&](const Room& r, size_t n) {
+    int64_t fit = 0;
+    for (size_t i = 0; i < n; ++i) fit += count[i] * static_cast<int64_t>((cpu[i] <= r.cpu_milli) & (memory[i] <= r.memory));
+    return fit;
+  };
+  fit_before += walk(before, walk_before);
+  fit_after += walk(after, walk_after);
   return {total_ - fit_before, total_ - fit_after};
 }
 

@@ -53,6 +53,19 @@ class Demand {
   // amount), with one walk for both.
   std::pair<int64_t, int64_t> stranded(const Room& before, const Room& after) const;
 
+  // A version (next_version()) that changes whenever a pod asking for the scarce resource is
+  // counted in: a bound over how many of the demand's pods fit somewhere, computed earlier,
+  // still holds while it is the same (counting pods out only lowers it).
+  uint64_t fit_version() const { return fit_version_; }
+  // Memos for such bounds, kept by the score that computes them: per pod shape (cpu, memory),
+  // with the versions they hold for and how far into a fork's log of changed nodes they are.
+  struct Bound {
+    uint64_t demand_version = 0, tracking_version = 0;
+    size_t changes_seen = 0;
+    int64_t value = 0;
+  };
+  std::map<std::pair<int64_t, int64_t>, Bound>& bounds() const { return bounds_; }
+
  private:
   model::InternedString resource_;
   int64_t cpu_ = 0, memory_ = 0, scarce_ = 0;
@@ -69,6 +82,8 @@ class Demand {
   };
   const Index& index() const;
   mutable Index index_;
+  uint64_t fit_version_ = next_version();
+  mutable std::map<std::pair<int64_t, int64_t>, Bound> bounds_;
   mutable bool index_stale_ = true;
 };
 

@@ -119,22 +119,25 @@ bool fits_basic(const BasicResources& used, const BasicResources& a, const model
 class NodeResourcesFit final : public FilterPlugin, public FilterNodes {
  public:
   std::string_view name() const override { return "NodeResourcesFit"; }
-  void filter_nodes(const CycleState& cs, size_t slot, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const override {
+  void filter_nodes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const override {
+    // filter()'s verdict without a Status, in one pass over the packed arrays.
     const model::ResourceList& r = pod.requests;
-    // Extended resources: filter() node by node.
-    if (!r.scalars().empty()) return filter_each(cs, slot, pod, fork, nodes);
-    // Otherwise filter()'s verdict without a Status, in one pass over the packed arrays.
     const ClusterSnapshot& snap = fork.base();
     size_t kept = 0;
-    for (int n : nodes)
-      if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r)) nodes[kept++] = n;
+    if (r.scalars().empty()) {
+      for (int n : nodes)
+        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r)) nodes[kept++] = n;
+    } else {
+      for (int n : nodes)
+        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r) && fits_scalars(fork, n, r)) nodes[kept++] = n;
+    }
     nodes.resize(kept);
   }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const BasicResources used = fork.used_basic(n);
     const BasicResources& a = fork.base().allocatable_basic(n);
     const model::ResourceList& r = pod.requests;
-    if (r.scalars().empty() && fits_basic(used, a, r)) return Status::success();
+    if (fits_basic(used, a, r) && (r.scalars().empty() || fits_scalars(fork, n, r))) return Status::success();
     Status s;
     if (!fits(used.pods, 1, a.pods)) s.reasons.add("Too many pods");
     if (r.cpu_milli && !fits(used.cpu_milli, r.cpu_milli, a.cpu_milli)) s.reasons.add("Insufficient cpu");
@@ -142,10 +145,19 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes {
     if (r.ephemeral_storage && !fits(used.ephemeral_storage, r.ephemeral_storage, a.ephemeral_storage))
       s.reasons.add("Insufficient ephemeral-storage");
     for (const auto& [name, want] : r.scalars())
-      if (want > 0 && !fits(fork.used(n).scalar(name), want, fork.base().node(n).allocatable.get(name.view())))
+      if (want > 0 && !fits(fork.used(n).scalar(name), want, fork.base().node(n).allocatable.scalar(name)))
         s.reasons.add(fmt::format("Insufficient {}", name.view()));
     if (!s.reasons.empty()) s.code = Code::kUnschedulable;
     return s;
+  }
+
+ private:
+  static bool fits_scalars(const Fork& fork, int n, const model::ResourceList& r) {
+    const Usage& used = fork.used(n);
+    const model::ResourceList& a = fork.base().node(n).allocatable;
+    for (const auto& [name, want] : r.scalars())
+      if (want > 0 && !fits(used.scalar(name), want, a.scalar(name))) return false;
+    return true;
   }
 };
 

@@ -73,6 +73,7 @@ void Fork::changed(const Delta& d) {
   if (dense_used_.empty()) dense_used_ = base_->used_basic();
   const auto n = static_cast<size_t>(d.node);
   if (!is_tracked_.empty() && is_tracked_[n]) {
+    tracked_changes_.push_back(d.node);
     const int64_t alloc = base_->allocatable_basic(d.node).cpu_milli;
     by_free_cpu_.erase({alloc - dense_used_[n].cpu_milli, d.node});
     by_free_cpu_.insert({alloc - d.used.cpu_milli, d.node});
@@ -83,6 +84,8 @@ void Fork::changed(const Delta& d) {
 void Fork::track_candidates(std::vector<int> nodes) {
   if (parent_) throw std::logic_error("Fork::track_candidates: only a fork without a parent tracks candidates");
   tracked_ = std::move(nodes);
+  tracking_version_ = next_version();
+  tracked_changes_.clear();
   is_tracked_.assign(static_cast<size_t>(base_->size()), false);
   by_free_cpu_.clear();
   for (int n : tracked_) {

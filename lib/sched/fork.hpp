@@ -42,6 +42,11 @@ class Fork {
   const std::vector<int>& tracked() const { return tracked_; }
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
   const std::set<std::pair<int64_t, int>>& tracked_by_free_cpu() const { return by_free_cpu_; }
+  // A version (next_version()) of the tracked set, changed by each track_candidates(), and the
+  // tracked nodes whose usage changed since, in order (with repeats): a value derived from
+  // every tracked node's free room stays current by redoing the nodes logged after it.
+  uint64_t tracking_version() const { return tracking_version_; }
+  const std::vector<int>& tracked_changes() const { return tracked_changes_; }
   // Whether this fork itself (not an ancestor) changed the node, and each node it changed.
   bool changed_here(int node) const { return !index_.empty() && index_[static_cast<size_t>(node)] >= 0; }
   template <class F>
@@ -163,6 +168,8 @@ class Fork {
   std::vector<BasicResources> dense_used_;
   std::vector<int> tracked_;
   std::vector<bool> is_tracked_;
+  uint64_t tracking_version_ = next_version();
+  std::vector<int> tracked_changes_;
   std::set<std::pair<int64_t, int>> by_free_cpu_;  // (free CPU, node) of the tracked nodes
   int added_anti_affinity_ = 0;                    // over every effective delta, ancestors' included
   AntiAffinityTerms added_anti_terms_;             // of the pods added in this fork itself

@@ -213,6 +213,7 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
     entry.pre = dynamic_cast<const PreScore*>(entry.plugin.get());
     entry.many = dynamic_cast<const ScoreNodes*>(entry.plugin.get());
     entry.normalize = dynamic_cast<const NormalizeScore*>(entry.plugin.get());
+    entry.lowest = dynamic_cast<const LowestScore*>(entry.plugin.get());
     if (s.weight > 0 && dynamic_cast<const FullestFirst*>(entry.plugin.get())) f.fullest_score_ = static_cast<int>(f.scores_.size());
     f.scores_.push_back(std::move(entry));
   }
@@ -406,15 +407,24 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
   const bool shallow = top == &fork || top == fork.parent();
   if (shallow && fullest_score_ >= 0 && cache.snapshot_ == &fork.base())
     if (auto p = place_fullest(pod, fork, *top, cache)) return std::move(*p);
+  ++cache.counts_.scored;
   return place(pod, fork, top->tracked(), &cache);
 }
 
 std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top, PlacementCache& cache) const {
   CycleState state(&cache);
-  // Every other weighted score must give every node the same value for this pod.
+  // Every other weighted score must give every node the same value for this pod, or know the
+  // lowest raw score a node can get for it.
   const uint64_t uniform = pre_score(state, pod, fork);
-  for (size_t s = 0; s < scores_.size(); ++s)
-    if (scores_[s].weight > 0 && static_cast<int>(s) != fullest_score_ && !((uniform >> s) & 1)) return std::nullopt;
+  thread_local std::vector<std::pair<size_t, int64_t>> lowest;  // (score, lowest raw score)
+  lowest.clear();
+  for (size_t s = 0; s < scores_.size(); ++s) {
+    if (scores_[s].weight == 0 || static_cast<int>(s) == fullest_score_ || ((uniform >> s) & 1)) continue;
+    std::optional<int64_t> low;
+    if (scores_[s].lowest) low = scores_[s].lowest->lowest(state, filters_.size() + s, pod, fork);
+    if (!low) return std::nullopt;
+    lowest.emplace_back(s, *low);
+  }
   uint64_t statics, dynamics;
   prepare(state, pod, fork, statics, dynamics);
   const std::vector<uint8_t>& verdicts = static_verdicts(state, pod, fork, statics, cache);
@@ -424,7 +434,8 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   const bool bounded = resource_fit_ && want > 0;
   auto free_cpu = [&](int n) { return snap.allocatable_basic(n).cpu_milli - fork.used_basic(n).cpu_milli; };
   // Candidates in (free CPU, index) order: the tracking fork's index, except the nodes the child
-  // changed, merged with those, ordered here.
+  // changed, merged with those, ordered here. next() walks it from the fullest up, prev() from
+  // the emptiest down.
   const Fork* child = &top == &fork ? nullptr : &fork;
   thread_local std::vector<std::pair<int64_t, int>> changed;
   changed.clear();
@@ -438,34 +449,98 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   const auto& index = top.tracked_by_free_cpu();
   auto it = bounded ? index.lower_bound({want, std::numeric_limits<int>::min()}) : index.begin();
   size_t j = 0;
+  auto next = [&]() -> int {
+    while (it != index.end() && child && child->changed_here(it->second)) ++it;
+    const bool from_index = it != index.end() && (j == changed.size() || *it < changed[j]);
+    if (!from_index && j == changed.size()) return -1;
+    return from_index ? (it++)->second : changed[j++].second;
+  };
+  auto rit = index.rbegin();
+  size_t rj = changed.size();
+  auto prev = [&]() -> int {
+    while (rit != index.rend() && child && child->changed_here(rit->second)) ++rit;
+    const bool from_index = rit != index.rend() && (rj == 0 || changed[rj - 1] < *rit);
+    if (!from_index && rj == 0) return -1;
+    return from_index ? (rit++)->second : changed[--rj].second;
+  };
   auto passes = [&](int n) {
     if (verdicts[static_cast<size_t>(n)] != 0) return false;
     bool ok = true;
     each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i].plugin->filter(state, i, pod, fork, n).ok(); });
     return ok;
   };
-  int best = -1;
-  for (;;) {
-    while (it != index.end() && child && child->changed_here(it->second)) ++it;
-    const bool from_index = it != index.end() && (j == changed.size() || *it < changed[j]);
-    if (!from_index && j == changed.size()) break;
-    const int n = from_index ? (it++)->second : changed[j++].second;
-    if (passes(n)) {
-      best = n;
-      break;
+  auto feasible = [&](auto&& step) {
+    for (int n = step(); n >= 0; n = step())
+      if (passes(n)) return n;
+    return -1;
+  };
+  auto raw = [&](size_t s, int n) { return scores_[s].plugin->score(state, filters_.size() + s, pod, fork, n); };
+  const int fullest = feasible(next);
+  if (fullest < 0) return std::nullopt;
+  bool at_lowest = true;
+  for (const auto& [s, low] : lowest) at_lowest = at_lowest && raw(s, fullest) == low;
+  // The fullest feasible node has FreeCPU's best value; with every lowest score too, no node
+  // scores higher, and one scoring the same comes later in the walk (a higher index).
+  int best = fullest, emptiest = -1;
+  if (!at_lowest) {
+    // One score above its lowest there: walk on to the fullest feasible node that gets it (b).
+    // Every node past b scores no better in both, and of the nodes before it only those scoring
+    // below every fuller one (the frontier) can beat it. Each of them beats b only if the
+    // score's normalisation range (its highest raw score on a feasible node, less the lowest)
+    // is large enough; with a bound on the highest that proves none does, b is place()'s node.
+    if (lowest.size() != 1) return std::nullopt;
+    const auto [s, low] = lowest[0];
+    const auto f = static_cast<size_t>(fullest_score_);
+    struct Point {
+      int64_t score, cpu;  // the two raw scores
+    };
+    thread_local std::vector<Point> frontier;
+    frontier.assign(1, {raw(s, fullest), raw(f, fullest)});
+    int b = -1;
+    for (int n; b < 0 && (n = feasible(next)) >= 0;) {
+      const int64_t score = raw(s, n);
+      if (score <= low) b = n;
+      else if (score < frontier.back().score) frontier.push_back({score, raw(f, n)});
     }
+    if (b < 0) return std::nullopt;
+    emptiest = feasible(prev);
+    const int64_t cpu_b = raw(f, b), cpu_range = raw(f, emptiest) - frontier.front().cpu;
+    const double ws = scores_[s].weight, wf = scores_[f].weight;
+    auto b_wins = [&](double highest) {
+      if (highest <= static_cast<double>(low)) return false;
+      for (const auto& p : frontier) {
+        // What b gains over p in the one score, at least, and loses in FreeCPU.
+        const double gain = ws * 100.0 * static_cast<double>(p.score - low) / (highest - static_cast<double>(low));
+        const double loss = cpu_range > 0 ? wf * 100.0 * static_cast<double>(cpu_b - p.cpu) / static_cast<double>(cpu_range) : 0.0;
+        if (!(gain - loss > 1e-6)) return false;  // a margin far above the sums' rounding
+      }
+      return true;
+    };
+    const size_t slot = filters_.size() + s;
+    auto high = scores_[s].lowest->highest(state, slot, pod, fork, top, false);
+    bool wins = high && b_wins(high->value);
+    if (!wins && high && high->kept) {
+      high = scores_[s].lowest->highest(state, slot, pod, fork, top, true);
+      wins = high && b_wins(high->value);
+    }
+    if (!wins) return std::nullopt;
+    best = b;
+    ++cache.counts_.bounded;
+  } else {
+    ++cache.counts_.fullest;
   }
-  if (best < 0) return std::nullopt;
   Placement out;
   out.node = best;
-  // The sum place() would compute for this node, in the same order: the fullest-first score
-  // normalises the fullest feasible node to 100, as it does this one alone.
+  // The sum place() would compute for this node, in the same order. Among itself, the fullest
+  // and the emptiest feasible node, each score normalises it as among all feasible nodes:
+  // FreeCPU has the same range, and the other score is at its lowest there.
   // (Reused buffers: this runs for nearly every pod of a plan.)
-  thread_local std::vector<int> one(1);
-  thread_local std::vector<double> total(1);
-  one[0] = best;
-  total[0] = 0;
-  add_scores(state, pod, fork, uniform, one, total);
+  thread_local std::vector<int> some;
+  thread_local std::vector<double> total;
+  some.assign(1, best);
+  if (best != fullest) some.insert(some.end(), {fullest, emptiest});
+  total.assign(some.size(), 0);
+  add_scores(state, pod, fork, uniform, some, total);
   out.score = total[0];
   return out;
 }

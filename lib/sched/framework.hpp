@@ -201,6 +201,26 @@ class FullestFirst {
   virtual ~FullestFirst() = default;
 };
 
+// Optional, for a score whose normalisation gives the lowest raw score 100 (scale_lower_better):
+// the lowest raw score any node can get for this pod, when it is known without scoring one
+// (nullopt otherwise). A node that gets it has this score's best normalised value whatever the
+// other nodes get, so the fullest-first walk can stop at the first feasible node that does.
+class LowestScore {
+ public:
+  virtual ~LowestScore() = default;
+  virtual std::optional<int64_t> lowest(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork) const = 0;
+  // When lowest() is known: a number no raw score of the pod on a node `top` tracks reaches, as
+  // `fork` (top or a direct fork of it) has them; nullopt when there is none. It may be kept from
+  // an earlier placement while it still holds (`kept`), and then be looser than one computed
+  // now, which `fresh` asks for.
+  struct Highest {
+    double value = 0;
+    bool kept = false;
+  };
+  virtual std::optional<Highest> highest(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const Fork& top,
+                                         bool fresh) const = 0;
+};
+
 // A profile: which filters run, in order, and which scores with which weights and arguments, in
 // the spirit of Knative's predicates and priorities configuration.
 struct ScoreConfig {
@@ -245,6 +265,12 @@ struct Diagnosis {
 class PlacementCache {
  public:
   explicit PlacementCache(const ClusterSnapshot& snapshot) : snapshot_(&snapshot) {}
+  // How Framework::place_on_tracked found each node: at the fullest feasible node, at the
+  // fullest one past it that a bound proves best, or by scoring every feasible node.
+  struct Counts {
+    int64_t fullest = 0, bounded = 0, scored = 0;
+  };
+  const Counts& counts() const { return counts_; }
   const ClusterSnapshot* snapshot() const { return snapshot_; }
   // The demand the packing scores see (the caller keeps it alive and current). Without one,
   // the snapshot's pods are the demand, built once on first use.
@@ -257,6 +283,7 @@ class PlacementCache {
   const ClusterSnapshot* snapshot_;
   const Demand* demand_ = nullptr;
   std::shared_ptr<const Demand> snapshot_demand_;
+  Counts counts_;
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -285,9 +312,11 @@ class Framework {
   // it, pass a copy with node_name cleared.
   Placement place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates, PlacementCache* cache = nullptr) const;
   // place() over the nodes the fork, or the fork it was forked from, tracks
-  // (Fork::track_candidates). When the only score that tells nodes apart is FreeCPU fullest
-  // first, it visits the tracked nodes from the least free CPU up and stops at the first that
-  // passes every filter: the node and score place() would give, without `feasible`. Otherwise,
+  // (Fork::track_candidates). When FreeCPU fullest first is weighted and every other weighted
+  // score either scores every node alike for this pod or knows its lowest raw score for it
+  // (LowestScore), it visits the tracked nodes from the least free CPU up to the first that
+  // passes every filter. When that node gets every such lowest score, it is the node and score
+  // place() would give (the best value of every score), found without `feasible`. Otherwise,
   // and to explain a pod that fits nowhere, it is place().
   Placement place_on_tracked(const model::Pod& pod, const Fork& fork, PlacementCache& cache) const;
   // The candidates the pod passes the node-static filters on (taints, node affinity and
@@ -338,6 +367,7 @@ class Framework {
     const PreScore* pre = nullptr;
     const ScoreNodes* many = nullptr;
     const NormalizeScore* normalize = nullptr;
+    const LowestScore* lowest = nullptr;
     // The raw scores of `nodes` into raw, normalised into out.
     void normalized(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                     std::vector<int64_t>& raw, std::vector<double>& out) const;

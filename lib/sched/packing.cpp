@@ -32,15 +32,51 @@ Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
   const BasicResources& a = fork.base().allocatable_basic(n);
   const BasicResources u = fork.used_basic(n);
   return {a.cpu_milli - u.cpu_milli, a.memory - u.memory,
-          resource.empty() ? 0 : fork.base().node(n).allocatable.get(resource.view()) - fork.used(n).scalar(resource), a.pods - u.pods};
+          resource.empty() ? 0 : fork.base().node(n).allocatable.scalar(resource) - fork.used(n).scalar(resource), a.pods - u.pods};
 }
 
-class Fragmentation final : public ScorePlugin, public PreScore, public NormalizeScore {
+class Fragmentation final : public ScorePlugin, public PreScore, public NormalizeScore, public LowestScore {
  public:
   std::string_view name() const override { return "Fragmentation"; }
   // Nothing scarce: every node alike, without a look at any.
   PreScoreResult pre_score(CycleState& state, size_t, const model::Pod&, const Fork& fork) const override {
     return state.resolve_demand(fork).resource().empty() ? PreScoreResult::kUniform : PreScoreResult::kScoreEach;
+  }
+  // A pod asking none of the scarce resource leaves a node's free amount as it is and only
+  // shrinks its other room, so it strands no less than before: no node scores below 0.
+  std::optional<int64_t> lowest(const CycleState& state, size_t, const model::Pod& pod, const Fork&) const override {
+    const Demand& d = *state.demand();
+    if (d.resource().empty() || d.empty() || pod.requests.scalar(d.resource()) == 0) return 0;
+    return std::nullopt;
+  }
+  // For such a pod a node's score is its free scarce amount times the pods of the demand it
+  // strands newly, in the score's unit. The largest product over the tracked nodes is kept per
+  // pod shape with the demand: counting pods out of it lowers no product, and the nodes the
+  // tracking fork changed since are redone (their old products stay in: still a bound), as are
+  // those a child fork changed.
+  std::optional<Highest> highest(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const Fork& top,
+                                 bool fresh) const override {
+    if (!lowest(state, slot, pod, fork)) return std::nullopt;
+    const Demand& d = *state.demand();
+    if (d.resource().empty() || d.empty()) return Highest{0.5, false};  // every node scores 0
+    Demand::Bound& bound = d.bounds()[{pod.requests.cpu_milli, pod.requests.memory}];
+    const auto& log = top.tracked_changes();
+    const bool kept = !fresh && bound.demand_version == d.fit_version() && bound.tracking_version == top.tracking_version() &&
+                      bound.changes_seen <= log.size();
+    if (kept) {
+      for (size_t k = bound.changes_seen; k < log.size(); ++k) bound.value = std::max(bound.value, newly_stranded(pod, top, log[k], d));
+    } else {
+      bound = {d.fit_version(), top.tracking_version(), 0, 0};
+      for (int n : top.tracked()) bound.value = std::max(bound.value, newly_stranded(pod, top, n, d));
+    }
+    bound.changes_seen = log.size();
+    int64_t most = bound.value;
+    if (&fork != &top)
+      fork.for_each_changed_here([&](int n) {
+        if (top.is_tracked(n)) most = std::max(most, newly_stranded(pod, fork, n, d));
+      });
+    // score() rounds its quotient to the nearest integer.
+    return Highest{static_cast<double>(most) * 1000.0 / static_cast<double>(d.pods()) + 0.5, kept};
   }
   int64_t score(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const Demand& d = *state.demand();
@@ -48,8 +84,8 @@ class Fragmentation final : public ScorePlugin, public PreScore, public Normaliz
     const Free f = free_on(fork, n, d.resource());
     if (f.scarce <= 0) return 0;  // nothing free to strand, before or after
     const Demand::Room before{f.cpu, f.memory, f.scarce, f.pods};
-    const Demand::Room after{f.cpu - pod.requests.cpu_milli, f.memory - pod.requests.memory,
-                             f.scarce - pod.requests.get(d.resource().view()), f.pods - 1};
+    const Demand::Room after{f.cpu - pod.requests.cpu_milli, f.memory - pod.requests.memory, f.scarce - pod.requests.scalar(d.resource()),
+                             f.pods - 1};
     // The node's fragmentation is its free scarce amount times the share of the demand it is
     // stranded for: counted in pods, the shares' common denominator applied once (exact in a
     // double up to 2^53).
@@ -60,6 +96,17 @@ class Fragmentation final : public ScorePlugin, public PreScore, public Normaliz
     return std::llround((capacity_after - capacity_before) * 1000.0 / static_cast<double>(d.pods()));
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
+
+ private:
+  // For a pod asking none of the scarce resource: the node's free scarce amount times the pods
+  // of the demand that fit the node before the pod but not after.
+  static int64_t newly_stranded(const model::Pod& pod, const Fork& fork, int n, const Demand& d) {
+    const Free f = free_on(fork, n, d.resource());
+    if (f.scarce <= 0) return 0;
+    auto [before, after] = d.stranded(Demand::Room{f.cpu, f.memory, f.scarce, f.pods},
+                                      Demand::Room{f.cpu - pod.requests.cpu_milli, f.memory - pod.requests.memory, f.scarce, f.pods - 1});
+    return f.scarce * (after - before);
+  }
 };
 
 class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, public NormalizeScore {
@@ -78,7 +125,7 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
                    std::vector<int64_t>& out) const override {
     const Demand& d = *state.demand();
     const auto resource = d.resource();
-    const int64_t want_scarce = resource.empty() ? 0 : pod.requests.get(resource.view());
+    const int64_t want_scarce = resource.empty() ? 0 : pod.requests.scalar(resource);
     thread_local std::vector<Free> after;
     after.clear();
     double free_total[3] = {0, 0, 0};

@@ -1,5 +1,7 @@
 #include "sched/snapshot.hpp"
 
+#include <atomic>
+
 #include <algorithm>
 
 namespace spotshift::sched {
@@ -206,6 +208,11 @@ const std::vector<PlacedPod>& ClusterSnapshot::all_pods() const {
       for (const auto& p : n.pods) all_pods_->push_back({p.get(), n.index});
   }
   return *all_pods_;
+}
+
+uint64_t next_version() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
 }
 
 }  // namespace spotshift::sched

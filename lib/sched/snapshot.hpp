@@ -33,6 +33,10 @@ struct Usage {
   bool operator==(const Usage&) const = default;
 };
 
+// A number no earlier call returned (in any thread): versions of what-if state that a memo
+// is keyed on, unique across the objects that carry them.
+uint64_t next_version();
+
 // The four resources every node has, packed so that loops over thousands of nodes read 32
 // contiguous bytes per node instead of a NodeInfo and a Usage each (the filter and score loops of
 // a plan were bound by those cache misses).

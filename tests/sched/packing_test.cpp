@@ -180,3 +180,125 @@ TEST_CASE("BestFit with nothing left to place weighs every resource in its own s
   Demand nothing{model::InternedString(kGpu)};
   CHECK(place(scored_by({{"BestFit", 1, {}}}), snap, *make_pod("p").cpu("100m").memory("128Mi").build(), &nothing) == "a");
 }
+
+TEST_CASE("placing on tracked GPU nodes past the fullest gives the full placement's node and score", "[packing][framework]") {
+  // The default profile on a cluster with a scarce extended resource: Fragmentation tells nodes
+  // apart, so place_on_tracked() takes the fullest feasible node only when it strands nothing,
+  // walks on to the fullest node that strands nothing when a bound on Fragmentation proves no
+  // fuller node wins, and otherwise scores every node. A random walk of placements (pods with
+  // and without GPUs, leaving the demand as they go), pods taken off tracked nodes, demand
+  // counted back in, commits and drops; at each step the result must be place()'s.
+  std::mt19937 rng(11);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  auto gpu = [](int units) { return std::to_string(units); };  // in thousandths, as openb's gpu-milli
+  std::vector<NodePtr> nodes;
+  std::vector<PodPtr> existing;
+  for (int i = 0; i < 60; ++i) {
+    auto n = make_node(fmt::format("n{:02}", i)).cpu(std::to_string(4 + 4 * (i % 4))).memory(fmt::format("{}Gi", 8 + 8 * (i % 3))).pods(8);
+    if (i % 5 != 4) n.scalar(kGpu, gpu(1000 * (1 + i % 8)));  // every fifth node has no GPU
+    if (i % 13 == 6) n.taint("dedicated", "x", "NoSchedule");
+    nodes.push_back(n);
+    // Most nodes nearly full of CPU, leaving 250m to 3 CPUs: where a pod strands GPUs or not.
+    for (int k = 0; k < 2; ++k) {
+      const int cpu = k == 0 ? 1000 * (4 + 4 * (i % 4)) - 250 * (1 + pick(12)) - 500 : 500;
+      auto p = make_pod(fmt::format("e{}-{}", i, k)).cpu(fmt::format("{}m", cpu)).memory(fmt::format("{}Mi", 512 * (1 + pick(4))));
+      if (i % 5 != 4 && k == 0 && pick(3) != 0) p.scalar(kGpu, gpu(250 * (1 + pick(3))));
+      existing.push_back(p.on(fmt::format("n{:02}", i)));
+    }
+  }
+  auto snap = ClusterSnapshot::build(nodes, existing);
+  std::vector<int> spot;
+  for (int i = 0; i < 50; ++i) spot.push_back(i);
+  // Pods of a few shapes, as workloads have: CPU-only ones, GPU pods asking 250m to 1 GPU, and
+  // many of one GPU shape (a node with much of the GPU free and 1 to 1.25 CPUs strands all of
+  // them, which stretches Fragmentation's range: then a fuller node stranding little can win).
+  auto make = [&](const std::string& name) {
+    if (pick(3) == 0) return PodPtr(make_pod(name).cpu("1").memory("512Mi").scalar(kGpu, "250"));
+    auto b = make_pod(name).cpu(fmt::format("{}m", 250 * (1 + pick(8)))).memory(fmt::format("{}Mi", 256 * (1 + pick(6))));
+    if (pick(4) == 0) b.scalar(kGpu, gpu(250 * (1 + pick(4))));
+    if (pick(6) == 0) b.toleration(R"({"key":"dedicated","operator":"Exists"})");
+    return PodPtr(b);
+  };
+  Demand demand{model::InternedString(kGpu)};
+  std::vector<PodPtr> waiting;
+  for (int k = 0; k < 120; ++k) {
+    waiting.push_back(make(fmt::format("w{}", k)));
+    demand.add(*waiting.back());
+  }
+  auto fw = Framework::create(default_profile()).value();
+  Fork plan(snap);
+  plan.track_candidates(spot);
+  PlacementCache cache(snap), full_cache(snap);
+  cache.set_demand(&demand);
+  full_cache.set_demand(&demand);
+  int checked = 0;
+  for (int round = 0; round < 30 && !waiting.empty(); ++round) {
+    Fork attempt = plan.fork();
+    for (int step = 0; step < 6 && !waiting.empty(); ++step) {
+      PodPtr pod = waiting.back();
+      waiting.pop_back();
+      demand.add(*pod, -1);
+      for (const Fork* f : {static_cast<const Fork*>(&plan), static_cast<const Fork*>(&attempt)}) {
+        INFO("round " << round << " step " << step << " pod " << pod->meta.name);
+        auto fast = fw.place_on_tracked(*pod, *f, cache);
+        auto full = fw.place(*pod, *f, spot, &full_cache);
+        CHECK(fast.node == full.node);
+        CHECK(fast.score == full.score);
+        ++checked;
+      }
+      auto where = fw.place_on_tracked(*pod, attempt, cache);
+      if (where.node >= 0) attempt.add_pod(where.node, pod);
+      if (pick(5) == 0) {  // take an existing pod off a tracked node: room grows
+        int n = spot[static_cast<size_t>(pick(static_cast<int>(spot.size())))];
+        if (!snap.node(n).pods.empty()) attempt.remove_pod(n, *snap.node(n).pods.front());
+      }
+      if (pick(10) == 0) {  // a pod counted back into the demand
+        waiting.push_back(make(fmt::format("r{}-{}", round, step)));
+        demand.add(*waiting.back());
+      }
+    }
+    if (pick(3) != 0) plan.commit(std::move(attempt));  // else dropped
+  }
+  CHECK(checked > 250);
+  // Every way of finding the node was taken, the bounded walk often.
+  INFO("fullest " << cache.counts().fullest << ", bounded " << cache.counts().bounded << ", scored " << cache.counts().scored);
+  CHECK(cache.counts().fullest > 10);
+  CHECK(cache.counts().bounded > 30);
+  CHECK(cache.counts().scored > 10);
+}
+
+TEST_CASE("past the fullest node, a fuller node that strands little wins when Fragmentation's range is wide", "[packing][framework]") {
+  // GPUs in thousandths. The demand: 100 pods asking 1 CPU and 250 of the GPU, one asking 500m
+  // CPU and 250. A 500m CPU-only pod, fullest first: p (600m free, 250 GPU free) strands the
+  // one pod; b (no GPU) strands nothing but is the emptiest; big (1.4 CPUs, 8000 GPU free)
+  // strands all 100 with much GPU free. With big there, Fragmentation's range is so wide that
+  // p's small stranding costs it less than FreeCPU gains: place() picks p, and so must the walk,
+  // which can prove nothing and scores every node. Without big, b wins, proven by the bound.
+  auto node = [](const char* name, const char* cpu, const char* gpu) {
+    auto n = make_node(name).cpu(cpu).memory("64Gi");
+    if (*gpu) n.scalar(kGpu, gpu);
+    return NodePtr(n);
+  };
+  for (bool with_big : {true, false}) {
+    std::vector<NodePtr> nodes{node("p", "600m", "250"), node("b", "16", "")};
+    if (with_big) nodes.push_back(node("big", "1400m", "8000"));
+    auto snap = ClusterSnapshot::build(nodes, {});
+    Demand demand{model::InternedString(kGpu)};
+    for (int k = 0; k < 100; ++k) demand.add(*make_pod(fmt::format("d{}", k)).cpu("1").scalar(kGpu, "250").build());
+    demand.add(*make_pod("small").cpu("500m").scalar(kGpu, "250").build());
+    auto fw = Framework::create(default_profile()).value();
+    Fork plan(snap);
+    plan.track_candidates(all_nodes(snap));
+    PlacementCache cache(snap);
+    cache.set_demand(&demand);
+    auto pod = make_pod("pod").cpu("500m").build();
+    auto fast = fw.place_on_tracked(*pod, plan, cache);
+    auto full = fw.place(*pod, plan, all_nodes(snap), &cache);
+    INFO("with big: " << with_big);
+    REQUIRE(fast.node >= 0);
+    CHECK(snap.node(fast.node).name == (with_big ? "p" : "b"));
+    CHECK(fast.node == full.node);
+    CHECK(fast.score == full.score);
+    CHECK(cache.counts().bounded == (with_big ? 0 : 1));
+  }
+}
