@@ -39,9 +39,12 @@ void Demand::add(const model::Pod& pod, int sign) {
   cpu_ += sign * pod.requests.cpu_milli;
   memory_ += sign * pod.requests.memory;
   scarce_ += sign * scarce;
-  if (sign > 0 && scarce > 0) fit_version_ = next_version();
   stale_ = true;
-  index_stale_ = true;
+  if (scarce > 0) {  // the index and fitting() cover only the shapes asking for the resource
+    if (sign > 0) fit_version_ = next_version();
+    shapes_version_ = next_version();
+    index_stale_ = true;
+  }
 }
 
 const Demand::Index& Demand::index() const {
@@ -70,36 +73,35 @@ const Demand::Index& Demand::index() const {
   return ix;
 }
 
-std::pair<int64_t, int64_t> Demand::stranded(const Room& before, const Room& after) const {
+int64_t Demand::fitting(const Room& r) const {
+  if (r.pods < 1 || r.scarce < 1) return 0;
+  constexpr size_t kSlots = size_t(1) << 14;
+  if (fitting_.empty()) fitting_.resize(kSlots);
+  const uint64_t mix = static_cast<uint64_t>(r.cpu_milli) * 0x9E3779B97F4A7C15ULL ^
+                       static_cast<uint64_t>(r.memory) * 0xC2B2AE3D27D4EB4FULL ^ static_cast<uint64_t>(r.scarce) * 0x165667B19E3779F9ULL;
+  Fitting& slot = fitting_[(mix ^ (mix >> 29)) & (kSlots - 1)];
+  if (slot.version == shapes_version_ && slot.cpu_milli == r.cpu_milli && slot.memory == r.memory && slot.scarce == r.scarce)
+    return slot.fit;
+  // The shapes [0, k) ask for no more of the scarce resource than the room has; with room for
+  // the largest of them in cpu and memory all of those fit, otherwise one walk counts them.
   const Index& ix = index();
-  // The pods of a room that fit: the shapes [0, k) ask for no more of the scarce resource than
-  // it has; with room for the largest of them in cpu and memory, all of those. Returns the
-  // length still to walk (0 when the count is known).
-  auto known = [&](const Room& r, int64_t& fit) -> size_t {
-    fit = 0;
-    if (r.pods < 1) return 0;
-    const auto k = static_cast<size_t>(std::upper_bound(ix.scarce.begin(), ix.scarce.end(), r.scarce) - ix.scarce.begin());
-    if (k == 0) return 0;
-    if (r.cpu_milli >= ix.max_cpu_through[k - 1] && r.memory >= ix.max_memory_through[k - 1]) {
-      fit = ix.count_through[k - 1];
-      return 0;
-    }
-    return k;
-  };
-  int64_t fit_before, fit_after;
-  const size_t walk_before = known(before, fit_before), walk_after = known(after, fit_after);
-  // Without branches, so that the compiler can vectorise the walk.
-  const int64_t* cpu = ix.cpu_milli.data();
-  const int64_t* memory = ix.memory.data();
-  const int64_t* count = ix.count.data();
-  auto walk = [&](const Room& r, size_t n) {
-    int64_t fit = 0;
-    for (size_t i = 0; i < n; ++i) fit += count[i] * static_cast<int64_t>((cpu[i] <= r.cpu_milli) & (memory[i] <= r.memory));
-    return fit;
-  };
-  fit_before += walk(before, walk_before);
-  fit_after += walk(after, walk_after);
-  return {total_ - fit_before, total_ - fit_after};
+  const auto k = static_cast<size_t>(std::upper_bound(ix.scarce.begin(), ix.scarce.end(), r.scarce) - ix.scarce.begin());
+  int64_t fit = 0;
+  if (k > 0 && r.cpu_milli >= ix.max_cpu_through[k - 1] && r.memory >= ix.max_memory_through[k - 1]) {
+    fit = ix.count_through[k - 1];
+  } else {
+    // Without branches, so that the compiler can vectorise the walk.
+    const int64_t* cpu = ix.cpu_milli.data();
+    const int64_t* memory = ix.memory.data();
+    const int64_t* count = ix.count.data();
+    for (size_t i = 0; i < k; ++i) fit += count[i] * static_cast<int64_t>((cpu[i] <= r.cpu_milli) & (memory[i] <= r.memory));
+  }
+  slot = {r.cpu_milli, r.memory, r.scarce, shapes_version_, fit};
+  return fit;
+}
+
+std::pair<int64_t, int64_t> Demand::stranded(const Room& before, const Room& after) const {
+  return {total_ - fitting(before), total_ - fitting(after)};
 }
 
 const std::vector<Demand::Shape>& Demand::shapes() const {

@@ -49,8 +49,7 @@ class Demand {
   // amount they ask, with running counts and maxima, so a node with room for the largest of
   // them in cpu and memory is answered by one binary search.
   int64_t stranded(const Room& room) const { return stranded(room, room).first; }
-  // The same for a node before and after it takes a pod (`after` no larger than `before` in any
-  // amount), with one walk for both.
+  // The same for a node before and after it takes a pod.
   std::pair<int64_t, int64_t> stranded(const Room& before, const Room& after) const;
 
   // A version (next_version()) that changes whenever a pod asking for the scarce resource is
@@ -85,6 +84,18 @@ class Demand {
   uint64_t fit_version_ = next_version();
   mutable std::map<std::pair<int64_t, int64_t>, Bound> bounds_;
   mutable bool index_stale_ = true;
+  // The pods asking for the resource that fit a room.
+  int64_t fitting(const Room& room) const;
+  // fitting()'s memo, direct-mapped by the room's cpu, memory and scarce amount: a plan asks about
+  // the same nodes' rooms over and over while the shapes asking for the resource stay the same
+  // (shapes_version_, changed when a pod asking for it is counted in or out).
+  struct Fitting {
+    int64_t cpu_milli = 0, memory = 0, scarce = 0;
+    uint64_t version = 0;
+    int64_t fit = 0;
+  };
+  mutable std::vector<Fitting> fitting_;
+  uint64_t shapes_version_ = next_version();
 };
 
 }  // namespace spotshift::sched
