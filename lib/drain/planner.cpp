@@ -226,7 +226,7 @@ class PlanPass {
     for (int idx : order)
       for (const auto& pod : snap_.node(idx).pods) demand_.add(*pod);
     sched::Fork committed(snap_);
-    committed.track_candidates(spot_);
+    committed.track_candidates(spot_, scarce_);
     reserve_pending(committed);
     for (int idx : order) {
       if (in_.only_node && snap_.node(idx).name != *in_.only_node) continue;

@@ -77,20 +77,35 @@ void Fork::changed(const Delta& d) {
     const int64_t alloc = base_->allocatable_basic(d.node).cpu_milli;
     by_free_cpu_.erase({alloc - dense_used_[n].cpu_milli, d.node});
     by_free_cpu_.insert({alloc - d.used.cpu_milli, d.node});
+    if (!tracked_resource_.empty()) {
+      const int64_t free = base_->node(d.node).allocatable.scalar(tracked_resource_) - d.used.scalar(tracked_resource_);
+      if (free != free_resource_[n]) {
+        by_free_resource_.erase({free_resource_[n], d.node});
+        by_free_resource_.insert({free, d.node});
+        free_resource_[n] = free;
+      }
+    }
   }
   dense_used_[n] = BasicResources::of(d.used);
 }
 
-void Fork::track_candidates(std::vector<int> nodes) {
+void Fork::track_candidates(std::vector<int> nodes, model::InternedString scarce) {
   if (parent_) throw std::logic_error("Fork::track_candidates: only a fork without a parent tracks candidates");
   tracked_ = std::move(nodes);
   tracking_version_ = next_version();
   tracked_changes_.clear();
   is_tracked_.assign(static_cast<size_t>(base_->size()), false);
   by_free_cpu_.clear();
+  tracked_resource_ = scarce;
+  by_free_resource_.clear();
+  free_resource_.assign(scarce.empty() ? 0 : static_cast<size_t>(base_->size()), 0);
   for (int n : tracked_) {
     is_tracked_[static_cast<size_t>(n)] = true;
     by_free_cpu_.insert({base_->allocatable_basic(n).cpu_milli - used_basic(n).cpu_milli, n});
+    if (!scarce.empty()) {
+      free_resource_[static_cast<size_t>(n)] = base_->node(n).allocatable.scalar(scarce) - used(n).scalar(scarce);
+      by_free_resource_.insert({free_resource_[static_cast<size_t>(n)], n});
+    }
   }
 }
 

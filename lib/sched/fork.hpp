@@ -38,8 +38,13 @@ class Fork {
   // and the same nodes ordered by free CPU (allocatable minus used, then by index), kept current
   // through every later change, so that a "fullest first" placement can stop at the first node
   // that passes the filters instead of scoring every node (Framework::place_on_tracked).
-  void track_candidates(std::vector<int> nodes);
+  // With `scarce` (an extended resource), the same nodes are also kept ordered by their free
+  // amount of it, so that a pod asking for some need not look at nodes without enough.
+  void track_candidates(std::vector<int> nodes, model::InternedString scarce = {});
   const std::vector<int>& tracked() const { return tracked_; }
+  const model::InternedString& tracked_resource() const { return tracked_resource_; }
+  // (free amount of tracked_resource(), node) of the tracked nodes.
+  const std::set<std::pair<int64_t, int>>& tracked_by_free_resource() const { return by_free_resource_; }
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
   const std::set<std::pair<int64_t, int>>& tracked_by_free_cpu() const { return by_free_cpu_; }
   // A version (next_version()) of the tracked set, changed by each track_candidates(), and the
@@ -170,6 +175,9 @@ class Fork {
   std::vector<bool> is_tracked_;
   uint64_t tracking_version_ = next_version();
   std::vector<int> tracked_changes_;
+  model::InternedString tracked_resource_;
+  std::vector<int64_t> free_resource_;  // per node, as by_free_resource_ has it
+  std::set<std::pair<int64_t, int>> by_free_resource_;
   std::set<std::pair<int64_t, int>> by_free_cpu_;  // (free CPU, node) of the tracked nodes
   int added_anti_affinity_ = 0;                    // over every effective delta, ancestors' included
   AntiAffinityTerms added_anti_terms_;             // of the pods added in this fork itself

@@ -408,6 +408,24 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
   if (shallow && fullest_score_ >= 0 && cache.snapshot_ == &fork.base())
     if (auto p = place_fullest(pod, fork, *top, cache)) return std::move(*p);
   ++cache.counts_.scored;
+  // A pod asking for the resource the tracking fork orders nodes by: NodeResourcesFit rejects
+  // every node with less of it free, so only the others (and those the child changed) need a
+  // look. When none passes, every tracked node is looked at, to say why.
+  const model::InternedString& resource = top->tracked_resource();
+  if (shallow && resource_fit_ && !resource.empty())
+    if (const int64_t want = pod.requests.scalar(resource); want > 0) {
+      const Fork* child = top == &fork ? nullptr : &fork;
+      thread_local std::vector<int> enough;
+      enough.clear();
+      const auto& index = top->tracked_by_free_resource();
+      for (auto it = index.lower_bound({want, std::numeric_limits<int>::min()}); it != index.end(); ++it)
+        if (!child || !child->changed_here(it->second)) enough.push_back(it->second);
+      if (child)
+        child->for_each_changed_here([&](int n) {
+          if (top->is_tracked(n)) enough.push_back(n);
+        });
+      if (Placement p = place(pod, fork, enough, &cache); p.node >= 0) return p;
+    }
   return place(pod, fork, top->tracked(), &cache);
 }
 

@@ -238,7 +238,7 @@ TEST_CASE("placing on tracked GPU nodes past the fullest gives the full placemen
   }
   auto fw = Framework::create(default_profile()).value();
   Fork plan(snap);
-  plan.track_candidates(spot);
+  plan.track_candidates(spot, model::InternedString(kGpu));  // GPU pods look only at nodes with enough free
   PlacementCache cache(snap), full_cache(snap);
   cache.set_demand(&demand);
   full_cache.set_demand(&demand);
