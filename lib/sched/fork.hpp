@@ -45,6 +45,15 @@ class Fork {
   const model::InternedString& tracked_resource() const { return tracked_resource_; }
   // (free amount of tracked_resource(), node) of the tracked nodes.
   const std::set<std::pair<int64_t, int>>& tracked_by_free_resource() const { return by_free_resource_; }
+  // The free amount of `resource` on a node in this what-if: from the tracking fork's packed
+  // array when it tracks that resource and the node, and no fork below it changed the node.
+  int64_t free_of(int node, const model::InternedString& resource) const {
+    const Fork* root = this;
+    for (; root->parent_; root = root->parent_)
+      if (root->changed_here(node)) return base_->node(node).allocatable.scalar(resource) - used(node).scalar(resource);
+    if (root->tracked_resource_ == resource && root->is_tracked(node)) return root->free_resource_[static_cast<size_t>(node)];
+    return base_->node(node).allocatable.scalar(resource) - used(node).scalar(resource);
+  }
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
   const std::set<std::pair<int64_t, int>>& tracked_by_free_cpu() const { return by_free_cpu_; }
   // A version (next_version()) of the tracked set, changed by each track_candidates(), and the

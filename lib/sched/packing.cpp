@@ -31,8 +31,7 @@ struct Free {
 Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
   const BasicResources& a = fork.base().allocatable_basic(n);
   const BasicResources u = fork.used_basic(n);
-  return {a.cpu_milli - u.cpu_milli, a.memory - u.memory,
-          resource.empty() ? 0 : fork.base().node(n).allocatable.scalar(resource) - fork.used(n).scalar(resource), a.pods - u.pods};
+  return {a.cpu_milli - u.cpu_milli, a.memory - u.memory, resource.empty() ? 0 : fork.free_of(n, resource), a.pods - u.pods};
 }
 
 class Fragmentation final : public ScorePlugin, public PreScore, public NormalizeScore, public LowestScore {
