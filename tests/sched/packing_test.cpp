@@ -313,3 +313,40 @@ TEST_CASE("past the fullest node, a fuller node that strands little wins when Fr
     CHECK(cache.counts().bounded == (with_big ? 0 : 1));
   }
 }
+
+TEST_CASE("a tracking fork's free amount of its resource follows every change, in it and in a child", "[packing][fork]") {
+  std::mt19937 rng(5);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  std::vector<NodePtr> nodes;
+  std::vector<PodPtr> existing;
+  for (int i = 0; i < 12; ++i) {
+    nodes.push_back(make_node(fmt::format("n{:02}", i)).cpu("64").scalar(kGpu, std::to_string(1000 * (1 + i % 4))));
+    existing.push_back(make_pod(fmt::format("e{}", i)).cpu("1").scalar(kGpu, std::to_string(100 * (i % 3))).on(fmt::format("n{:02}", i)));
+  }
+  auto snap = ClusterSnapshot::build(nodes, existing);
+  const model::InternedString gpu(kGpu);
+  Fork plan(snap);
+  plan.track_candidates({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, gpu);  // n10 and n11 are not tracked
+  auto check = [&](const Fork& f) {
+    for (int n = 0; n < snap.size(); ++n) {
+      INFO("node " << n);
+      CHECK(f.free_of(n, gpu) == snap.node(n).allocatable.scalar(gpu) - f.used(n).scalar(gpu));
+    }
+  };
+  for (int round = 0; round < 20; ++round) {
+    Fork attempt = plan.fork();
+    for (int step = 0; step < 5; ++step) {
+      const int n = pick(snap.size());
+      if (pick(3) == 0) attempt.remove_pod(n, *snap.node(n).pods.front());
+      else attempt.add_pod(n, make_pod(fmt::format("p{}-{}", round, step)).cpu("1").scalar(kGpu, std::to_string(50 * pick(4))));
+      check(attempt);
+      check(plan);
+    }
+    if (pick(2) == 0) plan.commit(std::move(attempt));
+    check(plan);
+  }
+  // The order by free amount is the tracked nodes' current amounts.
+  std::set<std::pair<int64_t, int>> expected;
+  for (int n : plan.tracked()) expected.insert({plan.free_of(n, gpu), n});
+  CHECK(plan.tracked_by_free_resource() == expected);
+}
