@@ -392,9 +392,15 @@ class RealizedCluster {
       if (r.status != 0) fail("scripts/realkube.sh start: " + r.output);
       kubeconfig_ = dir_.file("realkube/kubeconfig");
       // kwok reports the loaded pods Running over a while: the run starts once none is Pending.
-      for (int i = 0; i < 600; ++i) {
+      // A pod still unbound after 10 minutes would count against the drains: the run stops.
+      for (int i = 0;; ++i) {
         auto c = objects();
-        if (!c.pods.empty() && pending_pods(c) == 0) break;
+        const int pending = c.pods.empty() ? -1 : pending_pods(c);
+        if (pending == 0) break;
+        if (i == 600)
+          fail(pending < 0
+                   ? std::string("no pod of the scenario is in the real control plane after 10 minutes")
+                   : fmt::format("{} of the scenario's pods are still Pending after 10 minutes on the real control plane", pending));
         std::this_thread::sleep_for(1s);
       }
       std::fprintf(stderr, "realized: the real control plane started, loaded and running in %.0f s\n",
