@@ -507,7 +507,8 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     // score's normalisation range (its highest raw score on a feasible node, less the lowest)
     // is large enough; with a bound on the highest that proves none does, b is place()'s node.
     if (lowest.size() != 1) return std::nullopt;
-    const auto [s, low] = lowest[0];
+    const size_t s = lowest[0].first;
+    const int64_t low = lowest[0].second;  // not a structured binding: the lambda below uses it
     const auto f = static_cast<size_t>(fullest_score_);
     struct Point {
       int64_t score, cpu;  // the two raw scores
