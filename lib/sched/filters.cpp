@@ -123,14 +123,10 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes {
     // filter()'s verdict without a Status, in one pass over the packed arrays.
     const model::ResourceList& r = pod.requests;
     const ClusterSnapshot& snap = fork.base();
+    const bool scalars = !r.scalars().empty();
     size_t kept = 0;
-    if (r.scalars().empty()) {
-      for (int n : nodes)
-        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r)) nodes[kept++] = n;
-    } else {
-      for (int n : nodes)
-        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r) && fits_scalars(fork, n, r)) nodes[kept++] = n;
-    }
+    for (int n : nodes)
+      if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r) && (!scalars || fits_scalars(fork, n, r))) nodes[kept++] = n;
     nodes.resize(kept);
   }
   Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {

@@ -78,7 +78,7 @@ void Fork::changed(const Delta& d) {
     by_free_cpu_.erase({alloc - dense_used_[n].cpu_milli, d.node});
     by_free_cpu_.insert({alloc - d.used.cpu_milli, d.node});
     if (!tracked_resource_.empty()) {
-      const int64_t free = base_->node(d.node).allocatable.scalar(tracked_resource_) - d.used.scalar(tracked_resource_);
+      const int64_t free = free_with(d.node, d.used, tracked_resource_);
       if (free != free_resource_[n]) {
         by_free_resource_.erase({free_resource_[n], d.node});
         by_free_resource_.insert({free, d.node});
@@ -103,7 +103,7 @@ void Fork::track_candidates(std::vector<int> nodes, model::InternedString scarce
     is_tracked_[static_cast<size_t>(n)] = true;
     by_free_cpu_.insert({base_->allocatable_basic(n).cpu_milli - used_basic(n).cpu_milli, n});
     if (!scarce.empty()) {
-      free_resource_[static_cast<size_t>(n)] = base_->node(n).allocatable.scalar(scarce) - used(n).scalar(scarce);
+      free_resource_[static_cast<size_t>(n)] = free_with(n, used(n), scarce);
       by_free_resource_.insert({free_resource_[static_cast<size_t>(n)], n});
     }
   }

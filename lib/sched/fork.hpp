@@ -49,10 +49,11 @@ class Fork {
   // array when it tracks that resource and the node, and no fork below it changed the node.
   int64_t free_of(int node, const model::InternedString& resource) const {
     const Fork* root = this;
-    for (; root->parent_; root = root->parent_)
-      if (root->changed_here(node)) return base_->node(node).allocatable.scalar(resource) - used(node).scalar(resource);
-    if (root->tracked_resource_ == resource && root->is_tracked(node)) return root->free_resource_[static_cast<size_t>(node)];
-    return base_->node(node).allocatable.scalar(resource) - used(node).scalar(resource);
+    bool changed_below = false;
+    for (; root->parent_; root = root->parent_) changed_below = changed_below || root->changed_here(node);
+    if (!changed_below && root->tracked_resource_ == resource && root->is_tracked(node))
+      return root->free_resource_[static_cast<size_t>(node)];
+    return free_with(node, used(node), resource);
   }
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
   const std::set<std::pair<int64_t, int>>& tracked_by_free_cpu() const { return by_free_cpu_; }
@@ -145,6 +146,10 @@ class Fork {
     return d && std::any_of(d->added.begin(), d->added.end(), [&](const PodPtr& p) { return p.get() == pod; });
   }
   const Delta* find(int node) const;
+  // A node's allocatable amount of `resource` less what `used` takes of it.
+  int64_t free_with(int node, const Usage& used, const model::InternedString& resource) const {
+    return base_->node(node).allocatable.scalar(resource) - used.scalar(resource);
+  }
   Delta& edit(int node);
   // Keeps dense_used_ and the tracked order current after a change to d (a fork without a
   // parent only).
