@@ -178,7 +178,8 @@ cmd_start() {
     --initial-cluster "realkube=http://127.0.0.1:$etcd_peer" --unsafe-no-fsync --log-level warn
   wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_client/health"
 
-  # Every request is audited at Metadata level: tests read which requests a client made.
+  # Every request is audited at Metadata level: tests read which requests a client made. The log
+  # is never rotated (the API server would at 100 MB by default): tests count its lines.
   cat >"$dir/audit-policy.yaml" <<'EOF'
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -199,7 +200,7 @@ EOF
     --endpoint-reconciler-type none \
     --allow-privileged=true \
     --audit-policy-file "$dir/audit-policy.yaml" --audit-log-path "$dir/logs/audit.log" \
-    --audit-log-mode blocking
+    --audit-log-mode blocking --audit-log-maxsize 100000
   wait_for kube-apiserver 60 curl -sf --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$server/readyz"
 
   # With files to load, the workload controllers wait until the file is in (below).
