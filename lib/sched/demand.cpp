@@ -42,7 +42,8 @@ void Demand::add(const model::Pod& pod, int sign) {
   stale_ = true;
   if (scarce > 0) {  // the index and fitting() cover only the shapes asking for the resource
     if (sign > 0) fit_version_ = next_version();
-    shapes_version_ = next_version();
+    change_log_[changes_ % kChangeLog] = {scarce, pod.requests.cpu_milli, pod.requests.memory, sign};
+    ++changes_;
     index_stale_ = true;
   }
 }
@@ -80,8 +81,15 @@ int64_t Demand::fitting(const Room& r) const {
   const uint64_t mix = static_cast<uint64_t>(r.cpu_milli) * 0x9E3779B97F4A7C15ULL ^
                        static_cast<uint64_t>(r.memory) * 0xC2B2AE3D27D4EB4FULL ^ static_cast<uint64_t>(r.scarce) * 0x165667B19E3779F9ULL;
   Fitting& slot = fitting_[(mix ^ (mix >> 29)) & (kSlots - 1)];
-  if (slot.version == shapes_version_ && slot.cpu_milli == r.cpu_milli && slot.memory == r.memory && slot.scarce == r.scarce)
+  if (slot.at != 0 && changes_ - slot.at <= kChangeLog && slot.cpu_milli == r.cpu_milli && slot.memory == r.memory &&
+      slot.scarce == r.scarce) {
+    for (uint64_t n = slot.at; n < changes_; ++n) {
+      const Change& c = change_log_[n % kChangeLog];
+      slot.fit += c.sign * static_cast<int64_t>((c.scarce <= r.scarce) & (c.cpu_milli <= r.cpu_milli) & (c.memory <= r.memory));
+    }
+    slot.at = changes_;
     return slot.fit;
+  }
   // The shapes [0, k) ask for no more of the scarce resource than the room has; with room for
   // the largest of them in cpu and memory all of those fit, otherwise one walk counts them.
   const Index& ix = index();
@@ -96,7 +104,7 @@ int64_t Demand::fitting(const Room& r) const {
     const int64_t* count = ix.count.data();
     for (size_t i = 0; i < k; ++i) fit += count[i] * static_cast<int64_t>((cpu[i] <= r.cpu_milli) & (memory[i] <= r.memory));
   }
-  slot = {r.cpu_milli, r.memory, r.scarce, shapes_version_, fit};
+  slot = {r.cpu_milli, r.memory, r.scarce, changes_, fit};
   return fit;
 }
 

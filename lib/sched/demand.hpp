@@ -6,6 +6,7 @@
 
 #include "sched/snapshot.hpp"
 
+#include <array>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -87,15 +88,22 @@ class Demand {
   // The pods asking for the resource that fit a room.
   int64_t fitting(const Room& room) const;
   // fitting()'s memo, direct-mapped by the room's cpu, memory and scarce amount: a plan asks about
-  // the same nodes' rooms over and over while the shapes asking for the resource stay the same
-  // (shapes_version_, changed when a pod asking for it is counted in or out).
+  // the same nodes' rooms over and over. A slot holds the count as of a position in the log of
+  // pods asking for the resource counted in and out; a later answer adds the logged pods that fit
+  // the room, while the log still holds every change since (a plan counts one pod out after each
+  // placement, so a full count after every one would undo the memo).
   struct Fitting {
     int64_t cpu_milli = 0, memory = 0, scarce = 0;
-    uint64_t version = 0;
+    uint64_t at = 0;  // changes_ when counted; 0: empty
     int64_t fit = 0;
   };
   mutable std::vector<Fitting> fitting_;
-  uint64_t shapes_version_ = next_version();
+  struct Change {
+    int64_t scarce = 0, cpu_milli = 0, memory = 0, sign = 0;
+  };
+  static constexpr size_t kChangeLog = 32;  // a power of 2
+  std::array<Change, kChangeLog> change_log_{};  // change n at n % kChangeLog
+  uint64_t changes_ = 1;                         // changes logged, plus 1
 };
 
 }  // namespace spotshift::sched
