@@ -7,7 +7,6 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace spotshift {
 
@@ -160,9 +159,22 @@ Result<std::string> base64_decode(std::string_view text) {
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::config(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  // A regular file goes straight into a string of its size (snapshots run to hundreds of MB);
+  // whatever has no size (a pipe) or grew meanwhile is read on in chunks.
+  std::string out;
+  if (const std::streamoff size = in.rdbuf()->pubseekoff(0, std::ios::end, std::ios::in);
+      size > 0 && in.rdbuf()->pubseekoff(0, std::ios::beg, std::ios::in) == 0) {
+    out.resize(static_cast<size_t>(size));
+    in.read(out.data(), size);
+    out.resize(static_cast<size_t>(in.gcount()));
+  }
+  char chunk[1 << 16];
+  while (in) {
+    in.read(chunk, sizeof chunk);
+    out.append(chunk, static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) return Error::config(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  return out;
 }
 
 void append_json_string(std::string& out, std::string_view s) {

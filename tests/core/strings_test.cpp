@@ -2,6 +2,13 @@
 
 #include "support/catch.hpp"
 
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
 using namespace spotshift;
 
 TEST_CASE("query strings decode plus as space and reject broken escapes", "[strings]") {
@@ -42,4 +49,32 @@ TEST_CASE("split, trim and join", "[strings]") {
   auto missing = read_file("/nonexistent/file");
   REQUIRE_FALSE(missing);
   CHECK(missing.error().message.find("/nonexistent/file") != std::string::npos);
+}
+
+TEST_CASE("read_file reads a regular file whole, an empty one, and a pipe to its end", "[strings]") {
+  char dir_template[] = "/tmp/spotshift-read-file.XXXXXX";
+  REQUIRE(mkdtemp(dir_template));
+  const std::string dir = dir_template;
+  // Larger than one chunk, with NUL bytes and a length that is no multiple of it.
+  std::string big;
+  for (int i = 0; i < 200000; ++i) big += static_cast<char>(i % 251);
+  {
+    std::ofstream(dir + "/big", std::ios::binary) << big;
+    std::ofstream(dir + "/empty", std::ios::binary);
+  }
+  auto read = read_file(dir + "/big");
+  REQUIRE(read);
+  CHECK(*read == big);
+  auto empty = read_file(dir + "/empty");
+  REQUIRE(empty);
+  CHECK(empty->empty());
+  // A FIFO has no size: it is read in chunks until the writer closes it.
+  const std::string fifo = dir + "/fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << big; });
+  auto piped = read_file(fifo);
+  writer.join();
+  REQUIRE(piped);
+  CHECK(*piped == big);
+  std::filesystem::remove_all(dir);
 }
