@@ -101,7 +101,7 @@ class Demand {
   struct Change {
     int64_t scarce = 0, cpu_milli = 0, memory = 0, sign = 0;
   };
-  static constexpr size_t kChangeLog = 32;  // a power of 2
+  static constexpr size_t kChangeLog = 32;       // a power of 2
   std::array<Change, kChangeLog> change_log_{};  // change n at n % kChangeLog
   uint64_t changes_ = 1;                         // changes logged, plus 1
 };

@@ -39,6 +39,7 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <set>
 #include <thread>
 
 using namespace spotshift;
@@ -327,9 +328,10 @@ struct RealizedCase {
 };
 
 struct RealizedResult {
-  int drainable = 0;      // in the first plan: spotshift plan on the cluster as loaded, with the same policy
-  int planned_moves = 0;  // the pods that plan moves off its drainable nodes
-  int emptied = 0;        // on-demand nodes running only DaemonSet pods at the end that ran others at the start
+  int drainable = 0;        // in the first plan: spotshift plan on the cluster as loaded, with the same policy
+  int planned_moves = 0;    // the pods that plan moves off its drainable nodes
+  int emptied = 0;          // on-demand nodes running only DaemonSet pods at the end that ran others at the start
+  int emptied_planned = 0;  // of them, the first plan's drainable nodes
   double planned = 0, other_spot = 0, not_spot = 0, pending = 0, missing = 0;  // replacements, by where they went
   int pending_pods = 0;                                                        // Pending pods at the end
   double evictions = 0, succeeded = 0, aborted = 0;
@@ -513,6 +515,9 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   doc.Parse(plan.output.c_str(), plan.output.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("drainableNodes")) fail("spotshift plan: no JSON plan:\n" + plan.output);
   out.drainable = static_cast<int>(doc["drainableNodes"].Size());
+  std::set<std::string> first_plan;
+  for (const auto& n : doc["drainableNodes"].GetArray())
+    if (n.HasMember("node") && n["node"].IsString()) first_plan.insert(n["node"].GetString());
   out.planned_moves = doc.HasMember("summary") ? doc["summary"]["podsToMove"].GetInt() : 0;
 
   RealizedCluster cluster(rc.real, dir, std::move(*scenario));
@@ -594,7 +599,10 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   out.aborted = sample(R"(spotshift_drains_total{policy="default",result="aborted"})");
   cluster.with_objects([&](const ClusterObjects& c) {
     for (const auto& [node, pods] : workload_pods_on_demand(c))
-      if (pods == 0 && at_start[node] > 0) ++out.emptied;
+      if (pods == 0 && at_start[node] > 0) {
+        ++out.emptied;
+        out.emptied_planned += first_plan.count(node) ? 1 : 0;
+      }
     out.pending_pods = pending_pods(c);
   });
   return out;
@@ -637,13 +645,14 @@ void figure_realized(const std::vector<std::string>& args) {
             const double replacements = r.planned + r.other_spot + r.not_spot + r.pending + r.missing;
             std::fprintf(
                 stderr,
-                "realized %s: drainable in the first plan %d; on-demand nodes emptied %d (%s); replacements %.0f: on the planned "
+                "realized %s: drainable in the first plan %d; on-demand nodes emptied %d, %d of them the first plan's (%s); replacements %.0f: on the planned "
                 "node %.0f, other spot %.0f, not spot %.0f, pending %.0f, missing %.0f; Pending at the end %d; evictions %.0f (%.2f "
                 "per emptied node; the first plan: %.2f per drainable node); drains succeeded %.0f, aborted %.0f; steered %.0f; %.0f s%s%s\n",
-                rc.name.c_str(), r.drainable, r.emptied, r.stopped ? "stopped draining" : "still draining at the time limit", replacements,
-                r.planned, r.other_spot, r.not_spot, r.pending, r.missing, r.pending_pods, r.evictions,
-                r.emptied ? r.evictions / r.emptied : 0.0, r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.succeeded,
-                r.aborted, r.steered, r.seconds, r.blocked.empty() ? "" : "; blocked at the end: ", r.blocked.c_str());
+                rc.name.c_str(), r.drainable, r.emptied, r.emptied_planned,
+                r.stopped ? "stopped draining" : "still draining at the time limit", replacements, r.planned, r.other_spot, r.not_spot,
+                r.pending, r.missing, r.pending_pods, r.evictions, r.emptied ? r.evictions / r.emptied : 0.0,
+                r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.succeeded, r.aborted, r.steered, r.seconds,
+                r.blocked.empty() ? "" : "; blocked at the end: ", r.blocked.c_str());
             bench::report("realized_drains_" + rc.name, r.drainable ? 100.0 * r.emptied / r.drainable : 100.0, "%", ">= 98 %");
             bench::report("replacements_on_planned_node_" + rc.name, replacements ? 100.0 * r.planned / replacements : 0.0, "%",
                           rc.steering ? "none (steered)" : "none (steering off)");
