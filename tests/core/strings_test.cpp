@@ -1,11 +1,10 @@
 #include "core/strings.hpp"
 
 #include "support/catch.hpp"
+#include "support/process.hpp"
 
 #include <sys/stat.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -52,29 +51,24 @@ TEST_CASE("split, trim and join", "[strings]") {
 }
 
 TEST_CASE("read_file reads a regular file whole, an empty one, and a pipe to its end", "[strings]") {
-  char dir_template[] = "/tmp/spotshift-read-file.XXXXXX";
-  REQUIRE(mkdtemp(dir_template));
-  const std::string dir = dir_template;
+  testing::TempDir dir;
   // Larger than one chunk, with NUL bytes and a length that is no multiple of it.
   std::string big;
   for (int i = 0; i < 200000; ++i) big += static_cast<char>(i % 251);
-  {
-    std::ofstream(dir + "/big", std::ios::binary) << big;
-    std::ofstream(dir + "/empty", std::ios::binary);
-  }
-  auto read = read_file(dir + "/big");
+  dir.write("big", big);
+  dir.write("empty", "");
+  auto read = read_file(dir.file("big"));
   REQUIRE(read);
   CHECK(*read == big);
-  auto empty = read_file(dir + "/empty");
+  auto empty = read_file(dir.file("empty"));
   REQUIRE(empty);
   CHECK(empty->empty());
   // A FIFO has no size: it is read in chunks until the writer closes it.
-  const std::string fifo = dir + "/fifo";
+  const std::string fifo = dir.file("fifo");
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << big; });
   auto piped = read_file(fifo);
   writer.join();
   REQUIRE(piped);
   CHECK(*piped == big);
-  std::filesystem::remove_all(dir);
 }
