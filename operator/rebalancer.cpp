@@ -460,6 +460,8 @@ asio::awaitable<void> SpotRebalancer::drain_task(std::shared_ptr<const drain::Re
   const std::string name = policy->name();
   const std::string node = node_plan.node;
   std::shared_ptr<drain::Evictor> evictor = state->active;
+  // The plan this drain carries out (its head is this node): the re-checks try its targets first.
+  std::shared_ptr<const drain::Plan> started_from = state->last_plan;
   // The policy as it is now: an edit made while the drain runs applies from the next eviction on.
   auto current_spec = [this, name]() -> Result<drain::PolicySpec> {
     auto p = stores_.policies.get(name);
@@ -467,11 +469,12 @@ asio::awaitable<void> SpotRebalancer::drain_task(std::shared_ptr<const drain::Re
     if (!p->spec) return Error::invalid(fmt::format("the policy's spec is no longer valid: {}", p->spec_error->message));
     return *p->spec;
   };
-  auto recheck = [this, name, node, current_spec]() -> Result<drain::NodePlan> {
+  auto recheck = [this, name, node, current_spec, started_from]() -> Result<drain::NodePlan> {
     auto spec = current_spec();
     if (!spec) return spec.error();
     drain::PlanInput in = plan_input(*spec, name);
     in.only_node = node;
+    in.previous = started_from;
     drain::Plan p = drain::make_plan(in, *spec);
     if (const drain::NodePlan* n = p.find(node)) return *n;
     std::vector<std::string> reasons;
@@ -654,7 +657,9 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
   // core, so a plan waits until the previous one is a small enough share of the time.
   if (Duration wait = plan_cooldown(st, timers_.now()); wait > Duration::zero()) co_return runtime::Action::requeue_after(wait);
   const drain::PolicySpec priced = co_await with_prices(*policy, st);
-  auto plan = std::make_shared<const drain::Plan>(drain::make_plan(plan_input(spec, key), priced));
+  drain::PlanInput input = plan_input(spec, key);
+  input.previous = st.last_plan;
+  auto plan = std::make_shared<const drain::Plan>(drain::make_plan(input, priced));
   st.last_plan = plan;
   st.last_plan_end = timers_.now();
   st.last_plan_took = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(plan->summary.plan_millis));

@@ -113,6 +113,34 @@ struct Search {
   Hints hints;
 };
 
+// The previous plan's drainable nodes that are still on-demand nodes here (only `only`, when
+// set), in its order, each pod still on them hinted to the spot node it planned for it.
+Search previous_nodes(const sched::ClusterSnapshot& snap, const Plan& previous, const std::vector<int>& on_demand,
+                      const std::vector<int>& spot, const std::optional<std::string>& only) {
+  Search out;
+  for (const NodePlan& np : previous.drainable) {
+    if (only && np.node != *only) continue;
+    auto idx = snap.index_of(np.node);
+    if (!idx || std::find(on_demand.begin(), on_demand.end(), *idx) == on_demand.end()) continue;
+    out.nodes.push_back(*idx);
+    for (const PodMove& move : np.moves) {
+      auto target = snap.index_of(move.target);
+      if (!target || std::find(spot.begin(), spot.end(), *target) == spot.end()) continue;
+      for (const auto& pod : snap.node(*idx).pods)
+        if (pod->meta.uid == move.pod->meta.uid && pod->meta.name == move.pod->meta.name &&
+            pod->meta.namespace_ == move.pod->meta.namespace_)
+          out.hints.emplace(pod.get(), *target);
+    }
+  }
+  return out;
+}
+
+size_t pods_to_move(const Pass& pass) {
+  size_t n = 0;
+  for (const auto& np : pass.drainable) n += np.moves.size();
+  return n;
+}
+
 // The plan search (search.hpp) on the compact model of the pass's searchable nodes, started
 // from the pass's own plan.
 Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& framework, sched::PlacementCache& cache,
@@ -562,24 +590,40 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
 
   // Steps 3 to 5.
   PlanPass planner(in, pods, spec, snap, spot, std::move(spot_nodes), scarce);
-  Pass pass = planner.run(on_demand, nullptr);
+  // The previous plan's nodes and targets. The evictor's re-check of one node carries out the
+  // plan its drain started from: each pod is tried first on the spot node that plan chose.
+  std::optional<Search> previous;
+  if (in.previous) previous = previous_nodes(snap, *in.previous, on_demand, spot, in.only_node);
+  Pass pass = planner.run(on_demand, in.only_node && previous ? &previous->hints : nullptr);
   // Step 6. The search looks for more nodes: none to look for when every node it could choose
   // drains.
   const auto& framework = planner.framework();
   if (spec.search_iterations > 0 && !in.only_node && framework && !spot.empty() && pass.drainable.size() < pass.searchable.size()) {
+    const size_t by_node = pass.drainable.size();
+    // Replan through the whole predicate engine: the chosen nodes first, in their order, each pod
+    // tried first where `chosen` put it; then every other node as before.
+    auto replan = [&](const Search& chosen) {
+      std::vector<int> order = chosen.nodes;
+      for (int idx : on_demand)
+        if (std::find(chosen.nodes.begin(), chosen.nodes.end(), idx) == chosen.nodes.end()) order.push_back(idx);
+      return planner.run(order, &chosen.hints);
+    };
     Search found = search_nodes(snap, *framework, planner.cache(), spot, scarce, pass, spec.search_iterations);
     if (found.nodes.size() > pass.drainable.size()) {
-      // Replan through the whole predicate engine: the chosen nodes first, in the drain order,
-      // each pod tried first where the search put it; then every other node as before.
-      std::vector<int> order = found.nodes;
-      for (int idx : on_demand)
-        if (std::find(found.nodes.begin(), found.nodes.end(), idx) == found.nodes.end()) order.push_back(idx);
-      Pass searched = planner.run(order, &found.hints);
-      if (searched.drainable.size() > pass.drainable.size()) {
-        plan.summary.searched_nodes = static_cast<int>(searched.drainable.size() - pass.drainable.size());
-        pass = std::move(searched);
-      }
+      Pass searched = replan(found);
+      if (searched.drainable.size() > pass.drainable.size()) pass = std::move(searched);
     }
+    // Plan stability: the previous plan's nodes, as it placed their pods, are kept while they
+    // drain as many nodes as this plan and move no more pods. Otherwise a search from the cluster
+    // one drain later may pick other nodes of the same count, and the drains that follow no
+    // longer carry out any one plan.
+    if (previous && previous->nodes.size() >= pass.drainable.size()) {
+      Pass kept = replan(*previous);
+      if (kept.drainable.size() > pass.drainable.size() ||
+          (kept.drainable.size() == pass.drainable.size() && pods_to_move(kept) <= pods_to_move(pass)))
+        pass = std::move(kept);
+    }
+    if (pass.drainable.size() > by_node) plan.summary.searched_nodes = static_cast<int>(pass.drainable.size() - by_node);
   }
   plan.drainable = std::move(pass.drainable);
   for (auto& r : pass.undrainable) plan.undrainable.push_back(std::move(r));

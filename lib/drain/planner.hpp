@@ -36,6 +36,7 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +66,8 @@ struct Exclusion {
   Exclusion(const char* r) : reason(r) {}             // NOLINT
 };
 
+struct Plan;
+
 struct PlanInput {
   std::vector<NodePtr> nodes;
   std::vector<PodPtr> pods;
@@ -86,6 +89,10 @@ struct PlanInput {
   // Where the cluster snapshot of the last plan is kept for this one (the operator's, across its
   // plans); none: the snapshot is built for this plan alone. The plan is the same either way.
   sched::SnapshotCache* snapshots = nullptr;
+  // The policy's previous plan (the operator's, between drains); none: the first plan. With the
+  // plan search on, its drainable nodes are planned again first, each pod tried first on its
+  // previous target, and that plan is kept when it drains as many nodes as a fresh one.
+  std::shared_ptr<const Plan> previous;
 };
 
 struct PodMove {

@@ -526,6 +526,95 @@ TEST_CASE("searchIterations: what the search's model leaves out is checked; a pl
   CHECK(all_reasons(searched, "od-2").find("pod default/trainer fits on no spot node") != std::string::npos);
 }
 
+namespace {
+
+// Spot nodes of 4 CPUs, spot-a the fuller (FreeCPU puts a pod there first); three on-demand nodes
+// with one 3-CPU pod each: any two of them drain, one pod on each spot node.
+PlanInput two_of_three() {
+  PlanInput in;
+  in.nodes.push_back(spot("spot-a").cpu("4"));
+  in.nodes.push_back(spot("spot-b").cpu("4"));
+  in.pods.push_back(replica("fill", "fill").cpu("500m").on("spot-a"));
+  for (std::string n : {"1", "2", "3"}) {
+    in.nodes.push_back(on_demand("od-" + n).cpu("4"));
+    in.pods.push_back(replica("p" + n, "app" + n).cpu("3").on("od-" + n));
+  }
+  return in;
+}
+
+// A plan as the operator keeps it between drains: `nodes`, each pod moved to the given target.
+std::shared_ptr<const Plan> previous_plan(const PlanInput& in, const std::vector<std::pair<std::string, std::string>>& moves) {
+  auto plan = std::make_shared<Plan>();
+  for (const auto& [pod_name, target] : moves)
+    for (const auto& pod : in.pods)
+      if (pod->name() == pod_name) {
+        if (plan->drainable.empty() || plan->drainable.back().node != pod->node_name.view()) {
+          plan->drainable.emplace_back();
+          plan->drainable.back().node = std::string(pod->node_name.view());
+        }
+        PodMove move;
+        move.pod = pod;
+        move.target = target;
+        plan->drainable.back().moves.push_back(std::move(move));
+      }
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("searchIterations: the next plan keeps the previous plan's nodes and targets while they drain as many", "[planner]") {
+  PlanInput in = two_of_three();
+  Plan fresh = make_plan(in, free_cpu_spec(true));
+  INFO(plan_to_table(fresh));
+  REQUIRE(fresh.drainable.size() == 2);
+  CHECK(fresh.drainable[0].node == "od-1");
+  CHECK(fresh.drainable[1].node == "od-2");
+  CHECK(targets(fresh.drainable[0])["p1"] == "spot-a");
+
+  // The previous plan drained od-3 and od-1, p3 on spot-b: as many nodes, as many pods.
+  in.previous = previous_plan(in, {{"p3", "spot-b"}, {"p1", "spot-a"}});
+  Plan kept = make_plan(in, free_cpu_spec(true));
+  INFO(plan_to_table(kept));
+  REQUIRE(kept.drainable.size() == 2);
+  CHECK(kept.drainable[0].node == "od-3");
+  CHECK(targets(kept.drainable[0])["p3"] == "spot-b");
+  CHECK(kept.drainable[1].node == "od-1");
+  CHECK(targets(kept.drainable[1])["p1"] == "spot-a");
+  CHECK(all_reasons(kept, "od-2").find("pod default/p2 fits on no spot node") != std::string::npos);
+
+  // Without the plan search, a plan is the node-by-node plan whatever came before.
+  PolicySpec by_node = free_cpu_spec(false);
+  Plan plain = make_plan(in, by_node);
+  REQUIRE(plain.drainable.size() == 2);
+  CHECK(plain.drainable[0].node == "od-1");
+  CHECK(plain.drainable[1].node == "od-2");
+
+  // The evictor's re-check of od-3 tries the target the drain's plan chose first, search or not.
+  PlanInput one = in;
+  one.only_node = "od-3";
+  for (const PolicySpec& spec : {free_cpu_spec(true), by_node}) {
+    Plan recheck = make_plan(one, spec);
+    REQUIRE(recheck.drainable.size() == 1);
+    CHECK(targets(recheck.drainable[0])["p3"] == "spot-b");
+  }
+  one.previous = nullptr;
+  CHECK(targets(make_plan(one, by_node).drainable.at(0))["p3"] == "spot-a");
+}
+
+TEST_CASE("searchIterations: the previous plan's nodes give way to a plan that moves fewer pods", "[planner]") {
+  // od-3 now carries two pods (1.5 CPUs each): draining it moves one pod more than od-2 does.
+  PlanInput in = two_of_three();
+  in.pods.erase(std::remove_if(in.pods.begin(), in.pods.end(), [](const PodPtr& p) { return p->name() == "p3"; }), in.pods.end());
+  in.pods.push_back(replica("p3a", "app3").cpu("1500m").on("od-3"));
+  in.pods.push_back(replica("p3b", "app3").cpu("1500m").on("od-3"));
+  in.previous = previous_plan(in, {{"p3a", "spot-b"}, {"p3b", "spot-b"}, {"p1", "spot-a"}});
+  Plan plan = make_plan(in, free_cpu_spec(true));
+  INFO(plan_to_table(plan));
+  REQUIRE(plan.drainable.size() == 2);
+  CHECK(plan.drainable[0].node == "od-1");
+  CHECK(plan.drainable[1].node == "od-2");
+}
+
 TEST_CASE("a plan through the snapshot cache is the plan made without it; a node change alone reuses the snapshot", "[planner]") {
   // od-1's 800m pod fits only on spot-a, which starts NotReady.
   PlanInput in;

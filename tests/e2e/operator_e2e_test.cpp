@@ -424,6 +424,92 @@ TEST_CASE("steering Preferred: each replacement gets a preferred affinity for it
       40s, 200ms));
 }
 
+// Two GPU spot nodes: gpu-free (4 CPUs and both GPUs free) and gpu-full (6 CPUs, no GPU free).
+// od-1 runs a 3-CPU pod, od-2 a 4-CPU pod with a GPU, each of a ReplicaSet. FreeCPU alone puts
+// od-1's pod on the fuller gpu-free, and then od-2's fits nowhere; the plan search puts it on
+// gpu-full, and both drain.
+std::string gpu_trap_scenario() {
+  std::string out = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n";
+  for (auto [name, pool, gpus] :
+       {std::tuple{"gpu-free", "gpu-spot", 2}, {"gpu-full", "gpu-spot", 2}, {"od-1", "gpu-od", 0}, {"od-2", "gpu-od", 2}})
+    out += fmt::format(R"(---
+apiVersion: v1
+kind: Node
+metadata:
+  name: {0}
+  labels: {{kubernetes.io/hostname: {0}, kubernetes.io/os: linux, pool: {1}}}
+status:
+  capacity: {{cpu: "8", memory: 32Gi, pods: "110", example.com/gpu: "{2}"}}
+  allocatable: {{cpu: "8", memory: 32Gi, pods: "110", example.com/gpu: "{2}"}}
+)",
+                       name, pool, gpus);
+  int uid = 0;
+  for (auto [name, node, cpu, gpus] : {std::tuple{"fill-x", "gpu-free", "4", 0},
+                                       {"fill-y", "gpu-full", "2", 2},
+                                       {"cpu-only", "od-1", "3", 0},
+                                       {"trainer", "od-2", "4", 1}}) {
+    const std::string resources =
+        gpus == 0 ? fmt::format(R"({{requests: {{cpu: "{}", memory: 1Gi}}}})", cpu)
+                  : fmt::format(R"({{requests: {{cpu: "{0}", memory: 1Gi, example.com/gpu: "{1}"}}, limits: {{example.com/gpu: "{1}"}}}})",
+                                cpu, gpus);
+    out += fmt::format(R"(---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {{name: {0}, namespace: shop, uid: 6b0d7c1e-0000-4000-8000-00000000000{3}, labels: {{app: {0}}}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {0}}}}}
+  template:
+    metadata: {{labels: {{app: {0}}}}}
+    spec:
+      containers: [{{name: c, image: x, resources: {2}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {0}-x1
+  namespace: shop
+  labels: {{app: {0}}}
+  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {0}, uid: 6b0d7c1e-0000-4000-8000-00000000000{3}, controller: true}}]
+spec:
+  nodeName: {1}
+  containers: [{{name: c, image: x, resources: {2}}}]
+)",
+                       name, node, resources, ++uid);
+  }
+  return out;
+}
+
+TEST_CASE("the plan search with steering Preferred: each drain steers to the targets the search chose, and every planned node drains",
+          "[e2e]") {
+  // Re-planned alone, od-1's pod would be steered to gpu-free (FreeCPU's choice), and od-2 could
+  // never drain. The drain carries out the plan it started from: gpu-full, then od-2.
+  EnvOptions options;
+  options.demo = false;
+  Env env(gpu_trap_scenario(), options);
+  auto op = env.start("operator", kSteeringFlags);
+  env.apply("webhook", steering_webhook_yaml(webhook_port(*op)));
+  webhook_called(env, *op);
+  env.apply("policy", policy_yaml("gpu", R"(  onDemandNodeSelector: {matchLabels: {pool: gpu-od}}
+  spotNodeSelector: {matchLabels: {pool: gpu-spot}}
+  profile: {scores: [{name: FreeCPU}]}
+  searchIterations: 50
+  steering: Preferred
+)",
+                                  "1s"));
+  INFO(op->log());
+  REQUIRE(eventually([&] { return env.status("gpu", {"nodesDrainedTotal"}) == "2"; }, 60s));
+  REQUIRE(eventually([&] { return env.all_running(); }, 20s));
+  auto pods = env.pods();
+  std::map<std::string, std::string> by_app;
+  for (const auto& [pod, node] : pods) by_app[pod.substr(0, pod.rfind('-'))] = node;
+  CHECK(by_app["shop/cpu-only"] == "gpu-full");
+  CHECK(by_app["shop/trainer"] == "gpu-free");
+  const std::string metrics = op->metrics();
+  CHECK(metric_sample(metrics, R"(spotshift_evictions_total{policy="gpu",result="evicted"})") == 2);
+  CHECK(metric_sample(metrics, R"(spotshift_replacements_total{policy="gpu",placement="planned"})") == 2);
+}
+
 TEST_CASE("the webhook's certificate: made when missing, renewed when expiring or wrong, the CA kept, caBundle kept current", "[e2e]") {
   Env env;
   // Flags that cannot work are refused before anything starts.
