@@ -37,6 +37,59 @@ inline std::string read_all(const std::string& path) {
   return ss.str();
 }
 
+// A node labelled pool=<pool> (for a policy's selectors) with `cpu` CPUs, `memory` and `gpus` of
+// the extended resource example.com/gpu.
+inline std::string pool_node(const std::string& name, const std::string& pool, int cpu, const std::string& memory, int gpus) {
+  return fmt::format(R"(---
+apiVersion: v1
+kind: Node
+metadata:
+  name: {0}
+  labels: {{kubernetes.io/hostname: {0}, kubernetes.io/os: linux, pool: {1}}}
+status:
+  capacity: {{cpu: "{2}", memory: {3}, pods: "110", example.com/gpu: "{4}"}}
+  allocatable: {{cpu: "{2}", memory: {3}, pods: "110", example.com/gpu: "{4}"}}
+)",
+                     name, pool, cpu, memory, gpus);
+}
+
+// A container's resources: `cpu`, 1 GiB and, unless 0, `gpus` of example.com/gpu.
+inline std::string gpu_resources(const std::string& cpu, int gpus) {
+  return gpus == 0 ? fmt::format(R"({{requests: {{cpu: "{}", memory: 1Gi}}}})", cpu)
+                   : fmt::format(R"({{requests: {{cpu: "{0}", memory: 1Gi, example.com/gpu: "{1}"}}, limits: {{example.com/gpu: "{1}"}}}})",
+                                 cpu, gpus);
+}
+
+// A ReplicaSet `app` of one replica (uid numbered `id`) in namespace `ns`, and its pod `app`-x1
+// bound to `node`, with these resources.
+inline std::string replica_set_pod(const std::string& ns, const std::string& app, int id, const std::string& node,
+                                   const std::string& resources) {
+  return fmt::format(R"(---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {{name: {0}, namespace: {1}, uid: 5a0d7c1e-0000-4000-8000-{2:012x}, labels: {{app: {0}}}}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: {0}}}}}
+  template:
+    metadata: {{labels: {{app: {0}}}}}
+    spec:
+      containers: [{{name: c, image: registry.example/{0}:1, resources: {4}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {0}-x1
+  namespace: {1}
+  labels: {{app: {0}}}
+  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {0}, uid: 5a0d7c1e-0000-4000-8000-{2:012x}, controller: true}}]
+spec:
+  nodeName: {3}
+  containers: [{{name: c, image: registry.example/{0}:1, resources: {4}}}]
+)",
+                     app, ns, id, node, resources);
+}
+
 inline std::string policy_yaml(const std::string& name, const std::string& extra_spec, const std::string& delay = "3s") {
   return fmt::format(
       R"(apiVersion: spotshift.io/v1alpha1

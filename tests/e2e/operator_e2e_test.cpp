@@ -432,51 +432,13 @@ std::string gpu_trap_scenario() {
   std::string out = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n";
   for (auto [name, pool, gpus] :
        {std::tuple{"gpu-free", "gpu-spot", 2}, {"gpu-full", "gpu-spot", 2}, {"od-1", "gpu-od", 0}, {"od-2", "gpu-od", 2}})
-    out += fmt::format(R"(---
-apiVersion: v1
-kind: Node
-metadata:
-  name: {0}
-  labels: {{kubernetes.io/hostname: {0}, kubernetes.io/os: linux, pool: {1}}}
-status:
-  capacity: {{cpu: "8", memory: 32Gi, pods: "110", example.com/gpu: "{2}"}}
-  allocatable: {{cpu: "8", memory: 32Gi, pods: "110", example.com/gpu: "{2}"}}
-)",
-                       name, pool, gpus);
-  int uid = 0;
+    out += pool_node(name, pool, 8, "32Gi", gpus);
+  int id = 0;
   for (auto [name, node, cpu, gpus] : {std::tuple{"fill-x", "gpu-free", "4", 0},
                                        {"fill-y", "gpu-full", "2", 2},
                                        {"cpu-only", "od-1", "3", 0},
-                                       {"trainer", "od-2", "4", 1}}) {
-    const std::string resources =
-        gpus == 0 ? fmt::format(R"({{requests: {{cpu: "{}", memory: 1Gi}}}})", cpu)
-                  : fmt::format(R"({{requests: {{cpu: "{0}", memory: 1Gi, example.com/gpu: "{1}"}}, limits: {{example.com/gpu: "{1}"}}}})",
-                                cpu, gpus);
-    out += fmt::format(R"(---
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {{name: {0}, namespace: shop, uid: 6b0d7c1e-0000-4000-8000-00000000000{3}, labels: {{app: {0}}}}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: {0}}}}}
-  template:
-    metadata: {{labels: {{app: {0}}}}}
-    spec:
-      containers: [{{name: c, image: x, resources: {2}}}]
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {0}-x1
-  namespace: shop
-  labels: {{app: {0}}}
-  ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {0}, uid: 6b0d7c1e-0000-4000-8000-00000000000{3}, controller: true}}]
-spec:
-  nodeName: {1}
-  containers: [{{name: c, image: x, resources: {2}}}]
-)",
-                       name, node, resources, ++uid);
-  }
+                                       {"trainer", "od-2", "4", 1}})
+    out += replica_set_pod("shop", name, ++id, node, gpu_resources(cpu, gpus));
   return out;
 }
 

@@ -18,54 +18,11 @@ namespace {
 // nodes. gpu-od-a's pod asks for little CPU but both GPUs, gpu-od-b's and gpu-od-c's for 1 CPU
 // and one GPU each.
 std::string gpu_pool() {
-  std::string out;
-  auto node = [&](const std::string& name, const std::string& pool) {
-    out += fmt::format(R"(---
-apiVersion: v1
-kind: Node
-metadata:
-  name: {0}
-  labels: {{kubernetes.io/hostname: {0}, kubernetes.io/os: linux, pool: {1}}}
-status:
-  capacity: {{cpu: "4", memory: 16Gi, pods: "110", example.com/gpu: "2"}}
-  allocatable: {{cpu: "4", memory: 16Gi, pods: "110", example.com/gpu: "2"}}
-)",
-                       name, pool);
-  };
-  auto pod = [&](const std::string& app, int id, const std::string& node, const std::string& cpu, int gpus) {
-    out += fmt::format(R"(---
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {{name: {0}, namespace: ml, uid: 5a0d7c1e-0000-4000-8000-{1:012x}, labels: {{app: {0}}}}}
-spec:
-  replicas: 1
-  selector: {{matchLabels: {{app: {0}}}}}
-  template:
-    metadata: {{labels: {{app: {0}}}}}
-    spec:
-      containers:
-      - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}, limits: {{example.com/gpu: "{3}"}}}}}}
----
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {0}-x1
-  namespace: ml
-  labels: {{app: {0}}}
-  ownerReferences:
-  - {{apiVersion: apps/v1, kind: ReplicaSet, name: {0}, uid: 5a0d7c1e-0000-4000-8000-{1:012x}, controller: true}}
-spec:
-  nodeName: {4}
-  containers:
-  - {{name: c, image: registry.example/{0}:1, resources: {{requests: {{cpu: {2}, memory: 1Gi, example.com/gpu: "{3}"}}, limits: {{example.com/gpu: "{3}"}}}}}}
-)",
-                       app, id, cpu, gpus, node);
-  };
-  node("gpu-spot", "gpu-spot");
-  for (auto n : {"gpu-od-a", "gpu-od-b", "gpu-od-c"}) node(n, "gpu-od");
-  pod("trainer-a", 1, "gpu-od-a", "500m", 2);
-  pod("trainer-b", 2, "gpu-od-b", "1", 1);
-  pod("trainer-c", 3, "gpu-od-c", "1", 1);
+  std::string out = pool_node("gpu-spot", "gpu-spot", 4, "16Gi", 2);
+  for (auto n : {"gpu-od-a", "gpu-od-b", "gpu-od-c"}) out += pool_node(n, "gpu-od", 4, "16Gi", 2);
+  out += replica_set_pod("ml", "trainer-a", 1, "gpu-od-a", gpu_resources("500m", 2));
+  out += replica_set_pod("ml", "trainer-b", 2, "gpu-od-b", gpu_resources("1", 1));
+  out += replica_set_pod("ml", "trainer-c", 3, "gpu-od-c", gpu_resources("1", 1));
   return out;
 }
 
