@@ -608,20 +608,20 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
         if (std::find(chosen.nodes.begin(), chosen.nodes.end(), idx) == chosen.nodes.end()) order.push_back(idx);
       return planner.run(order, &chosen.hints);
     };
-    Search found = search_nodes(snap, *framework, planner.cache(), spot, scarce, pass, spec.search_iterations);
-    if (found.nodes.size() > pass.drainable.size()) {
-      Pass searched = replan(found);
-      if (searched.drainable.size() > pass.drainable.size()) pass = std::move(searched);
-    }
     // Plan stability: the previous plan's nodes, as it placed their pods, are kept while they
-    // drain as many nodes as this plan and move no more pods. Otherwise a search from the cluster
-    // one drain later may pick other nodes of the same count, and the drains that follow no
-    // longer carry out any one plan.
+    // drain as many nodes as planning node by node and move no more pods, and the search starts
+    // from them. Otherwise a search from the cluster one drain later may settle on other nodes,
+    // and the drains that follow carry out no one plan.
     if (previous && previous->nodes.size() >= pass.drainable.size()) {
       Pass kept = replan(*previous);
       if (kept.drainable.size() > pass.drainable.size() ||
           (kept.drainable.size() == pass.drainable.size() && pods_to_move(kept) <= pods_to_move(pass)))
         pass = std::move(kept);
+    }
+    Search found = search_nodes(snap, *framework, planner.cache(), spot, scarce, pass, spec.search_iterations);
+    if (found.nodes.size() > pass.drainable.size()) {
+      Pass searched = replan(found);
+      if (searched.drainable.size() > pass.drainable.size()) pass = std::move(searched);
     }
     if (pass.drainable.size() > by_node) plan.summary.searched_nodes = static_cast<int>(pass.drainable.size() - by_node);
   }
