@@ -595,10 +595,10 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   std::optional<Search> previous;
   if (in.previous) previous = previous_nodes(snap, *in.previous, on_demand, spot, in.only_node);
   Pass pass = planner.run(on_demand, in.only_node && previous ? &previous->hints : nullptr);
-  // Step 6. The search looks for more nodes: none to look for when every node it could choose
-  // drains.
+  // Step 6: plan stability and the plan search. Neither has anything to add when every node
+  // only the placement decides drains.
   const auto& framework = planner.framework();
-  if (spec.search_iterations > 0 && !in.only_node && framework && !spot.empty() && pass.drainable.size() < pass.searchable.size()) {
+  if (!in.only_node && framework && !spot.empty() && pass.drainable.size() < pass.searchable.size()) {
     const size_t by_node = pass.drainable.size();
     // Replan through the whole predicate engine: the chosen nodes first, in their order, each pod
     // tried first where `chosen` put it; then every other node as before.
@@ -608,22 +608,25 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
         if (std::find(chosen.nodes.begin(), chosen.nodes.end(), idx) == chosen.nodes.end()) order.push_back(idx);
       return planner.run(order, &chosen.hints);
     };
-    // Plan stability: the previous plan's nodes, as it placed their pods, are kept while they
-    // drain as many nodes as planning node by node and move no more pods, and the search starts
-    // from them. Otherwise a search from the cluster one drain later may settle on other nodes,
-    // and the drains that follow carry out no one plan.
+    // The previous plan's nodes, as it placed their pods, are kept while they drain as many
+    // nodes as planning node by node and move no more pods (and the search starts from them).
+    // Otherwise the plan made one drain later, from a cluster where replacements went elsewhere
+    // than planned, may settle on other nodes, and the drains carry out no one plan.
     if (previous && previous->nodes.size() >= pass.drainable.size()) {
       Pass kept = replan(*previous);
       if (kept.drainable.size() > pass.drainable.size() ||
           (kept.drainable.size() == pass.drainable.size() && pods_to_move(kept) <= pods_to_move(pass)))
         pass = std::move(kept);
     }
-    Search found = search_nodes(snap, *framework, planner.cache(), spot, scarce, pass, spec.search_iterations);
-    if (found.nodes.size() > pass.drainable.size()) {
-      Pass searched = replan(found);
-      if (searched.drainable.size() > pass.drainable.size()) pass = std::move(searched);
+    // The search looks for more nodes.
+    if (spec.search_iterations > 0) {
+      Search found = search_nodes(snap, *framework, planner.cache(), spot, scarce, pass, spec.search_iterations);
+      if (found.nodes.size() > pass.drainable.size()) {
+        Pass searched = replan(found);
+        if (searched.drainable.size() > pass.drainable.size()) pass = std::move(searched);
+      }
+      if (pass.drainable.size() > by_node) plan.summary.searched_nodes = static_cast<int>(pass.drainable.size() - by_node);
     }
-    if (pass.drainable.size() > by_node) plan.summary.searched_nodes = static_cast<int>(pass.drainable.size() - by_node);
   }
   plan.drainable = std::move(pass.drainable);
   for (auto& r : pass.undrainable) plan.undrainable.push_back(std::move(r));

@@ -89,9 +89,10 @@ struct PlanInput {
   // Where the cluster snapshot of the last plan is kept for this one (the operator's, across its
   // plans); none: the snapshot is built for this plan alone. The plan is the same either way.
   sched::SnapshotCache* snapshots = nullptr;
-  // The policy's previous plan (the operator's, between drains); none: the first plan. With the
-  // plan search on, its drainable nodes are planned again first, each pod tried first on its
-  // previous target, and that plan is kept when it drains as many nodes as a fresh one.
+  // The policy's previous plan (the operator's, between drains); none: the first plan. Its
+  // drainable nodes are planned again first, each pod tried first on its previous target, and
+  // that plan is kept while it drains as many nodes as a fresh one and moves no more pods. The
+  // evictor's re-check of one node tries the targets of the plan its drain started from.
   std::shared_ptr<const Plan> previous;
 };
 

@@ -562,7 +562,7 @@ std::shared_ptr<const Plan> previous_plan(const PlanInput& in, const std::vector
 
 }  // namespace
 
-TEST_CASE("searchIterations: the next plan keeps the previous plan's nodes and targets while they drain as many", "[planner]") {
+TEST_CASE("the next plan keeps the previous plan's nodes and targets while they drain as many", "[planner]") {
   PlanInput in = two_of_three();
   Plan fresh = make_plan(in, free_cpu_spec(true));
   INFO(plan_to_table(fresh));
@@ -582,12 +582,15 @@ TEST_CASE("searchIterations: the next plan keeps the previous plan's nodes and t
   CHECK(targets(kept.drainable[1])["p1"] == "spot-a");
   CHECK(all_reasons(kept, "od-2").find("pod default/p2 fits on no spot node") != std::string::npos);
 
-  // Without the plan search, a plan is the node-by-node plan whatever came before.
+  // Without the plan search too: the previous plan is kept, and nothing is counted as searched.
   PolicySpec by_node = free_cpu_spec(false);
   Plan plain = make_plan(in, by_node);
   REQUIRE(plain.drainable.size() == 2);
-  CHECK(plain.drainable[0].node == "od-1");
-  CHECK(plain.drainable[1].node == "od-2");
+  CHECK(plain.drainable[0].node == "od-3");
+  CHECK(targets(plain.drainable[0])["p3"] == "spot-b");
+  CHECK(plain.drainable[1].node == "od-1");
+  CHECK(plain.summary.searched_nodes == 0);
+  CHECK(kept.summary.searched_nodes == 0);
 
   // The evictor's re-check of od-3 tries the target the drain's plan chose first, search or not.
   PlanInput one = in;
@@ -601,18 +604,20 @@ TEST_CASE("searchIterations: the next plan keeps the previous plan's nodes and t
   CHECK(targets(make_plan(one, by_node).drainable.at(0))["p3"] == "spot-a");
 }
 
-TEST_CASE("searchIterations: the previous plan's nodes give way to a plan that moves fewer pods", "[planner]") {
+TEST_CASE("the previous plan's nodes give way to a plan that moves fewer pods", "[planner]") {
   // od-3 now carries two pods (1.5 CPUs each): draining it moves one pod more than od-2 does.
   PlanInput in = two_of_three();
   in.pods.erase(std::remove_if(in.pods.begin(), in.pods.end(), [](const PodPtr& p) { return p->name() == "p3"; }), in.pods.end());
   in.pods.push_back(replica("p3a", "app3").cpu("1500m").on("od-3"));
   in.pods.push_back(replica("p3b", "app3").cpu("1500m").on("od-3"));
   in.previous = previous_plan(in, {{"p3a", "spot-b"}, {"p3b", "spot-b"}, {"p1", "spot-a"}});
-  Plan plan = make_plan(in, free_cpu_spec(true));
-  INFO(plan_to_table(plan));
-  REQUIRE(plan.drainable.size() == 2);
-  CHECK(plan.drainable[0].node == "od-1");
-  CHECK(plan.drainable[1].node == "od-2");
+  for (bool search : {true, false}) {
+    Plan plan = make_plan(in, free_cpu_spec(search));
+    INFO(plan_to_table(plan));
+    REQUIRE(plan.drainable.size() == 2);
+    CHECK(plan.drainable[0].node == "od-1");
+    CHECK(plan.drainable[1].node == "od-2");
+  }
 }
 
 TEST_CASE("a plan through the snapshot cache is the plan made without it; a node change alone reuses the snapshot", "[planner]") {
