@@ -54,6 +54,9 @@ struct SpotRebalancer::PolicyState {
   std::map<std::string, std::string> reported_reasons;
   std::string announced;  // the node last announced by DrainPlanned or WouldDrain
   std::shared_ptr<const drain::Plan> last_plan;
+  // Whether the next plan carries on from last_plan (plan stability): from the first drain on,
+  // until a plan finds nothing to drain.
+  bool carrying = false;
   Time last_plan_end{};         // when the last plan was made
   Duration last_plan_took{};    // and how long it took
   std::string pricing_problem;  // the last PricingUnavailable reported
@@ -404,6 +407,7 @@ asio::awaitable<Result<void>> SpotRebalancer::start_drain(std::shared_ptr<const 
   const Time started = timers_.now();
   const std::optional<Time> gate_before = st.next_drain_after;
   st.current = DrainProgress{node_plan.node, started, 0, static_cast<int>(node_plan.moves.size())};
+  st.carrying = true;
   // The gate is persisted before anything is touched, so a crash mid-drain keeps it closed: a
   // drain whose start cannot be recorded does not start.
   st.next_drain_after = later(st.next_drain_after, drain::next_drain_after(started, spec));
@@ -658,9 +662,10 @@ asio::awaitable<Result<runtime::Action>> SpotRebalancer::reconcile(const std::st
   if (Duration wait = plan_cooldown(st, timers_.now()); wait > Duration::zero()) co_return runtime::Action::requeue_after(wait);
   const drain::PolicySpec priced = co_await with_prices(*policy, st);
   drain::PlanInput input = plan_input(spec, key);
-  input.previous = st.last_plan;
+  if (st.carrying) input.previous = st.last_plan;
   auto plan = std::make_shared<const drain::Plan>(drain::make_plan(input, priced));
   st.last_plan = plan;
+  if (plan->drainable.empty()) st.carrying = false;
   st.last_plan_end = timers_.now();
   st.last_plan_took = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(plan->summary.plan_millis));
   update_metrics(key, *plan);

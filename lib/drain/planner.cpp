@@ -612,7 +612,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     // nodes as planning node by node and move no more pods (and the search starts from them).
     // Otherwise the plan made one drain later, from a cluster where replacements went elsewhere
     // than planned, may settle on other nodes, and the drains carry out no one plan.
-    if (previous && previous->nodes.size() >= pass.drainable.size()) {
+    if (previous && !previous->nodes.empty() && previous->nodes.size() >= pass.drainable.size()) {
       Pass kept = replan(*previous);
       if (kept.drainable.size() > pass.drainable.size() ||
           (kept.drainable.size() == pass.drainable.size() && pods_to_move(kept) <= pods_to_move(pass)))
