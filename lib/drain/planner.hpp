@@ -89,10 +89,11 @@ struct PlanInput {
   // Where the cluster snapshot of the last plan is kept for this one (the operator's, across its
   // plans); none: the snapshot is built for this plan alone. The plan is the same either way.
   sched::SnapshotCache* snapshots = nullptr;
-  // The policy's previous plan (the operator's, between drains); none: the first plan. Its
+  // The policy's previous plan (the operator's, between drains); none: a fresh plan. Its
   // drainable nodes are planned again first, each pod tried first on its previous target, and
-  // that plan is kept while it drains as many nodes as a fresh one and moves no more pods. The
-  // evictor's re-check of one node tries the targets of the plan its drain started from.
+  // that plan is kept while it drains as many nodes as planning node by node and moves no more
+  // pods (the search, when on, starts from it). The evictor's re-check of one node tries the
+  // targets of the plan its drain started from.
   std::shared_ptr<const Plan> previous;
 };
 
