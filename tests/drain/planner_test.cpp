@@ -542,7 +542,8 @@ PlanInput two_of_three() {
   return in;
 }
 
-// A plan as the operator keeps it between drains: `nodes`, each pod moved to the given target.
+// A plan as the operator keeps it between drains: each named pod moved to its target, their nodes
+// drained in this order.
 std::shared_ptr<const Plan> previous_plan(const PlanInput& in, const std::vector<std::pair<std::string, std::string>>& moves) {
   auto plan = std::make_shared<Plan>();
   for (const auto& [pod_name, target] : moves)
