@@ -135,9 +135,9 @@ Search previous_nodes(const sched::ClusterSnapshot& snap, const Plan& previous, 
   return out;
 }
 
-size_t pods_to_move(const Pass& pass) {
+size_t pods_to_move(const std::vector<NodePlan>& drainable) {
   size_t n = 0;
-  for (const auto& np : pass.drainable) n += np.moves.size();
+  for (const auto& np : drainable) n += np.moves.size();
   return n;
 }
 
@@ -615,7 +615,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     if (previous && !previous->nodes.empty() && previous->nodes.size() >= pass.drainable.size()) {
       Pass kept = replan(*previous);
       if (kept.drainable.size() > pass.drainable.size() ||
-          (kept.drainable.size() == pass.drainable.size() && pods_to_move(kept) <= pods_to_move(pass)))
+          (kept.drainable.size() == pass.drainable.size() && pods_to_move(kept.drainable) <= pods_to_move(pass.drainable)))
         pass = std::move(kept);
     }
     // The search looks for more nodes.
@@ -647,7 +647,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
       plan.drainable.erase(plan.drainable.begin() + static_cast<std::ptrdiff_t>(allowed), plan.drainable.end());
     plan.summary.searched_nodes = std::min(plan.summary.searched_nodes, static_cast<int>(plan.drainable.size()));
   }
-  for (const auto& np : plan.drainable) plan.summary.pods_to_move += static_cast<int>(np.moves.size());
+  plan.summary.pods_to_move = static_cast<int>(pods_to_move(plan.drainable));
   if (!expendable_pods.empty()) displace_expendable(snap, spot, expendable_pods, plan);
   if (spec.pricing) {
     plan.summary.hourly_savings = 0.0;
