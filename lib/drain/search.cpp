@@ -1,24 +1,45 @@
 #include "drain/search.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <utility>
+
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
 
 namespace spotshift::drain::search {
 
 namespace {
 
+size_t bits(uint32_t m) {
+  m = m - ((m >> 1) & 0x55555555u);
+  m = (m & 0x33333333u) + ((m >> 2) & 0x33333333u);
+  return static_cast<size_t>((((m + (m >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+}
+
+// Each resource weighs what the pods ask of it against what the spot nodes have free.
+std::array<double, kResources> weights_of(const Problem& p) {
+  std::array<double, kResources> free{}, need{}, weight{};
+  for (const auto& f : p.free)
+    for (size_t r = 0; r < kResources; ++r) free[r] += static_cast<double>(std::max<int64_t>(f[r], 0));
+  for (const auto& n : p.nodes)
+    for (const auto& pod : n.pods)
+      for (size_t r = 0; r < kResources; ++r) need[r] += static_cast<double>(pod.request[r]);
+  for (size_t r = 0; r < kResources; ++r) weight[r] = free[r] > 0 ? need[r] / free[r] : 0;
+  return weight;
+}
+
 class Search {
  public:
-  Search(const Problem& problem, uint64_t seed) : p_(problem), rng_(seed), load_(problem.free.size(), Amounts{}) {
-    // Each resource weighs what the pods ask of it against what the spot nodes have free.
-    std::array<double, kResources> free{}, need{};
+  Search(const Problem& problem, uint64_t seed)
+      : p_(problem), rng_(seed), weight_(weights_of(problem)), spot_(problem.free, problem.allowed, weight_) {
+    std::array<double, kResources> free{};
     for (const auto& f : p_.free)
       for (size_t r = 0; r < kResources; ++r) free[r] += static_cast<double>(std::max<int64_t>(f[r], 0));
-    for (const auto& n : p_.nodes)
-      for (const auto& pod : n.pods)
-        for (size_t r = 0; r < kResources; ++r) need[r] += static_cast<double>(pod.request[r]);
-    for (size_t r = 0; r < kResources; ++r) weight_[r] = free[r] > 0 ? need[r] / free[r] : 0;
     key_.resize(p_.nodes.size());
     for (size_t i = 0; i < p_.nodes.size(); ++i)
       for (const auto& pod : p_.nodes[i].pods)
@@ -58,14 +79,13 @@ class Search {
   }
 
  private:
-  double uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+  double uniform() { return unit(rng_); }
   size_t below(size_t n) { return static_cast<size_t>(uniform() * static_cast<double>(n)); }
 
   // Adds (sign 1) or takes back (-1) the load of the node's first targets.size() pods.
   void charge(size_t node, const std::vector<int>& targets, int sign) {
     const auto& pods = p_.nodes[node].pods;
-    for (size_t k = 0; k < targets.size(); ++k)
-      for (size_t r = 0; r < kResources; ++r) load_[static_cast<size_t>(targets[k])][r] += sign * pods[k].request[r];
+    for (size_t k = 0; k < targets.size(); ++k) spot_.charge(static_cast<size_t>(targets[k]), pods[k].request, sign);
   }
 
   static bool better(const Solution& a, const Solution& b) {
@@ -129,50 +149,22 @@ class Search {
     std::vector<int> targets;
     targets.reserve(pods.size());
     for (const auto& pod : pods) {
-      int bin = best_bin(pod);
+      int bin = spot_.best(pod, rng_);
       if (bin < 0) {
         charge(node, targets, -1);
         return false;
       }
-      for (size_t r = 0; r < kResources; ++r) load_[static_cast<size_t>(bin)][r] += pod.request[r];
+      spot_.charge(static_cast<size_t>(bin), pod.request, 1);
       targets.push_back(bin);
     }
     settle(node, std::move(targets));
     return true;
   }
 
-  // Best fit: the least free share left, each resource weighted by its scarcity; a pod asking
-  // none of the scarce resource pays for the CPU it takes from a node that still has some.
-  int best_bin(const Pod& pod) {
-    const std::vector<uint8_t>* allowed = pod.allowed >= 0 ? &p_.allowed[static_cast<size_t>(pod.allowed)] : nullptr;
-    int best = -1;
-    double best_score = 0;
-    for (size_t b = 0; b < p_.free.size(); ++b) {
-      if (allowed && !(*allowed)[b]) continue;
-      const Amounts& cap = p_.free[b];
-      const Amounts& used = load_[b];
-      bool fits = true;
-      for (size_t r = 0; r < kResources && fits; ++r) fits = pod.request[r] == 0 || used[r] + pod.request[r] <= cap[r];
-      if (!fits) continue;
-      double score = 0;
-      for (size_t r = 0; r < kResources; ++r)
-        if (cap[r] > 0) score += weight_[r] * static_cast<double>(cap[r] - used[r] - pod.request[r]) / static_cast<double>(cap[r]);
-      constexpr size_t kScarce = kResources - 1;
-      if (pod.request[kScarce] == 0 && cap[kScarce] - used[kScarce] > 0)
-        score += weight_[kScarce] * static_cast<double>(pod.request[0]) / static_cast<double>(std::max<int64_t>(1, cap[0] - used[0]));
-      score *= 0.95 + 0.1 * uniform();
-      if (best < 0 || score < best_score) {
-        best = static_cast<int>(b);
-        best_score = score;
-      }
-    }
-    return best;
-  }
-
   const Problem& p_;
   std::mt19937_64 rng_;
-  std::vector<Amounts> load_;
-  std::array<double, kResources> weight_{};
+  std::array<double, kResources> weight_;
+  SpotBins spot_;
   std::vector<double> key_;
   Solution current_;
   std::vector<size_t> drained_;
@@ -181,6 +173,179 @@ class Search {
 };
 
 }  // namespace
+
+SpotBins::SpotBins(const std::vector<Amounts>& free, const std::vector<std::vector<uint8_t>>& allowed,
+                   const std::array<double, kResources>& weights)
+    : cap_(free), weight_(weights) {
+  // No term of a score is above its resource's weight (nothing has more free than its
+  // capacity, nor asks for more than is free): far above what rounding the sums can differ by.
+  tolerance_ = 1e-9;
+  for (double w : weight_) tolerance_ += 1e-9 * std::abs(w);
+  const size_t bins = cap_.size(), blocks = (bins + kBlock - 1) / kBlock;
+  for (size_t r = 0; r < kResources; ++r) {
+    free_[r].resize(bins);
+    // Past the last spot node, to the end of its block: room for nothing.
+    rough_[r].assign(blocks * kBlock, -std::numeric_limits<float>::infinity());
+    for (size_t b = 0; b < bins; ++b) {
+      free_[r][b] = cap_[b][r];
+      rough_[r][b] = static_cast<float>(free_[r][b]);
+    }
+  }
+  share_.resize(bins);
+  for (size_t b = 0; b < bins; ++b) share_[b] = share(b);
+  room_.resize(blocks);
+  loose_.resize(blocks);
+  for (size_t k = 0; k < blocks; ++k) refresh(k);
+  for (size_t r = 0; r < kResources; ++r) {
+    inverse_[r].assign(bins, 0);
+    for (size_t b = 0; b < bins; ++b)
+      if (const int64_t cap = cap_[b][r]; cap > 0) inverse_[r][b] = 1.0 / static_cast<double>(cap);
+  }
+  allowed_.resize(allowed.size());
+  for (size_t a = 0; a < allowed.size(); ++a) {
+    allowed_[a].assign(blocks, 0);
+    for (size_t b = 0; b < bins && b < allowed[a].size(); ++b)
+      if (allowed[a][b]) allowed_[a][b / kBlock] |= uint32_t{1} << (b % kBlock);
+  }
+  mask_.resize(blocks);
+  first_.resize(blocks);
+}
+
+void SpotBins::charge(size_t bin, const Amounts& request, int sign) {
+  for (size_t r = 0; r < kResources; ++r) {
+    free_[r][bin] -= sign * request[r];
+    rough_[r][bin] = static_cast<float>(free_[r][bin]);
+    // Less free leaves the block's room an upper bound, which refresh() tightens when a look
+    // at the block finds nothing; more free may raise it.
+    room_[bin / kBlock][r] = std::max(room_[bin / kBlock][r], free_[r][bin]);
+  }
+  if (sign > 0) loose_[bin / kBlock] = 1;
+  share_[bin] = share(bin);
+}
+
+// The free share of a spot node: its score before the pod's own requests.
+double SpotBins::share(size_t bin) const {
+  double sum = 0;
+  for (size_t r = 0; r < kResources; ++r)
+    if (const int64_t cap = cap_[bin][r]; cap > 0) sum += weight_[r] * static_cast<double>(free_[r][bin]) / static_cast<double>(cap);
+  return sum;
+}
+
+// Sets a block's room to the most of each resource free on one of its spot nodes.
+void SpotBins::refresh(size_t block) {
+  loose_[block] = 0;
+  Amounts& most = room_[block];
+  most.fill(std::numeric_limits<int64_t>::min());
+  const size_t end = std::min(cap_.size(), (block + 1) * kBlock);
+  for (size_t b = block * kBlock; b < end; ++b)
+    for (size_t r = 0; r < kResources; ++r) most[r] = std::max(most[r], free_[r][b]);
+}
+
+int SpotBins::best(const Pod& pod, std::mt19937_64& rng) {
+  // 1. The spot nodes the pod fits, a bit each, a block at a time; a block whose room is short
+  //    of a resource the pod asks for is passed over whole.
+  Amounts need;
+  for (size_t r = 0; r < kResources; ++r) need[r] = pod.request[r] == 0 ? std::numeric_limits<int64_t>::min() : pod.request[r];
+  const std::vector<uint32_t>* allowed = pod.allowed >= 0 ? &allowed_[static_cast<size_t>(pod.allowed)] : nullptr;
+  const size_t blocks = mask_.size();
+  std::array<float, kResources> rough;
+  for (size_t r = 0; r < kResources; ++r) rough[r] = static_cast<float>(need[r]);
+  size_t fits = 0;
+  for (size_t k = 0; k < blocks; ++k) {
+    uint32_t m = 0;
+    bool short_everywhere = false;
+    for (size_t r = 0; r < kResources; ++r) short_everywhere = short_everywhere || room_[k][r] < need[r];
+    if (!short_everywhere) {
+      m = roughly_fits(rough, k * kBlock);
+      if (!m && loose_[k]) refresh(k);  // a room above what is free cost a look: the next pod may skip it
+      if (allowed) m &= (*allowed)[k];
+      // Rounding to float may pass a node a little short: check those found exactly.
+      for (uint32_t left = m; left; left &= left - 1) {
+        const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(left));
+        bool f = true;
+        for (size_t r = 0; r < kResources; ++r) f = f && free_[r][b] >= need[r];
+        if (!f) m &= ~(left & (~left + 1));
+      }
+    }
+    mask_[k] = m;
+    first_[k] = fits;
+    fits += bits(m);
+  }
+  if (fits == 0) return -1;
+  // 2. The noise of each, drawn in node order.
+  noise_.resize(fits);
+  for (double& x : noise_) x = 0.95 + 0.1 * unit(rng);
+  // 3. A bound on each one's score, times its noise: its free share less what the pod asks of
+  //    each resource over the node's capacity (the score without the term a pod asking no
+  //    scarce resource pays, which is never negative). The node of the lowest bound is scored
+  //    first; one whose bound is not below the best score so far scores higher.
+  std::array<double, kResources> asks;
+  for (size_t r = 0; r < kResources; ++r) asks[r] = weight_[r] * static_cast<double>(pod.request[r]);
+  bound_.resize(fits);
+  size_t lowest = 0;
+  int lowest_bin = -1;
+  for (size_t k = 0; k < blocks; ++k) {
+    size_t rank = first_[k];
+    for (uint32_t m = mask_[k]; m; m &= m - 1, ++rank) {
+      const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
+      double lower = share_[b];
+      for (size_t r = 0; r < kResources; ++r) lower -= asks[r] * inverse_[r][b];
+      lower *= noise_[rank];
+      bound_[rank] = lower - tolerance_;
+      if (lowest_bin < 0 || bound_[rank] < bound_[lowest]) {
+        lowest = rank;
+        lowest_bin = static_cast<int>(b);
+      }
+    }
+  }
+  int best = lowest_bin;
+  double best_score = score(pod, static_cast<size_t>(lowest_bin)) * noise_[lowest];
+  for (size_t k = 0; k < blocks; ++k) {
+    size_t rank = first_[k];
+    for (uint32_t m = mask_[k]; m; m &= m - 1, ++rank) {
+      if (!(bound_[rank] < best_score)) continue;
+      const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
+      const double score = this->score(pod, b) * noise_[rank];
+      if (score < best_score || (score == best_score && static_cast<int>(b) < best)) {
+        best = static_cast<int>(b);
+        best_score = score;
+      }
+    }
+  }
+  return best;
+}
+
+// A bit for each of the block's spot nodes with at least `need` of every resource free, as
+// floats: rounding is monotonic, so no node that fits is left out, and one a little short may
+// be let in.
+uint32_t SpotBins::roughly_fits(const std::array<float, kResources>& need, size_t lo) const {
+  uint32_t m = 0;
+#if defined(__SSE2__)
+  for (size_t j = 0; j < kBlock; j += 4) {
+    __m128 ok = _mm_cmpge_ps(_mm_loadu_ps(&rough_[0][lo + j]), _mm_set1_ps(need[0]));
+    for (size_t r = 1; r < kResources; ++r) ok = _mm_and_ps(ok, _mm_cmpge_ps(_mm_loadu_ps(&rough_[r][lo + j]), _mm_set1_ps(need[r])));
+    m |= static_cast<uint32_t>(_mm_movemask_ps(ok)) << j;
+  }
+#else
+  for (size_t j = 0; j < kBlock; ++j) {
+    bool f = true;
+    for (size_t r = 0; r < kResources; ++r) f = f && rough_[r][lo + j] >= need[r];
+    m |= static_cast<uint32_t>(f) << j;
+  }
+#endif
+  return m;
+}
+
+double SpotBins::score(const Pod& pod, size_t b) const {
+  double score = 0;
+  for (size_t r = 0; r < kResources; ++r)
+    if (const int64_t cap = cap_[b][r]; cap > 0)
+      score += weight_[r] * static_cast<double>(free_[r][b] - pod.request[r]) / static_cast<double>(cap);
+  constexpr size_t kScarce = kResources - 1;
+  if (pod.request[kScarce] == 0 && free_[kScarce][b] > 0)
+    score += weight_[kScarce] * static_cast<double>(pod.request[0]) / static_cast<double>(std::max<int64_t>(1, free_[0][b]));
+  return score;
+}
 
 bool feasible(const Problem& problem, const Solution& solution) {
   if (solution.targets.size() > problem.nodes.size()) return false;

@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 namespace spotshift::drain::search {
@@ -43,6 +44,56 @@ struct Solution {
   std::vector<std::vector<int>> targets;
   int drained = 0;
   int moved = 0;  // pods of the drained nodes
+};
+
+// A uniform double in [0, 1) from the generator's next draw: the search's only randomness.
+inline double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+// The spot nodes during a search: what each has free, and the best fit for a pod among them.
+class SpotBins {
+ public:
+  // `free`: what each spot node has free at the start (kept by reference; its capacity);
+  // `allowed`: Problem::allowed; `weights`: per resource, what a share of it left free counts.
+  SpotBins(const std::vector<Amounts>& free, const std::vector<std::vector<uint8_t>>& allowed,
+           const std::array<double, kResources>& weights);
+
+  // Takes a pod's request from a spot node (sign 1) or gives it back (sign -1).
+  void charge(size_t bin, const Amounts& request, int sign);
+
+  // Best fit: the spot node the pod fits (every resource it asks for free, one it may use)
+  // where the least weighted share of each resource is left free, plus, for a pod asking none
+  // of the scarce resource on a node with some free, the scarce weight times the CPU it asks
+  // over the CPU free; each score times a noise factor of 0.95 to 1.05 that every node the pod
+  // fits draws with unit(rng), in node order. The first node of the least score; -1, and no
+  // draw, when it fits none.
+  int best(const Pod& pod, std::mt19937_64& rng);
+
+ private:
+  static constexpr size_t kBlock = 32;  // spot nodes per block: a uint32_t mask
+
+  double share(size_t bin) const;
+  double score(const Pod& pod, size_t bin) const;
+  void refresh(size_t block);
+  uint32_t roughly_fits(const std::array<float, kResources>& need, size_t lo) const;
+
+  const std::vector<Amounts>& cap_;
+  std::array<double, kResources> weight_;
+  double tolerance_;                                     // what a bound on a score is lowered by, for rounding
+  std::array<std::vector<int64_t>, kResources> free_;    // per resource, per spot node: free now
+  std::array<std::vector<float>, kResources> rough_;     // the same as floats, to whole blocks
+  std::array<std::vector<double>, kResources> inverse_;  // per resource, per spot node: 1 / capacity, or 0
+  std::vector<double> share_;                            // per spot node: share()
+  // Per block of kBlock spot nodes: at least the most of each resource free on one of them,
+  // and whether less is free since refresh() set it to exactly that.
+  std::vector<Amounts> room_;
+  std::vector<uint8_t> loose_;
+  std::vector<std::vector<uint32_t>> allowed_;  // Problem::allowed as a mask per block
+  // best()'s scratch: per block the nodes the pod fits and the rank of the first among all that
+  // fit; per node that fits, its noise and the bound on its score.
+  std::vector<uint32_t> mask_;
+  std::vector<size_t> first_;
+  std::vector<double> noise_;
+  std::vector<double> bound_;
 };
 
 // Checks a solution against the problem's capacities and allowed sets (for tests and as a

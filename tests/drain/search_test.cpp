@@ -1,10 +1,16 @@
 // The plan search's compact model (lib/drain/search.hpp): improvement, allowed spot nodes,
-// determinism and the feasibility check. The planner's use of it is in planner_test.cpp.
+// determinism, the feasibility check and the best fit's index. The planner's use of it is in
+// planner_test.cpp.
 
 #include "drain/search.hpp"
 #include "support/catch.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
 
 using namespace spotshift::drain::search;
 
@@ -82,4 +88,83 @@ TEST_CASE("feasible() refuses an overfull spot node, a forbidden one and a wrong
   p.allowed.push_back({1, 0});
   p.nodes[0].pods[0].allowed = 0;
   CHECK_FALSE(feasible(p, Solution{{{1}, {0}}, 2, 2}));
+}
+
+namespace {
+
+// What SpotBins::best() is defined to return (search.hpp): every spot node in order, each the
+// pod fits drawing its noise, the first of the least score.
+int every_node(const std::vector<Amounts>& cap, const std::vector<Amounts>& load, const std::vector<std::vector<uint8_t>>& allowed,
+               const std::array<double, kResources>& weight, const Pod& pod, std::mt19937_64& rng) {
+  int best = -1;
+  double best_score = 0;
+  for (size_t b = 0; b < cap.size(); ++b) {
+    if (pod.allowed >= 0 && !allowed[static_cast<size_t>(pod.allowed)][b]) continue;
+    bool fits = true;
+    for (size_t r = 0; r < kResources; ++r) fits = fits && (pod.request[r] == 0 || load[b][r] + pod.request[r] <= cap[b][r]);
+    if (!fits) continue;
+    double score = 0;
+    for (size_t r = 0; r < kResources; ++r)
+      if (cap[b][r] > 0) score += weight[r] * static_cast<double>(cap[b][r] - load[b][r] - pod.request[r]) / static_cast<double>(cap[b][r]);
+    if (pod.request[3] == 0 && cap[b][3] - load[b][3] > 0)
+      score += weight[3] * static_cast<double>(pod.request[0]) / static_cast<double>(std::max<int64_t>(1, cap[b][0] - load[b][0]));
+    score *= 0.95 + 0.1 * unit(rng);
+    if (best < 0 || score < best_score) {
+      best = static_cast<int>(b);
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws as many noises", "[search]") {
+  // Random clusters of 1 to 150 spot nodes (blocks of 32 and a partial one), some with less
+  // than nothing free, memory near 2^40 so that floats round a node a little short up to a
+  // fit, pods confined to some nodes; pods placed, and now and then taken back.
+  std::mt19937_64 gen(7);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen); };
+  constexpr int64_t kHuge = int64_t{1} << 40;
+  int placed = 0, nowhere = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const auto bins = static_cast<size_t>(pick(1, 150));
+    std::vector<Amounts> cap(bins);
+    for (auto& c : cap) c = {pick(-500, 8000), kHuge + pick(-64, 64), pick(0, 12), pick(0, 3) == 0 ? 0 : pick(-100, 8000)};
+    std::vector<std::vector<uint8_t>> allowed(2, std::vector<uint8_t>(bins));
+    for (auto& a : allowed)
+      for (auto& x : a) x = static_cast<uint8_t>(pick(0, 3) != 0);
+    const std::array<double, kResources> weight{static_cast<double>(pick(0, 300)) / 100, static_cast<double>(pick(0, 300)) / 100,
+                                                static_cast<double>(pick(0, 100)) / 100, static_cast<double>(pick(0, 2000)) / 100};
+    SpotBins spot(cap, allowed, weight);
+    std::vector<Amounts> load(bins, Amounts{});
+    std::vector<std::pair<size_t, Amounts>> charged;
+    std::mt19937_64 a(static_cast<uint64_t>(trial)), b(static_cast<uint64_t>(trial));
+    for (int step = 0; step < 300; ++step) {
+      if (!charged.empty() && pick(0, 2) == 0) {
+        const auto at = static_cast<size_t>(pick(0, static_cast<int64_t>(charged.size()) - 1));
+        const auto [bin, request] = charged[at];
+        charged.erase(charged.begin() + static_cast<std::ptrdiff_t>(at));
+        spot.charge(bin, request, -1);
+        for (size_t r = 0; r < kResources; ++r) load[bin][r] -= request[r];
+      }
+      Pod pod{{pick(0, 1500), pick(0, 3) == 0 ? 0 : pick(0, 64) + (pick(0, 1) ? kHuge / 2 : 0), 1, pick(0, 2) == 0 ? pick(1, 2000) : 0},
+              static_cast<int>(pick(-1, 1))};
+      const int want = every_node(cap, load, allowed, weight, pod, a);
+      const int got = spot.best(pod, b);
+      REQUIRE(got == want);
+      REQUIRE(a == b);  // as many draws
+      if (got < 0) {
+        ++nowhere;
+        continue;
+      }
+      ++placed;
+      spot.charge(static_cast<size_t>(got), pod.request, 1);
+      for (size_t r = 0; r < kResources; ++r) load[static_cast<size_t>(got)][r] += pod.request[r];
+      charged.emplace_back(static_cast<size_t>(got), pod.request);
+    }
+  }
+  // Both outcomes were tried many times.
+  CHECK(placed > 1000);
+  CHECK(nowhere > 1000);
 }
