@@ -177,8 +177,9 @@ class Search {
 SpotBins::SpotBins(const std::vector<Amounts>& free, const std::vector<std::vector<uint8_t>>& allowed,
                    const std::array<double, kResources>& weights)
     : cap_(free), weight_(weights) {
-  // No term of a score is above its resource's weight (nothing has more free than its
-  // capacity, nor asks for more than is free): far above what rounding the sums can differ by.
+  // No term of a score but the CPU term is above its resource's weight (nothing has more free
+  // than its capacity, nor asks for more than is free): times 1 + the CPU term, far above what
+  // rounding the sums can differ by.
   tolerance_ = 1e-9;
   for (double w : weight_) tolerance_ += 1e-9 * std::abs(w);
   const size_t bins = cap_.size(), blocks = (bins + kBlock - 1) / kBlock;
@@ -192,7 +193,11 @@ SpotBins::SpotBins(const std::vector<Amounts>& free, const std::vector<std::vect
     }
   }
   share_.resize(bins);
-  for (size_t b = 0; b < bins; ++b) share_[b] = share(b);
+  per_cpu_.resize(bins);
+  for (size_t b = 0; b < bins; ++b) {
+    share_[b] = share(b);
+    per_cpu_[b] = 1.0 / static_cast<double>(std::max<int64_t>(1, free_[0][b]));
+  }
   room_.resize(blocks);
   loose_.resize(blocks);
   for (size_t k = 0; k < blocks; ++k) refresh(k);
@@ -221,6 +226,7 @@ void SpotBins::charge(size_t bin, const Amounts& request, int sign) {
   }
   if (sign > 0) loose_[bin / kBlock] = 1;
   share_[bin] = share(bin);
+  per_cpu_[bin] = 1.0 / static_cast<double>(std::max<int64_t>(1, free_[0][bin]));
 }
 
 // The free share of a spot node: its score before the pod's own requests.
@@ -275,12 +281,15 @@ int SpotBins::best(const Pod& pod, std::mt19937_64& rng) {
   // 2. The noise of each, drawn in node order.
   noise_.resize(fits);
   for (double& x : noise_) x = 0.95 + 0.1 * unit(rng);
-  // 3. A bound on each one's score, times its noise: its free share less what the pod asks of
-  //    each resource over the node's capacity (the score without the term a pod asking no
-  //    scarce resource pays, which is never negative). The node of the lowest bound is scored
-  //    first; one whose bound is not below the best score so far scores higher.
+  // 3. A bound on each one's score from what is kept per node: its free share less what the
+  //    pod asks of each resource over the node's capacity, plus the CPU term with a
+  //    multiplication for the division; times its noise, less a little for rounding. The node
+  //    of the lowest bound is scored first; one whose bound is not below the best score so far
+  //    scores higher.
   std::array<double, kResources> asks;
   for (size_t r = 0; r < kResources; ++r) asks[r] = weight_[r] * static_cast<double>(pod.request[r]);
+  constexpr size_t kScarce = kResources - 1;
+  const double cpu_term = pod.request[kScarce] == 0 ? weight_[kScarce] * static_cast<double>(pod.request[0]) : 0;
   bound_.resize(fits);
   size_t lowest = 0;
   int lowest_bin = -1;
@@ -290,8 +299,8 @@ int SpotBins::best(const Pod& pod, std::mt19937_64& rng) {
       const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
       double lower = share_[b];
       for (size_t r = 0; r < kResources; ++r) lower -= asks[r] * inverse_[r][b];
-      lower *= noise_[rank];
-      bound_[rank] = lower - tolerance_;
+      const double extra = free_[kScarce][b] > 0 ? cpu_term * per_cpu_[b] : 0;
+      bound_[rank] = (lower + extra) * noise_[rank] - tolerance_ * (1 + extra);
       if (lowest_bin < 0 || bound_[rank] < bound_[lowest]) {
         lowest = rank;
         lowest_bin = static_cast<int>(b);

@@ -83,6 +83,7 @@ class SpotBins {
   std::array<std::vector<float>, kResources> rough_;     // the same as floats, to whole blocks
   std::array<std::vector<double>, kResources> inverse_;  // per resource, per spot node: 1 / capacity, or 0
   std::vector<double> share_;                            // per spot node: share()
+  std::vector<double> per_cpu_;                          // per spot node: 1 / its free CPU (at least 1)
   // Per block of kBlock spot nodes: at least the most of each resource free on one of them,
   // and whether less is free since refresh() set it to exactly that.
   std::vector<Amounts> room_;
