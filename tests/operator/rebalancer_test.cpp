@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -55,9 +56,10 @@ spec: {maxUnavailable: 2, selector: {matchLabels: {app: web}}}
 }
 
 struct Env {
-  explicit Env(const std::string& spec_json = R"({"nodeDrainDelay":"1h","podEvictionTimeout":"20s","maxGracefulTermination":"2s"})") {
+  explicit Env(const std::string& spec_json = R"({"nodeDrainDelay":"1h","podEvictionTimeout":"20s","maxGracefulTermination":"2s"})",
+               const std::string& cluster = scenario()) {
     kubesim::SimulatorOptions o;
-    o.scenario_text = scenario();
+    o.scenario_text = cluster;
     o.time_scale = 10;  // kubelet start 0.1 s, graceful deletion 0.2 s of real time
     sim = std::make_unique<kubesim::Simulator>(o);
     REQUIRE(sim->start());
@@ -169,6 +171,24 @@ struct Env {
     return n;
   }
   bool draining() { return rebalancer->tasks().running("pool"); }
+  // The events of every namespace, each as its JSON text.
+  std::vector<std::string> events_now() {
+    std::vector<std::string> out;
+    auto r = run_sync(ioc, client->list_each(kube::Resource::events(), "", kube::ListOptions{}, [&](model::JsonReader& item) {
+      std::string_view text;
+      if (item.read_raw(text)) out.emplace_back(text);
+    }));
+    REQUIRE(r);
+    return out;
+  }
+  // Whether an event's text holds every one of `parts`, waiting a while for it to be written.
+  bool event_with(const std::vector<std::string>& parts) {
+    return until([&] {
+      for (const auto& e : events_now())
+        if (std::all_of(parts.begin(), parts.end(), [&](const std::string& p) { return e.find(p) != std::string::npos; })) return true;
+      return false;
+    });
+  }
 
   boost::asio::io_context ioc;
   std::unique_ptr<kubesim::Simulator> sim;
@@ -372,4 +392,50 @@ TEST_CASE("a status write that conflicts is written again once the cache has the
   for (const auto& r : env.sim->audit())
     if (r.user_agent == "rebalancer-test" && r.resource == "reschedulepolicies/status" && r.code == 409) ++conflicts;
   CHECK(conflicts == 1);  // the injected one
+}
+
+TEST_CASE(
+    "from its first drain on, the operator plans on from its previous plan: a node drained next keeps the spot node it "
+    "was planned onto while that node still has room",
+    "[rebalancer]") {
+  // od-1 (a 100m pod), od-2 (a 2-CPU pod), od-3 (a 5-CPU pod: no spot node is large enough,
+  // so not every node drains and a plan compares the previous plan's nodes with a fresh pass);
+  // spot-1 has 4 CPUs and spot-2 3. FreeCPU fullest first plans od-1's and od-2's pods onto
+  // spot-2. While od-1 drains, spot-3 joins with 2 CPUs: a fresh plan would now put od-2's pod
+  // there (the fullest node with room), but spot-2 still has room for it, and carrying on from
+  // the plan the drains started from keeps it there.
+  std::ifstream crd(kSource + "/crds/reschedulepolicies.spotshift.io.yaml");
+  std::stringstream text;
+  text << crd.rdbuf();
+  using namespace spotshift::testing;
+  const std::string cluster =
+      text.str() + "\n" + node_yaml("od-1", "node-role.kubernetes.io/worker") + node_yaml("od-2", "node-role.kubernetes.io/worker") +
+      node_yaml("od-3", "node-role.kubernetes.io/worker", false, "8") + node_yaml("spot-1", "node-role.kubernetes.io/spot-worker") +
+      node_yaml("spot-2", "node-role.kubernetes.io/spot-worker", false, "3") + replicaset_yaml("w", 1, "100m") +
+      replicaset_yaml("db", 1, "2") + replicaset_yaml("big", 1, "5") + replica_pod_yaml("w-a", "w", "od-1", "100m") +
+      replica_pod_yaml("db-a", "db", "od-2", "2") + replica_pod_yaml("big-a", "big", "od-3", "5");
+  Env env(R"({"nodeDrainDelay":"0s","podEvictionTimeout":"20s","maxGracefulTermination":"2s"})", cluster);
+  env.reconcile();
+  REQUIRE(env.draining());
+  REQUIRE(env.event_with({"Draining od-1", "the plan found room on spot-2"}));
+
+  auto created = run_sync(env.ioc, env.client->create(kube::Resource::nodes(), "",
+                                                      R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"spot-3","labels":{)"
+                                                      R"("kubernetes.io/hostname":"spot-3","node-role.kubernetes.io/spot-worker":""}},)"
+                                                      R"("status":{"allocatable":{"cpu":"2","memory":"16Gi","pods":"110"}}})"));
+  REQUIRE(created);
+  REQUIRE(env.until([&] { return env.nodes->store().get("spot-3") != nullptr; }));
+  REQUIRE(env.until([&] { return !env.draining(); }));
+  REQUIRE(env.until([&] { return env.all_running(); }));
+  // The drain delay (0s) ends at the next whole second.
+  REQUIRE(env.until(
+      [&] {
+        env.sync_policy_cache();
+        env.reconcile();
+        return env.draining();
+      },
+      5s));
+  CHECK(env.event_with({"Draining od-2", "the plan found room on spot-2"}));
+  for (const auto& e : env.events_now())
+    CHECK_FALSE((e.find("Draining od-2") != std::string::npos && e.find("spot-3") != std::string::npos));
 }

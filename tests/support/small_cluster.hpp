@@ -8,17 +8,18 @@
 
 namespace spotshift::testing {
 
-// A 4-CPU, 16 GiB node labelled with its hostname and `role` (node-role.kubernetes.io/worker,
-// .../spot-worker), tainted spotshift.io/on-demand=true:PreferNoSchedule when `on_demand_taint`.
-inline std::string node_yaml(const std::string& name, const std::string& role, bool on_demand_taint = false) {
+// A node of `cpu` CPUs (4 unless said) and 16 GiB labelled with its hostname and `role`
+// (node-role.kubernetes.io/worker, .../spot-worker), tainted
+// spotshift.io/on-demand=true:PreferNoSchedule when `on_demand_taint`.
+inline std::string node_yaml(const std::string& name, const std::string& role, bool on_demand_taint = false, const std::string& cpu = "4") {
   return fmt::format(R"(---
 apiVersion: v1
 kind: Node
 metadata: {{name: {0}, labels: {{kubernetes.io/hostname: {0}, {1}: ""}}}}
 spec: {{taints: [{2}]}}
-status: {{allocatable: {{cpu: "4", memory: 16Gi, pods: "110"}}}}
+status: {{allocatable: {{cpu: "{3}", memory: 16Gi, pods: "110"}}}}
 )",
-                     name, role, on_demand_taint ? "{key: spotshift.io/on-demand, value: \"true\", effect: PreferNoSchedule}" : "");
+                     name, role, on_demand_taint ? "{key: spotshift.io/on-demand, value: \"true\", effect: PreferNoSchedule}" : "", cpu);
 }
 
 // ReplicaSet `app` (uid rs-APP) whose pods ask `cpu` and 256 MiB, with a 30 s grace period.
