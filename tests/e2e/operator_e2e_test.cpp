@@ -472,6 +472,56 @@ TEST_CASE("the plan search with steering Preferred: each drain steers to the tar
   CHECK(metric_sample(metrics, R"(spotshift_replacements_total{policy="gpu",placement="planned"})") == 2);
 }
 
+// od-1 runs a 100m pod, od-2 a 2-CPU pod, od-3 (8 CPUs) a 5-CPU pod no spot node has room for,
+// so not every node drains; spot-1 has 4 CPUs and spot-2 3. Each pod is a ReplicaSet's.
+std::string plan_stability_scenario() {
+  std::string out = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n";
+  for (auto [name, pool, cpu] :
+       {std::tuple{"od-1", "od", 4}, {"od-2", "od", 4}, {"od-3", "od", 8}, {"spot-1", "spot", 4}, {"spot-2", "spot", 3}})
+    out += pool_node(name, pool, cpu, "16Gi", 0);
+  int id = 0;
+  for (auto [name, node, cpu] : {std::tuple{"light", "od-1", "100m"}, {"db", "od-2", "2"}, {"big", "od-3", "5"}})
+    out += replica_set_pod("shop", name, ++id, node, gpu_resources(cpu, 0));
+  return out;
+}
+
+TEST_CASE("from its first drain on, each plan carries on from the last: a spot node joining does not move the next node's targets",
+          "[e2e]") {
+  // FreeCPU fullest first plans od-1's and od-2's pods onto spot-2. While od-1 drains, spot-3
+  // joins with 2 CPUs: a fresh plan would put od-2's pod there, the fullest node with room. But
+  // spot-2 still has room for it, and the next drain carries out the plan the drains started.
+  EnvOptions options;
+  options.demo = false;
+  Env env(plan_stability_scenario(), options);
+  env.apply("policy", policy_yaml("pool", R"(  onDemandNodeSelector: {matchLabels: {pool: od}}
+  spotNodeSelector: {matchLabels: {pool: spot}}
+  profile: {scores: [{name: FreeCPU}]}
+)",
+                                  "10s"));
+  auto op = env.start("operator");
+  INFO(op->log());
+  REQUIRE(eventually([&] { return !env.events("DrainStarted").empty(); }, 30s));
+  // A spot node joins (kwok's, on the real control plane).
+  env.apply("spot-3", R"(apiVersion: v1
+kind: Node
+metadata:
+  name: spot-3
+  labels: {kubernetes.io/hostname: spot-3, kubernetes.io/os: linux, pool: spot}
+  annotations: {kwok.x-k8s.io/node: fake}
+status:
+  capacity: {cpu: "2", memory: 16Gi, pods: "110"}
+  allocatable: {cpu: "2", memory: 16Gi, pods: "110"}
+)");
+  REQUIRE(eventually([&] { return env.status("pool", {"nodesDrainedTotal"}) == "2"; }, 60s));
+  std::map<std::string, std::string> started;
+  for (const auto& e : env.events("DrainStarted"))
+    if (e.starts_with("Node/")) started[e.substr(5, e.find(':') - 5)] = e;
+  INFO(fmt::format("{}", fmt::join(env.events("DrainStarted"), "\n")));
+  CHECK(started["od-1"].find("(the plan found room on spot-2)") != std::string::npos);
+  CHECK(started["od-2"].find("(the plan found room on spot-2)") != std::string::npos);
+  CHECK(started.count("od-3") == 0);
+}
+
 TEST_CASE("the webhook's certificate: made when missing, renewed when expiring or wrong, the CA kept, caBundle kept current", "[e2e]") {
   Env env;
   // Flags that cannot work are refused before anything starts.
