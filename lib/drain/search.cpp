@@ -21,11 +21,18 @@ size_t bits(uint32_t m) {
   return static_cast<size_t>((((m + (m >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
 }
 
-// Each resource weighs what the pods ask of it against what the spot nodes have free.
-std::array<double, kResources> weights_of(const Problem& p) {
-  std::array<double, kResources> free{}, need{}, weight{};
+// What the spot nodes have free of each resource, together.
+std::array<double, kResources> free_totals(const Problem& p) {
+  std::array<double, kResources> free{};
   for (const auto& f : p.free)
     for (size_t r = 0; r < kResources; ++r) free[r] += static_cast<double>(std::max<int64_t>(f[r], 0));
+  return free;
+}
+
+// Each resource weighs what the pods ask of it against what the spot nodes have free.
+std::array<double, kResources> weights_of(const Problem& p) {
+  const std::array<double, kResources> free = free_totals(p);
+  std::array<double, kResources> need{}, weight{};
   for (const auto& n : p.nodes)
     for (const auto& pod : n.pods)
       for (size_t r = 0; r < kResources; ++r) need[r] += static_cast<double>(pod.request[r]);
@@ -37,9 +44,7 @@ class Search {
  public:
   Search(const Problem& problem, uint64_t seed)
       : p_(problem), rng_(seed), weight_(weights_of(problem)), spot_(problem.free, problem.allowed, weight_) {
-    std::array<double, kResources> free{};
-    for (const auto& f : p_.free)
-      for (size_t r = 0; r < kResources; ++r) free[r] += static_cast<double>(std::max<int64_t>(f[r], 0));
+    const std::array<double, kResources> free = free_totals(problem);
     key_.resize(p_.nodes.size());
     for (size_t i = 0; i < p_.nodes.size(); ++i)
       for (const auto& pod : p_.nodes[i].pods)
