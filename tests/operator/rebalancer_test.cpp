@@ -32,19 +32,24 @@ namespace {
 
 const std::string kSource = SOURCE_ROOT;
 
+// The ReschedulePolicy CRD, then `objects`.
+std::string with_crd(const std::string& objects) {
+  std::ifstream crd(kSource + "/crds/reschedulepolicies.spotshift.io.yaml");
+  std::stringstream text;
+  text << crd.rdbuf();
+  return text.str() + "\n" + objects;
+}
+
 // od-1 runs web-a, web-b (ReplicaSet web, under web-pdb) and api-a (ReplicaSet api); od-2 runs
 // db-a (ReplicaSet db, 2 CPUs: drained after od-1, least requested CPU first), so a node stays
 // drainable after od-1; spot-1 and spot-2 are empty.
 std::string scenario() {
-  std::ifstream crd(kSource + "/crds/reschedulepolicies.spotshift.io.yaml");
-  std::stringstream text;
-  text << crd.rdbuf();
-  std::string s = text.str();
   using namespace spotshift::testing;
-  s += "\n" + node_yaml("od-1", "node-role.kubernetes.io/worker") + node_yaml("od-2", "node-role.kubernetes.io/worker") +
-       node_yaml("spot-1", "node-role.kubernetes.io/spot-worker") + node_yaml("spot-2", "node-role.kubernetes.io/spot-worker") +
-       replicaset_yaml("web", 2) + replicaset_yaml("api", 1) + replicaset_yaml("db", 1, "2") + replica_pod_yaml("web-a", "web", "od-1") +
-       replica_pod_yaml("web-b", "web", "od-1") + replica_pod_yaml("api-a", "api", "od-1") + replica_pod_yaml("db-a", "db", "od-2", "2");
+  std::string s = with_crd(
+      node_yaml("od-1", "node-role.kubernetes.io/worker") + node_yaml("od-2", "node-role.kubernetes.io/worker") +
+      node_yaml("spot-1", "node-role.kubernetes.io/spot-worker") + node_yaml("spot-2", "node-role.kubernetes.io/spot-worker") +
+      replicaset_yaml("web", 2) + replicaset_yaml("api", 1) + replicaset_yaml("db", 1, "2") + replica_pod_yaml("web-a", "web", "od-1") +
+      replica_pod_yaml("web-b", "web", "od-1") + replica_pod_yaml("api-a", "api", "od-1") + replica_pod_yaml("db-a", "db", "od-2", "2"));
   s += R"(
 ---
 apiVersion: policy/v1
@@ -404,16 +409,13 @@ TEST_CASE(
   // spot-2. While od-1 drains, spot-3 joins with 2 CPUs: a fresh plan would now put od-2's pod
   // there (the fullest node with room), but spot-2 still has room for it, and carrying on from
   // the plan the drains started from keeps it there.
-  std::ifstream crd(kSource + "/crds/reschedulepolicies.spotshift.io.yaml");
-  std::stringstream text;
-  text << crd.rdbuf();
   using namespace spotshift::testing;
-  const std::string cluster =
-      text.str() + "\n" + node_yaml("od-1", "node-role.kubernetes.io/worker") + node_yaml("od-2", "node-role.kubernetes.io/worker") +
+  const std::string cluster = with_crd(
+      node_yaml("od-1", "node-role.kubernetes.io/worker") + node_yaml("od-2", "node-role.kubernetes.io/worker") +
       node_yaml("od-3", "node-role.kubernetes.io/worker", false, "8") + node_yaml("spot-1", "node-role.kubernetes.io/spot-worker") +
       node_yaml("spot-2", "node-role.kubernetes.io/spot-worker", false, "3") + replicaset_yaml("w", 1, "100m") +
       replicaset_yaml("db", 1, "2") + replicaset_yaml("big", 1, "5") + replica_pod_yaml("w-a", "w", "od-1", "100m") +
-      replica_pod_yaml("db-a", "db", "od-2", "2") + replica_pod_yaml("big-a", "big", "od-3", "5");
+      replica_pod_yaml("db-a", "db", "od-2", "2") + replica_pod_yaml("big-a", "big", "od-3", "5"));
   Env env(R"({"nodeDrainDelay":"0s","podEvictionTimeout":"20s","maxGracefulTermination":"2s"})", cluster);
   env.reconcile();
   REQUIRE(env.draining());
