@@ -424,22 +424,40 @@ TEST_CASE("steering Preferred: each replacement gets a preferred affinity for it
       40s, 200ms));
 }
 
+struct ShopNode {
+  const char* name;
+  const char* pool;
+  int cpu;
+  const char* memory;
+  int gpus;
+};
+struct ShopPod {
+  const char* app;
+  const char* node;
+  const char* cpu;
+  int gpus;
+};
+
+// Namespace shop, these pool nodes (pool_node), and each pod its own ReplicaSet's in shop.
+std::string shop_scenario(std::initializer_list<ShopNode> nodes, std::initializer_list<ShopPod> pods) {
+  std::string out = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n";
+  for (const auto& n : nodes) out += pool_node(n.name, n.pool, n.cpu, n.memory, n.gpus);
+  int id = 0;
+  for (const auto& p : pods) out += replica_set_pod("shop", p.app, ++id, p.node, gpu_resources(p.cpu, p.gpus));
+  return out;
+}
+
 // Two GPU spot nodes: gpu-free (4 CPUs and both GPUs free) and gpu-full (6 CPUs, no GPU free).
 // od-1 runs a 3-CPU pod, od-2 a 4-CPU pod with a GPU, each of a ReplicaSet. FreeCPU alone puts
 // od-1's pod on the fuller gpu-free, and then od-2's fits nowhere; the plan search puts it on
 // gpu-full, and both drain.
 std::string gpu_trap_scenario() {
-  std::string out = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n";
-  for (auto [name, pool, gpus] :
-       {std::tuple{"gpu-free", "gpu-spot", 2}, {"gpu-full", "gpu-spot", 2}, {"od-1", "gpu-od", 0}, {"od-2", "gpu-od", 2}})
-    out += pool_node(name, pool, 8, "32Gi", gpus);
-  int id = 0;
-  for (auto [name, node, cpu, gpus] : {std::tuple{"fill-x", "gpu-free", "4", 0},
-                                       {"fill-y", "gpu-full", "2", 2},
-                                       {"cpu-only", "od-1", "3", 0},
-                                       {"trainer", "od-2", "4", 1}})
-    out += replica_set_pod("shop", name, ++id, node, gpu_resources(cpu, gpus));
-  return out;
+  return shop_scenario(
+      {{"gpu-free", "gpu-spot", 8, "32Gi", 2},
+       {"gpu-full", "gpu-spot", 8, "32Gi", 2},
+       {"od-1", "gpu-od", 8, "32Gi", 0},
+       {"od-2", "gpu-od", 8, "32Gi", 2}},
+      {{"fill-x", "gpu-free", "4", 0}, {"fill-y", "gpu-full", "2", 2}, {"cpu-only", "od-1", "3", 0}, {"trainer", "od-2", "4", 1}});
 }
 
 TEST_CASE("the plan search with steering Preferred: each drain steers to the targets the search chose, and every planned node drains",
@@ -475,14 +493,12 @@ TEST_CASE("the plan search with steering Preferred: each drain steers to the tar
 // od-1 runs a 100m pod, od-2 a 2-CPU pod, od-3 (8 CPUs) a 5-CPU pod no spot node has room for,
 // so not every node drains; spot-1 has 4 CPUs and spot-2 3. Each pod is a ReplicaSet's.
 std::string plan_stability_scenario() {
-  std::string out = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n";
-  for (auto [name, pool, cpu] :
-       {std::tuple{"od-1", "od", 4}, {"od-2", "od", 4}, {"od-3", "od", 8}, {"spot-1", "spot", 4}, {"spot-2", "spot", 3}})
-    out += pool_node(name, pool, cpu, "16Gi", 0);
-  int id = 0;
-  for (auto [name, node, cpu] : {std::tuple{"light", "od-1", "100m"}, {"db", "od-2", "2"}, {"big", "od-3", "5"}})
-    out += replica_set_pod("shop", name, ++id, node, gpu_resources(cpu, 0));
-  return out;
+  return shop_scenario({{"od-1", "od", 4, "16Gi", 0},
+                        {"od-2", "od", 4, "16Gi", 0},
+                        {"od-3", "od", 8, "16Gi", 0},
+                        {"spot-1", "spot", 4, "16Gi", 0},
+                        {"spot-2", "spot", 3, "16Gi", 0}},
+                       {{"light", "od-1", "100m", 0}, {"db", "od-2", "2", 0}, {"big", "od-3", "5", 0}});
 }
 
 TEST_CASE("from its first drain on, each plan carries on from the last: a spot node joining does not move the next node's targets",
