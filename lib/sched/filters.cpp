@@ -5,6 +5,10 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <mutex>
+#include <string>
+
 namespace spotshift::sched {
 
 namespace {
@@ -129,11 +133,15 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes {
       if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r) && (!scalars || fits_scalars(fork, n, r))) nodes[kept++] = n;
     nodes.resize(kept);
   }
-  Status filter(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+  bool passes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
+    const model::ResourceList& r = pod.requests;
+    return fits_basic(fork.used_basic(n), fork.base().allocatable_basic(n), r) && (r.scalars().empty() || fits_scalars(fork, n, r));
+  }
+  Status filter(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int n) const override {
+    if (passes(state, slot, pod, fork, n)) return Status::success();
     const BasicResources used = fork.used_basic(n);
     const BasicResources& a = fork.base().allocatable_basic(n);
     const model::ResourceList& r = pod.requests;
-    if (fits_basic(used, a, r) && (r.scalars().empty() || fits_scalars(fork, n, r))) return Status::success();
     Status s;
     if (!fits(used.pods, 1, a.pods)) s.reasons.add("Too many pods");
     if (r.cpu_milli && !fits(used.cpu_milli, r.cpu_milli, a.cpu_milli)) s.reasons.add("Insufficient cpu");
@@ -142,12 +150,23 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes {
       s.reasons.add("Insufficient ephemeral-storage");
     for (const auto& [name, want] : r.scalars())
       if (want > 0 && !fits(fork.used(n).scalar(name), want, fork.base().node(n).allocatable.scalar(name)))
-        s.reasons.add(fmt::format("Insufficient {}", name.view()));
+        s.reasons.add(insufficient(name.view()));
     if (!s.reasons.empty()) s.code = Code::kUnschedulable;
     return s;
   }
 
  private:
+  // "Insufficient <resource>", composed once per resource name and kept for the process's life
+  // (a cluster has a handful of extended resources), so that explaining a pod that fits nowhere
+  // does not compose it again for every node.
+  static const char* insufficient(std::string_view resource) {
+    static std::mutex mutex;
+    static std::map<std::string, std::string, std::less<>> composed;
+    std::lock_guard lock(mutex);
+    auto it = composed.find(resource);
+    if (it == composed.end()) it = composed.emplace(std::string(resource), fmt::format("Insufficient {}", resource)).first;
+    return it->second.c_str();
+  }
   static bool fits_scalars(const Fork& fork, int n, const model::ResourceList& r) {
     const Usage& used = fork.used(n);
     const model::ResourceList& a = fork.base().node(n).allocatable;

@@ -13,7 +13,7 @@ namespace spotshift::sched {
 
 void FilterPlugin::filter_each(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
                                std::vector<int>& nodes) const {
-  std::erase_if(nodes, [&](int n) { return !filter(state, slot, pod, fork, n).ok(); });
+  std::erase_if(nodes, [&](int n) { return !passes(state, slot, pod, fork, n); });
 }
 
 const Demand& CycleState::resolve_demand(const Fork& fork) {
@@ -359,18 +359,33 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
   });
   if (out.feasible.empty()) {
     // Nowhere: say why, node by node, as kube-scheduler does (the first failing filter counts).
+    // A node's cached static verdict names the first node-static filter it fails, so the
+    // static filters before that one, or all of them, need no call. The few distinct reasons
+    // are counted here and go into the diagnosis once.
     out.diagnosis.nodes = static_cast<int>(candidates.size());
+    const std::vector<uint8_t>* verdicts =
+        cache && cache->snapshot_ == &fork.base() ? &static_verdicts(state, pod, fork, statics, *cache) : nullptr;
+    thread_local std::vector<std::pair<std::string, int>> counted;
+    counted.clear();
     bool all_unresolvable = !candidates.empty();
     for (int n : candidates) {
+      const size_t verdict = verdicts ? (*verdicts)[static_cast<size_t>(n)] : 0;
       for (size_t i = 0; i < filters_.size(); ++i) {
         if (!(((statics | dynamics) >> i) & 1)) continue;
+        if (verdicts && ((statics >> i) & 1) && verdict != i + 1) continue;
         Status s = filters_[i].plugin->filter(state, i, pod, fork, n);
         if (s.ok()) continue;
-        for (size_t r = 0; r < s.reasons.size(); ++r) ++out.diagnosis.reasons[std::string(s.reasons[r])];
+        for (size_t r = 0; r < s.reasons.size(); ++r) {
+          const std::string_view reason = s.reasons[r];
+          auto it = std::find_if(counted.begin(), counted.end(), [&](const auto& c) { return c.first == reason; });
+          if (it == counted.end()) counted.emplace_back(reason, 1);
+          else ++it->second;
+        }
         if (s.code != Code::kUnschedulableAndUnresolvable) all_unresolvable = false;
         break;
       }
     }
+    for (auto& [reason, count] : counted) out.diagnosis.reasons[std::move(reason)] += count;
     out.diagnosis.unresolvable = all_unresolvable;
     return out;
   }
@@ -484,7 +499,7 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   auto passes = [&](int n) {
     if (verdicts[static_cast<size_t>(n)] != 0) return false;
     bool ok = true;
-    each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i].plugin->filter(state, i, pod, fork, n).ok(); });
+    each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i].plugin->passes(state, i, pod, fork, n); });
     return ok;
   };
   auto feasible = [&](auto&& step) {

@@ -123,6 +123,11 @@ class FilterPlugin {
   virtual ~FilterPlugin() = default;
   virtual std::string_view name() const = 0;
   virtual Status filter(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const = 0;
+  // filter()'s verdict alone, for callers that need no reasons; a plugin whose reasons cost
+  // something to compose answers without them.
+  virtual bool passes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int node) const {
+    return filter(state, slot, pod, fork, node).ok();
+  }
   // The verdict depends only on the pod and the node's labels, taints and conditions, never on
   // what runs there: it is computed once per pod signature and cached.
   bool node_static() const { return node_static_; }

@@ -92,7 +92,7 @@ class Fragmentation final : public ScorePlugin, public PreScore, public Normaliz
     const double capacity_before = static_cast<double>(before.scarce) * static_cast<double>(stranded_before);
     const double capacity_after = after.scarce <= 0 ? 0.0 : static_cast<double>(after.scarce) * static_cast<double>(stranded_after);
     // In thousandths of the resource's unit, so that small differences still order nodes.
-    return std::llround((capacity_after - capacity_before) * 1000.0 / static_cast<double>(d.pods()));
+    return round_half_away((capacity_after - capacity_before) * 1000.0 / static_cast<double>(d.pods()));
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 
@@ -153,7 +153,7 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
       const Free& f = after[k];
       double left =
           weight[0] * static_cast<double>(f.cpu) + weight[1] * static_cast<double>(f.memory) + weight[2] * static_cast<double>(f.scarce);
-      out[k] = std::llround(left * 1e6);
+      out[k] = round_half_away(left * 1e6);
     }
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }

@@ -59,6 +59,14 @@ NamespaceScope term_scope(const model::PodAffinityTerm& term, const model::Inter
 // matches nothing), visiting only the index bucket of its most selective positive requirement.
 void for_each_matching(const Fork& fork, const model::LabelSelector& selector, const std::function<void(const model::Pod&, int node)>& f);
 
+// std::llround (halves away from zero) inline, for |x| below 2^63: what a double has left after
+// truncation to an integer is exact, so comparing it with one half rounds as llround does.
+inline int64_t round_half_away(double x) {
+  const auto whole = static_cast<int64_t>(x);
+  const double left = x - static_cast<double>(whole);
+  return whole + static_cast<int64_t>(left >= 0.5) - static_cast<int64_t>(left <= -0.5);
+}
+
 // Min-max scaling of raw scores to 0..100: the lowest (or highest) raw score gets 100; all equal
 // gives every node 100.
 void scale_lower_better(const std::vector<int64_t>& raw, std::vector<double>& out);

@@ -208,18 +208,31 @@ TEST_CASE("the placement cache gives the same answers as evaluating every filter
     auto n = make_node(fmt::format("n{:02}", i)).cpu(std::to_string(1 + i % 4));
     if (i % 3 == 0) n.taint("dedicated", "x", "NoSchedule");
     if (i % 5 == 0) n.label("disk", "ssd");
+    if (i % 4 == 1) n.scalar("example.com/gpu", "1");
+    if (i % 9 == 2) n.unschedulable();
     nodes.push_back(n);
   }
   auto snap = ClusterSnapshot::build(nodes, {});
   Fork fork(snap);
   auto fw = Framework::create(default_profile()).value();
   PlacementCache cache(snap);
+  // The last ones fit nowhere: the diagnosis counts each node's first failing filter, static
+  // (taint, selector, cordon) or not (resources), with and without the cached verdicts.
   for (auto pod : {make_pod("a").cpu("2").build(), make_pod("b").selector("disk", "ssd").build(),
-                   make_pod("c").toleration(R"({"key":"dedicated","operator":"Exists"})").cpu("3").build()}) {
+                   make_pod("c").toleration(R"({"key":"dedicated","operator":"Exists"})").cpu("3").build(), make_pod("d").cpu("5").build(),
+                   make_pod("e").selector("disk", "ssd").cpu("4").scalar("example.com/gpu", "1").build(),
+                   make_pod("f").toleration(R"({"key":"dedicated","operator":"Exists"})").scalar("example.com/gpu", "2").build()}) {
     auto cached = fw.place(*pod, fork, all_nodes(snap), &cache);
     auto plain = fw.place(*pod, fork, all_nodes(snap));
     CHECK(cached.node == plain.node);
     CHECK(cached.feasible == plain.feasible);
+    CHECK(cached.diagnosis.message() == plain.diagnosis.message());
+    CHECK(cached.diagnosis.unresolvable == plain.diagnosis.unresolvable);
+    if (pod->meta.name == "e") {
+      CHECK(plain.diagnosis.message() ==
+            "0/50 nodes are available: 17 node(s) had untolerated taint {dedicated: x}, 22 node(s) didn't match Pod's node "
+            "affinity/selector, 3 Insufficient example.com/gpu, 4 Insufficient cpu, 6 node(s) were unschedulable.");
+    }
   }
 }
 

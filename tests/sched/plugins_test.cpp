@@ -1,9 +1,15 @@
 // One table per filter; each case's name states the kube-scheduler rule it checks.
 
+#include "sched/plugins.hpp"
 #include "builders.hpp"
 #include "sched/fork.hpp"
 #include "sched/framework.hpp"
 #include "support/catch.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
 
 using namespace spotshift;
 using namespace spotshift::sched;
@@ -40,6 +46,25 @@ void run_table(const std::string& filter, const std::vector<Case>& cases) {
 }
 
 }  // namespace
+
+TEST_CASE("round_half_away() rounds as std::llround does", "[plugins]") {
+  // Halves and the doubles next to them, and values past 2^52, where every double is whole;
+  // each with both signs.
+  std::vector<double> xs = {0.49999999999999994, 4503599627370495.5, 4503599627370497.0, 9007199254740993.0, 1e18};
+  for (double x : {0.0, 0.5, 1.5, 2.5, 1e6 + 0.5, 12345.5}) xs.insert(xs.end(), {x, std::nextafter(x, 0.0), std::nextafter(x, 1e30)});
+  for (size_t i = 0, n = xs.size(); i < n; ++i) xs.push_back(-xs[i]);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> wide(-1e15, 1e15), narrow(-3, 3);
+  for (int i = 0; i < 100000; ++i) {
+    xs.push_back(wide(rng));
+    xs.push_back(narrow(rng));
+    xs.push_back(std::round(narrow(rng) * 4) / 4);  // quarters: halves among them
+  }
+  for (double x : xs) {
+    INFO(fmt::format("{:.17g}", x));
+    REQUIRE(round_half_away(x) == std::llround(x));
+  }
+}
 
 // One row per case, as the rules read: laid out by hand.
 // clang-format off
