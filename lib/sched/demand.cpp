@@ -108,6 +108,12 @@ int64_t Demand::fitting(const Room& r) const {
   return fit;
 }
 
+int64_t Demand::asking_at_most(int64_t scarce) const {
+  const Index& ix = index();
+  const auto k = static_cast<size_t>(std::upper_bound(ix.scarce.begin(), ix.scarce.end(), scarce) - ix.scarce.begin());
+  return k == 0 ? 0 : ix.count_through[k - 1];
+}
+
 std::pair<int64_t, int64_t> Demand::stranded(const Room& before, const Room& after) const {
   return {total_ - fitting(before), total_ - fitting(after)};
 }

@@ -53,6 +53,9 @@ class Demand {
   // The same for a node before and after it takes a pod.
   std::pair<int64_t, int64_t> stranded(const Room& before, const Room& after) const;
 
+  // The pods asking for the resource that ask for no more of it than `scarce`: a node with that
+  // much free strands no more of them than this newly, whatever else it has free.
+  int64_t asking_at_most(int64_t scarce) const;
   // A version (next_version()) that changes whenever a pod asking for the scarce resource is
   // counted in: a bound over how many of the demand's pods fit somewhere, computed earlier,
   // still holds while it is the same (counting pods out only lowers it).

@@ -66,7 +66,18 @@ class Fragmentation final : public ScorePlugin, public PreScore, public Normaliz
       for (size_t k = bound.changes_seen; k < log.size(); ++k) bound.value = std::max(bound.value, newly_stranded(pod, top, log[k], d));
     } else {
       bound = {d.fit_version(), top.tracking_version(), 0, 0};
-      for (int n : top.tracked()) bound.value = std::max(bound.value, newly_stranded(pod, top, n, d));
+      if (top.tracked_resource() == d.resource()) {
+        // From the node with the most of the resource free down: a node with s free strands at
+        // most s times the pods asking for no more than s, which shrinks on the way, so the walk
+        // stops once that is no more than the largest product found.
+        const auto& index = top.tracked_by_free_resource();
+        for (auto it = index.rbegin(); it != index.rend() && it->first > 0; ++it) {
+          if (it->first * d.asking_at_most(it->first) <= bound.value) break;
+          bound.value = std::max(bound.value, newly_stranded(pod, top, it->second, d));
+        }
+      } else {
+        for (int n : top.tracked()) bound.value = std::max(bound.value, newly_stranded(pod, top, n, d));
+      }
     }
     bound.changes_seen = log.size();
     int64_t most = bound.value;

@@ -315,6 +315,37 @@ TEST_CASE("past the fullest node, a fuller node that strands little wins when Fr
   }
 }
 
+TEST_CASE("the bound on Fragmentation's range finds the node that strands most, past nodes with more of the resource free",
+          "[packing][framework]") {
+  // As above, with the fork tracking the GPU: the bound walks the nodes from the most GPU free
+  // down while what a node could strand at most exceeds the largest found. top has the most
+  // free but strands only the small pod (2,400 x 1); mid, with less free, strands the hundred
+  // (2,000 x 100), which makes the range wide enough for p to win over b. A bound that stopped
+  // at top would prove b.
+  auto node = [](const char* name, const char* cpu, const char* gpu) {
+    auto n = make_node(name).cpu(cpu).memory("64Gi");
+    if (*gpu) n.scalar(kGpu, gpu);
+    return NodePtr(n);
+  };
+  auto snap = ClusterSnapshot::build(
+      {node("p", "600m", "250"), node("b", "16", ""), node("top", "600m", "2400"), node("mid", "1400m", "2000")}, {});
+  Demand demand{model::InternedString(kGpu)};
+  for (int k = 0; k < 100; ++k) demand.add(*make_pod(fmt::format("d{}", k)).cpu("1").scalar(kGpu, "250").build());
+  demand.add(*make_pod("small").cpu("500m").scalar(kGpu, "250").build());
+  auto fw = Framework::create(default_profile()).value();
+  Fork plan(snap);
+  plan.track_candidates(all_nodes(snap), model::InternedString(kGpu));
+  PlacementCache cache(snap);
+  cache.set_demand(&demand);
+  auto pod = make_pod("pod").cpu("500m").build();
+  auto fast = fw.place_on_tracked(*pod, plan, cache);
+  auto full = fw.place(*pod, plan, all_nodes(snap), &cache);
+  REQUIRE(fast.node >= 0);
+  CHECK(snap.node(full.node).name == "p");
+  CHECK(fast.node == full.node);
+  CHECK(fast.score == full.score);
+}
+
 TEST_CASE("a tracking fork's free amount of its resource follows every change, in it and in a child", "[packing][fork]") {
   std::mt19937 rng(5);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
