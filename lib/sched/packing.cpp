@@ -34,7 +34,7 @@ Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
   return {a.cpu_milli - u.cpu_milli, a.memory - u.memory, resource.empty() ? 0 : fork.free_of(n, resource), a.pods - u.pods};
 }
 
-class Fragmentation final : public ScorePlugin, public PreScore, public NormalizeScore, public LowestScore {
+class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreScore, public NormalizeScore, public LowestScore {
  public:
   std::string_view name() const override { return "Fragmentation"; }
   // Nothing scarce: every node alike, without a look at any.
@@ -91,23 +91,43 @@ class Fragmentation final : public ScorePlugin, public PreScore, public Normaliz
   int64_t score(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const Demand& d = *state.demand();
     if (d.resource().empty() || d.empty()) return 0;
+    return increase(d, fork, n, Ask::of(pod, d));
+  }
+  // score() for each node, with what the pod asks looked up once.
+  void score_nodes(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
+                   std::vector<int64_t>& out) const override {
+    const Demand& d = *state.demand();
+    if (d.resource().empty() || d.empty()) {
+      std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nodes.size()), 0);
+      return;
+    }
+    const Ask ask = Ask::of(pod, d);
+    for (size_t k = 0; k < nodes.size(); ++k) out[k] = increase(d, fork, nodes[k], ask);
+  }
+  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
+
+ private:
+  struct Ask {
+    int64_t cpu_milli, memory, scarce;
+    static Ask of(const model::Pod& pod, const Demand& d) {
+      return {pod.requests.cpu_milli, pod.requests.memory, pod.requests.scalar(d.resource())};
+    }
+  };
+  // The increase in the node's fragmentation: its free scarce amount times the share of the
+  // demand it is stranded for, after the pod less before.
+  static int64_t increase(const Demand& d, const Fork& fork, int n, const Ask& ask) {
     const Free f = free_on(fork, n, d.resource());
     if (f.scarce <= 0) return 0;  // nothing free to strand, before or after
     const Demand::Room before{f.cpu, f.memory, f.scarce, f.pods};
-    const Demand::Room after{f.cpu - pod.requests.cpu_milli, f.memory - pod.requests.memory, f.scarce - pod.requests.scalar(d.resource()),
-                             f.pods - 1};
-    // The node's fragmentation is its free scarce amount times the share of the demand it is
-    // stranded for: counted in pods, the shares' common denominator applied once (exact in a
-    // double up to 2^53).
+    const Demand::Room after{f.cpu - ask.cpu_milli, f.memory - ask.memory, f.scarce - ask.scarce, f.pods - 1};
+    // Counted in pods, the shares' common denominator applied once (exact in a double up to
+    // 2^53).
     auto [stranded_before, stranded_after] = d.stranded(before, after);
     const double capacity_before = static_cast<double>(before.scarce) * static_cast<double>(stranded_before);
     const double capacity_after = after.scarce <= 0 ? 0.0 : static_cast<double>(after.scarce) * static_cast<double>(stranded_after);
     // In thousandths of the resource's unit, so that small differences still order nodes.
     return round_half_away((capacity_after - capacity_before) * 1000.0 / static_cast<double>(d.pods()));
   }
-  void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
-
- private:
   // For a pod asking none of the scarce resource: the node's free scarce amount times the pods
   // of the demand that fit the node before the pod but not after.
   static int64_t newly_stranded(const model::Pod& pod, const Fork& fork, int n, const Demand& d) {
