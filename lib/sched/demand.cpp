@@ -93,7 +93,7 @@ int64_t Demand::fitting(const Room& r) const {
   // The shapes [0, k) ask for no more of the scarce resource than the room has; with room for
   // the largest of them in cpu and memory all of those fit, otherwise one walk counts them.
   const Index& ix = index();
-  const auto k = static_cast<size_t>(std::upper_bound(ix.scarce.begin(), ix.scarce.end(), r.scarce) - ix.scarce.begin());
+  const size_t k = shapes_up_to(ix, r.scarce);
   int64_t fit = 0;
   if (k > 0 && r.cpu_milli >= ix.max_cpu_through[k - 1] && r.memory >= ix.max_memory_through[k - 1]) {
     fit = ix.count_through[k - 1];
@@ -110,7 +110,7 @@ int64_t Demand::fitting(const Room& r) const {
 
 int64_t Demand::asking_at_most(int64_t scarce) const {
   const Index& ix = index();
-  const auto k = static_cast<size_t>(std::upper_bound(ix.scarce.begin(), ix.scarce.end(), scarce) - ix.scarce.begin());
+  const size_t k = shapes_up_to(ix, scarce);
   return k == 0 ? 0 : ix.count_through[k - 1];
 }
 

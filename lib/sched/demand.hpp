@@ -6,6 +6,7 @@
 
 #include "sched/snapshot.hpp"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <tuple>
@@ -84,6 +85,11 @@ class Demand {
     std::vector<int64_t> scarce, cpu_milli, memory, count, count_through, max_cpu_through, max_memory_through;
   };
   const Index& index() const;
+  // How many of the index's shapes ask for no more of the resource than `scarce` (they come
+  // first).
+  static size_t shapes_up_to(const Index& ix, int64_t scarce) {
+    return static_cast<size_t>(std::upper_bound(ix.scarce.begin(), ix.scarce.end(), scarce) - ix.scarce.begin());
+  }
   mutable Index index_;
   uint64_t fit_version_ = next_version();
   mutable std::map<std::pair<int64_t, int64_t>, Bound> bounds_;
