@@ -51,8 +51,9 @@ void Demand::add(const model::Pod& pod, int sign) {
 const Demand::Index& Demand::index() const {
   if (!index_stale_) return index_;
   Index& ix = index_;
-  for (auto* column : {&ix.scarce, &ix.cpu_milli, &ix.memory, &ix.count, &ix.count_through, &ix.max_cpu_through, &ix.max_memory_through})
+  for (auto* column : {&ix.scarce, &ix.count_through, &ix.max_cpu_through, &ix.max_memory_through, &ix.cpu_values, &ix.memory_values})
     column->clear();
+  ix.count.clear();
   int64_t through = 0, max_cpu = 0, max_memory = 0;
   for (auto it = counts_.lower_bound({1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min()}); it != counts_.end();
        ++it) {
@@ -63,24 +64,36 @@ const Demand::Index& Demand::index() const {
     max_cpu = std::max(max_cpu, cpu);
     max_memory = std::max(max_memory, memory);
     ix.scarce.push_back(scarce);
-    ix.cpu_milli.push_back(cpu);
-    ix.memory.push_back(memory);
-    ix.count.push_back(count);
+    ix.count.push_back(static_cast<int32_t>(count));
     ix.count_through.push_back(through);
     ix.max_cpu_through.push_back(max_cpu);
     ix.max_memory_through.push_back(max_memory);
+    ix.cpu_values.push_back(cpu);  // each shape's amounts, until ranked below
+    ix.memory_values.push_back(memory);
   }
+  auto rank = [](std::vector<int64_t>& values, std::vector<int32_t>& ranks) {
+    std::vector<int64_t> amounts = values;
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
+    ranks.clear();
+    for (int64_t a : amounts) ranks.push_back(static_cast<int32_t>(std::lower_bound(values.begin(), values.end(), a) - values.begin()));
+  };
+  rank(ix.cpu_values, ix.cpu_rank);
+  rank(ix.memory_values, ix.memory_rank);
   index_stale_ = false;
   return ix;
 }
 
-int64_t Demand::fitting(const Room& r) const {
-  if (r.pods < 1 || r.scarce < 1) return 0;
+Demand::Fitting& Demand::slot_of(const Room& r) const {
   constexpr size_t kSlots = size_t(1) << 14;
   if (fitting_.empty()) fitting_.resize(kSlots);
   const uint64_t mix = static_cast<uint64_t>(r.cpu_milli) * 0x9E3779B97F4A7C15ULL ^
                        static_cast<uint64_t>(r.memory) * 0xC2B2AE3D27D4EB4FULL ^ static_cast<uint64_t>(r.scarce) * 0x165667B19E3779F9ULL;
-  Fitting& slot = fitting_[(mix ^ (mix >> 29)) & (kSlots - 1)];
+  return fitting_[(mix ^ (mix >> 29)) & (kSlots - 1)];
+}
+
+int64_t Demand::fitting(const Room& r, Fitting& slot) const {
+  if (r.pods < 1 || r.scarce < 1) return 0;
   if (slot.at != 0 && changes_ - slot.at <= kChangeLog && slot.cpu_milli == r.cpu_milli && slot.memory == r.memory &&
       slot.scarce == r.scarce) {
     for (uint64_t n = slot.at; n < changes_; ++n) {
@@ -98,11 +111,17 @@ int64_t Demand::fitting(const Room& r) const {
   if (k > 0 && r.cpu_milli >= ix.max_cpu_through[k - 1] && r.memory >= ix.max_memory_through[k - 1]) {
     fit = ix.count_through[k - 1];
   } else {
-    // Without branches, so that the compiler can vectorise the walk.
-    const int64_t* cpu = ix.cpu_milli.data();
-    const int64_t* memory = ix.memory.data();
-    const int64_t* count = ix.count.data();
-    for (size_t i = 0; i < k; ++i) fit += count[i] * static_cast<int64_t>((cpu[i] <= r.cpu_milli) & (memory[i] <= r.memory));
+    // On ranks, in 32 bits and without branches, so that the compiler can vectorise the walk.
+    auto no_larger = [](const std::vector<int64_t>& values, int64_t amount) {
+      return static_cast<int32_t>(std::upper_bound(values.begin(), values.end(), amount) - values.begin());
+    };
+    const int32_t cpu_below = no_larger(ix.cpu_values, r.cpu_milli), memory_below = no_larger(ix.memory_values, r.memory);
+    const int32_t* cpu = ix.cpu_rank.data();
+    const int32_t* memory = ix.memory_rank.data();
+    const int32_t* count = ix.count.data();
+    int32_t sum = 0;
+    for (size_t i = 0; i < k; ++i) sum += count[i] & -static_cast<int32_t>((cpu[i] < cpu_below) & (memory[i] < memory_below));
+    fit = sum;
   }
   slot = {r.cpu_milli, r.memory, r.scarce, changes_, fit};
   return fit;
@@ -112,10 +131,6 @@ int64_t Demand::asking_at_most(int64_t scarce) const {
   const Index& ix = index();
   const size_t k = shapes_up_to(ix, scarce);
   return k == 0 ? 0 : ix.count_through[k - 1];
-}
-
-std::pair<int64_t, int64_t> Demand::stranded(const Room& before, const Room& after) const {
-  return {total_ - fitting(before), total_ - fitting(after)};
 }
 
 const std::vector<Demand::Shape>& Demand::shapes() const {

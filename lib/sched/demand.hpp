@@ -50,9 +50,17 @@ class Demand {
   // without a walk over every shape: shapes asking for the resource are kept in order of the
   // amount they ask, with running counts and maxima, so a node with room for the largest of
   // them in cpu and memory is answered by one binary search.
-  int64_t stranded(const Room& room) const { return stranded(room, room).first; }
+  int64_t stranded(const Room& room) const { return total_ - fitting(room, slot_of(room)); }
   // The same for a node before and after it takes a pod.
-  std::pair<int64_t, int64_t> stranded(const Room& before, const Room& after) const;
+  std::pair<int64_t, int64_t> stranded(const Room& before, const Room& after) const {
+    return {total_ - fitting(before, slot_of(before)), total_ - fitting(after, slot_of(after))};
+  }
+  // The same for node n (its index in the snapshot), whose room is `before`: what was counted for
+  // the node's room is kept by node, apart from the rooms asked about once.
+  std::pair<int64_t, int64_t> stranded_on(int n, const Room& before, const Room& after) const {
+    if (static_cast<size_t>(n) >= by_node_.size()) by_node_.resize(static_cast<size_t>(n) + 1);
+    return {total_ - fitting(before, by_node_[static_cast<size_t>(n)]), total_ - fitting(after, slot_of(after))};
+  }
 
   // The pods asking for the resource that ask for no more of it than `scarce`: a node with that
   // much free strands no more of them than this newly, whatever else it has free.
@@ -81,8 +89,14 @@ class Demand {
   mutable bool stale_ = true;
   // stranded()'s index over the shapes of counts_ asking for the resource (count > 0 only), a column per field: each shape
   // and, over the shapes up to it, the count and the largest cpu and memory asked.
+  // For the walk, each shape's cpu and memory are kept as their rank among the distinct amounts
+  // the shapes ask (a shape fits a room's cpu when its rank is below the number of distinct
+  // amounts no larger than the room's), in 32 bits, so that the walk compares several shapes at
+  // once.
   struct Index {
-    std::vector<int64_t> scarce, cpu_milli, memory, count, count_through, max_cpu_through, max_memory_through;
+    std::vector<int64_t> scarce, count_through, max_cpu_through, max_memory_through;
+    std::vector<int64_t> cpu_values, memory_values;  // the distinct amounts asked, ascending
+    std::vector<int32_t> cpu_rank, memory_rank, count;
   };
   const Index& index() const;
   // How many of the index's shapes ask for no more of the resource than `scarce` (they come
@@ -94,8 +108,11 @@ class Demand {
   uint64_t fit_version_ = next_version();
   mutable std::map<std::pair<int64_t, int64_t>, Bound> bounds_;
   mutable bool index_stale_ = true;
-  // The pods asking for the resource that fit a room.
-  int64_t fitting(const Room& room) const;
+  // The pods asking for the resource that fit a room, counted afresh or brought up to date in a
+  // memo slot.
+  struct Fitting;
+  int64_t fitting(const Room& room, Fitting& slot) const;
+  Fitting& slot_of(const Room& room) const;
   // fitting()'s memo, direct-mapped by the room's cpu, memory and scarce amount: a plan asks about
   // the same nodes' rooms over and over. A slot holds the count as of a position in the log of
   // pods asking for the resource counted in and out; a later answer adds the logged pods that fit
@@ -107,6 +124,7 @@ class Demand {
     int64_t fit = 0;
   };
   mutable std::vector<Fitting> fitting_;
+  mutable std::vector<Fitting> by_node_;
   struct Change {
     int64_t scarce = 0, cpu_milli = 0, memory = 0, sign = 0;
   };

@@ -531,10 +531,13 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     thread_local std::vector<Point> frontier;
     frontier.assign(1, {raw(s, fullest), raw(f, fullest)});
     int b = -1;
+    const size_t slot = filters_.size() + s;
     for (int n; b < 0 && (n = feasible(next)) >= 0;) {
-      const int64_t score = raw(s, n);
-      if (score <= low) b = n;
-      else if (score < frontier.back().score) frontier.push_back({score, raw(f, n)});
+      // Every frontier score is above the lowest: a node not below the last is neither.
+      const std::optional<int64_t> score = scores_[s].lowest->score_if_below(state, slot, pod, fork, n, frontier.back().score);
+      if (!score) continue;
+      if (*score <= low) b = n;
+      else frontier.push_back({*score, raw(f, n)});
     }
     if (b < 0) return std::nullopt;
     emptiest = feasible(prev);
@@ -550,7 +553,6 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
       }
       return true;
     };
-    const size_t slot = filters_.size() + s;
     auto high = scores_[s].lowest->highest(state, slot, pod, fork, top, false);
     bool wins = high && b_wins(high->value);
     if (!wins && high && high->kept) {

@@ -224,6 +224,11 @@ class LowestScore {
   };
   virtual std::optional<Highest> highest(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const Fork& top,
                                          bool fresh) const = 0;
+  // The pod's raw score on node n when it is below `bound`, nullopt when it is not: the walk
+  // needs the score only of the nodes that score below every fuller one, and a score may tell
+  // that for less than the score costs.
+  virtual std::optional<int64_t> score_if_below(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int n,
+                                                int64_t bound) const = 0;
 };
 
 // A profile: which filters run, in order, and which scores with which weights and arguments, in

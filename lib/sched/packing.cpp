@@ -93,6 +93,24 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
     if (d.resource().empty() || d.empty()) return 0;
     return increase(d, fork, n, Ask::of(pod, d));
   }
+  // The score rounds capacity x 1000 / pods to the nearest integer, halves away from zero, so
+  // "below the bound" is a comparison of integers, without the division: exactly as the rounded
+  // quotient compares while the product is exact in a double (2^52), and the quotient's rounding
+  // cannot reach a half that the exact value is not on (it is 1 / (2 pods) or more away).
+  std::optional<int64_t> score_if_below(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, int n,
+                                        int64_t bound) const override {
+    const Demand& d = *state.demand();
+    if (d.resource().empty() || d.empty()) return 0 < bound ? std::optional<int64_t>(0) : std::nullopt;
+    const int64_t capacity = capacity_increase(d, fork, n, Ask::of(pod, d));
+    constexpr int64_t kExact = (int64_t(1) << 52) / 1000;
+    if (capacity > -kExact && capacity < kExact) {
+      // round(x) < B: x < B - 1/2 when x >= 0; x <= B - 1/2 when x < 0 (halves round away from 0).
+      const __int128 twice_x = static_cast<__int128>(capacity) * 2000, twice_bound = static_cast<__int128>(2 * bound - 1) * d.pods();
+      if (capacity >= 0 ? twice_x >= twice_bound : twice_x > twice_bound) return std::nullopt;
+    }
+    const int64_t score = scaled(d, capacity);
+    return score < bound ? std::optional<int64_t>(score) : std::nullopt;
+  }
   // score() for each node, with what the pod asks looked up once.
   void score_nodes(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                    std::vector<int64_t>& out) const override {
@@ -116,25 +134,30 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   // The increase in the node's fragmentation: its free scarce amount times the share of the
   // demand it is stranded for, after the pod less before.
   static int64_t increase(const Demand& d, const Fork& fork, int n, const Ask& ask) {
+    return scaled(d, capacity_increase(d, fork, n, ask));
+  }
+  // The increase counted in pods: free scarce amount times the pods it is stranded for, after
+  // less before (the shares' common denominator applied in scaled()).
+  static int64_t capacity_increase(const Demand& d, const Fork& fork, int n, const Ask& ask) {
     const Free f = free_on(fork, n, d.resource());
     if (f.scarce <= 0) return 0;  // nothing free to strand, before or after
     const Demand::Room before{f.cpu, f.memory, f.scarce, f.pods};
     const Demand::Room after{f.cpu - ask.cpu_milli, f.memory - ask.memory, f.scarce - ask.scarce, f.pods - 1};
-    // Counted in pods, the shares' common denominator applied once (exact in a double up to
-    // 2^53).
-    auto [stranded_before, stranded_after] = d.stranded(before, after);
-    const double capacity_before = static_cast<double>(before.scarce) * static_cast<double>(stranded_before);
-    const double capacity_after = after.scarce <= 0 ? 0.0 : static_cast<double>(after.scarce) * static_cast<double>(stranded_after);
-    // In thousandths of the resource's unit, so that small differences still order nodes.
-    return round_half_away((capacity_after - capacity_before) * 1000.0 / static_cast<double>(d.pods()));
+    auto [stranded_before, stranded_after] = d.stranded_on(n, before, after);
+    return (after.scarce <= 0 ? 0 : after.scarce * stranded_after) - before.scarce * stranded_before;
+  }
+  // In thousandths of the resource's unit, so that small differences still order nodes.
+  static int64_t scaled(const Demand& d, int64_t capacity) {
+    return round_half_away(static_cast<double>(capacity) * 1000.0 / static_cast<double>(d.pods()));
   }
   // For a pod asking none of the scarce resource: the node's free scarce amount times the pods
   // of the demand that fit the node before the pod but not after.
   static int64_t newly_stranded(const model::Pod& pod, const Fork& fork, int n, const Demand& d) {
     const Free f = free_on(fork, n, d.resource());
     if (f.scarce <= 0) return 0;
-    auto [before, after] = d.stranded(Demand::Room{f.cpu, f.memory, f.scarce, f.pods},
-                                      Demand::Room{f.cpu - pod.requests.cpu_milli, f.memory - pod.requests.memory, f.scarce, f.pods - 1});
+    auto [before, after] =
+        d.stranded_on(n, Demand::Room{f.cpu, f.memory, f.scarce, f.pods},
+                      Demand::Room{f.cpu - pod.requests.cpu_milli, f.memory - pod.requests.memory, f.scarce, f.pods - 1});
     return f.scarce * (after - before);
   }
 };

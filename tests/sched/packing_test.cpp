@@ -4,10 +4,13 @@
 #include "sched/demand.hpp"
 #include "sched/fork.hpp"
 #include "sched/framework.hpp"
+#include "sched/plugins.hpp"
 #include "support/catch.hpp"
 
 #include <fmt/format.h>
 
+#include <array>
+#include <optional>
 #include <random>
 
 using namespace spotshift;
@@ -117,8 +120,66 @@ TEST_CASE("a demand's stranded count is the shapes that ask for no scarce resour
                        before.scarce, before.pods, after.cpu_milli, after.memory, after.scarce));
       REQUIRE(d.stranded(before) == by_definition(before));
       REQUIRE(d.stranded(before, after) == std::pair{by_definition(before), by_definition(after)});
+      // Kept by node: a few nodes, each with rooms that change from probe to probe.
+      REQUIRE(d.stranded_on(probe % 3, before, after) == std::pair{by_definition(before), by_definition(after)});
     }
   }
+}
+
+TEST_CASE("Fragmentation's score below a bound is its score when below, over random nodes, demands and bounds", "[packing]") {
+  // score_if_below() compares integers instead of rounding a quotient; the demand's pod counts
+  // make halves common (2,000 pods and an odd capacity: x.5), where rounding away from zero
+  // decides, for pods with GPUs (the score can be negative) and without.
+  const ScoreEntry* entry = nullptr;
+  for (const auto& e : registry().scores)
+    if (e.name == "Fragmentation") entry = &e;
+  REQUIRE(entry);
+  auto plugin = entry->make({"Fragmentation", 100, {}}).value();
+  const auto* lowest = dynamic_cast<const LowestScore*>(plugin.get());
+  REQUIRE(lowest);
+  std::mt19937 rng(5);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  std::vector<PodPtr> cpu_only;  // what most of the demand is: pods that strand any node's GPUs
+  for (int k = 0; k < 4000; ++k) cpu_only.push_back(make_pod(fmt::format("c{}", k)).cpu(fmt::format("{}m", 500 * (1 + k % 6))));
+  int halves = 0, negative_halves = 0, below = 0, not_below = 0;
+  for (int round = 0; round < 400; ++round) {
+    const int64_t cpu = 500 * (1 + pick(8)), gpus = 1 + pick(8), slots = 1 + pick(3);
+    auto snap = ClusterSnapshot::build(
+        {make_node("n").cpu(fmt::format("{}m", cpu)).memory("16Gi").pods(static_cast<int>(slots)).scalar(kGpu, std::to_string(gpus))}, {});
+    Demand demand{model::InternedString(kGpu)};
+    const int pods = std::array{2000, 1000, 4000, 3999}[static_cast<size_t>(pick(4))];
+    const int gpu_pods = 1 + pick(6);
+    for (int k = 0; k < gpu_pods; ++k)
+      demand.add(
+          *make_pod(fmt::format("d{}", k)).cpu(fmt::format("{}m", 500 * (1 + pick(6)))).scalar(kGpu, std::to_string(1 + pick(3))).build());
+    for (int k = gpu_pods; k < pods; ++k) demand.add(*cpu_only[static_cast<size_t>(k)]);
+    const int64_t pod_cpu = 250 * (1 + pick(8)), pod_gpus = pick(2) == 0 ? 1 + pick(3) : 0;
+    auto b = make_pod("p").cpu(fmt::format("{}m", pod_cpu));
+    if (pod_gpus) b.scalar(kGpu, std::to_string(pod_gpus));
+    auto pod = b.build();
+    Fork fork(snap);
+    PlacementCache cache(snap);
+    cache.set_demand(&demand);
+    CycleState state(&cache);
+    state.resolve_demand(fork);
+    const int64_t score = plugin->score(state, 0, *pod, fork, 0);
+    for (int64_t bound : {score - 1, score, score + 1, score + 2, int64_t(0), int64_t(1)}) {
+      INFO(fmt::format("round {}: score {}, bound {}, {} pods in the demand", round, score, bound, pods));
+      const auto got = lowest->score_if_below(state, 0, *pod, fork, 0, bound);
+      CHECK(got == (score < bound ? std::optional<int64_t>(score) : std::nullopt));
+      (got ? below : not_below) += 1;
+    }
+    // The capacity the score scales, by its definition: x 1000 / pods on a half?
+    const Demand::Room room{cpu, int64_t(16) << 30, gpus, slots}, left{cpu - pod_cpu, int64_t(16) << 30, gpus - pod_gpus, slots - 1};
+    const auto [stranded, stranded_after] = demand.stranded(room, left);
+    const int64_t capacity = (left.scarce <= 0 ? 0 : left.scarce * stranded_after) - room.scarce * stranded;
+    if ((capacity * 1000) % pods != 0 && (capacity * 2000) % pods == 0) ++(capacity < 0 ? negative_halves : halves);
+  }
+  INFO(fmt::format("{} halves, {} of them negative", halves + negative_halves, negative_halves));
+  CHECK(halves > 10);
+  CHECK(negative_halves > 10);
+  CHECK(below > 200);
+  CHECK(not_below > 200);
 }
 
 TEST_CASE("Fragmentation keeps a CPU-only pod off the node whose free GPUs it would strand", "[packing]") {
