@@ -200,6 +200,7 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
     Filter entry{std::move(*p)};
     entry.pre = dynamic_cast<const PreFilter*>(entry.plugin.get());
     entry.many = dynamic_cast<const FilterNodes*>(entry.plugin.get());
+    entry.explain = dynamic_cast<const ExplainNodes*>(entry.plugin.get());
     f.filters_.push_back(std::move(entry));
     f.resource_fit_ = f.resource_fit_ || name == "NodeResourcesFit";
   }
@@ -359,31 +360,48 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
   });
   if (out.feasible.empty()) {
     // Nowhere: say why, node by node, as kube-scheduler does (the first failing filter counts).
-    // A node's cached static verdict names the first node-static filter it fails, so the
-    // static filters before that one, or all of them, need no call. The few distinct reasons
-    // are counted here and go into the diagnosis once.
+    // Filter by filter, over the nodes every earlier filter passed: a node's cached static
+    // verdict names the first node-static filter it fails, so a static filter is called only on
+    // the nodes it fails; a filter that explains many nodes at once does so without a Status per
+    // node. The few distinct reasons are counted here and go into the diagnosis once.
     out.diagnosis.nodes = static_cast<int>(candidates.size());
     const std::vector<uint8_t>* verdicts =
         cache && cache->snapshot_ == &fork.base() ? &static_verdicts(state, pod, fork, statics, *cache) : nullptr;
     thread_local std::vector<std::pair<std::string, int>> counted;
     counted.clear();
+    auto count = [](void* context, std::string_view reason, int nodes) {
+      auto& c = *static_cast<std::vector<std::pair<std::string, int>>*>(context);
+      auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == reason; });
+      if (it == c.end()) c.emplace_back(reason, nodes);
+      else it->second += nodes;
+    };
     bool all_unresolvable = !candidates.empty();
-    for (int n : candidates) {
-      const size_t verdict = verdicts ? (*verdicts)[static_cast<size_t>(n)] : 0;
-      for (size_t i = 0; i < filters_.size(); ++i) {
-        if (!(((statics | dynamics) >> i) & 1)) continue;
-        if (verdicts && ((statics >> i) & 1) && verdict != i + 1) continue;
-        Status s = filters_[i].plugin->filter(state, i, pod, fork, n);
-        if (s.ok()) continue;
-        for (size_t r = 0; r < s.reasons.size(); ++r) {
-          const std::string_view reason = s.reasons[r];
-          auto it = std::find_if(counted.begin(), counted.end(), [&](const auto& c) { return c.first == reason; });
-          if (it == counted.end()) counted.emplace_back(reason, 1);
-          else ++it->second;
-        }
-        if (s.code != Code::kUnschedulableAndUnresolvable) all_unresolvable = false;
-        break;
+    thread_local std::vector<int> left;
+    left.assign(candidates.begin(), candidates.end());
+    for (size_t i = 0; i < filters_.size() && !left.empty(); ++i) {
+      if (!(((statics | dynamics) >> i) & 1)) continue;
+      const bool by_verdict = verdicts && ((statics >> i) & 1);
+      if (!by_verdict && filters_[i].explain) {
+        const size_t before = left.size();
+        filters_[i].explain->explain_nodes(state, i, pod, fork, left, count, &counted);
+        if (left.size() < before) all_unresolvable = false;
+        continue;
       }
+      size_t kept = 0;
+      for (int n : left) {
+        if (by_verdict && (*verdicts)[static_cast<size_t>(n)] != i + 1) {
+          left[kept++] = n;
+          continue;
+        }
+        Status s = filters_[i].plugin->filter(state, i, pod, fork, n);
+        if (s.ok()) {
+          left[kept++] = n;
+          continue;
+        }
+        for (size_t r = 0; r < s.reasons.size(); ++r) count(&counted, s.reasons[r], 1);
+        if (s.code != Code::kUnschedulableAndUnresolvable) all_unresolvable = false;
+      }
+      left.resize(kept);
     }
     for (auto& [reason, count] : counted) out.diagnosis.reasons[std::move(reason)] += count;
     out.diagnosis.unresolvable = all_unresolvable;

@@ -170,6 +170,17 @@ class FilterNodes {
                             std::vector<int>& nodes) const = 0;
 };
 
+// Optional, for a filter whose every rejection is kUnschedulable: why it rejects each of many
+// nodes, for the summary of a pod that fits nowhere, without a Status per node. Keeps, in order,
+// the nodes it accepts, and for the others counts filter()'s reasons with count(reason, nodes).
+class ExplainNodes {
+ public:
+  virtual ~ExplainNodes() = default;
+  using Count = void (*)(void* context, std::string_view reason, int nodes);
+  virtual void explain_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes,
+                             Count count, void* context) const = 0;
+};
+
 // Optional, for a score: runs once per pod before any node is scored. kUniform says every node
 // gets the same raw score for this pod (Fragmentation with nothing scarce to keep): the
 // framework then scores one node instead of each.
@@ -370,6 +381,7 @@ class Framework {
     std::unique_ptr<FilterPlugin> plugin;
     const PreFilter* pre = nullptr;
     const FilterNodes* many = nullptr;
+    const ExplainNodes* explain = nullptr;
   };
   struct Score {
     std::unique_ptr<ScorePlugin> plugin;

@@ -221,13 +221,28 @@ TEST_CASE("the placement cache gives the same answers as evaluating every filter
   for (auto pod : {make_pod("a").cpu("2").build(), make_pod("b").selector("disk", "ssd").build(),
                    make_pod("c").toleration(R"({"key":"dedicated","operator":"Exists"})").cpu("3").build(), make_pod("d").cpu("5").build(),
                    make_pod("e").selector("disk", "ssd").cpu("4").scalar("example.com/gpu", "1").build(),
-                   make_pod("f").toleration(R"({"key":"dedicated","operator":"Exists"})").scalar("example.com/gpu", "2").build()}) {
+                   make_pod("f").toleration(R"({"key":"dedicated","operator":"Exists"})").scalar("example.com/gpu", "2").build(),
+                   make_pod("g")
+                       .toleration(R"({"key":"dedicated","operator":"Exists"})")
+                       .cpu("3")
+                       .memory("1Ti")
+                       .scalar("example.com/gpu", "1")
+                       .build()}) {
     auto cached = fw.place(*pod, fork, all_nodes(snap), &cache);
     auto plain = fw.place(*pod, fork, all_nodes(snap));
     CHECK(cached.node == plain.node);
     CHECK(cached.feasible == plain.feasible);
     CHECK(cached.diagnosis.message() == plain.diagnosis.message());
     CHECK(cached.diagnosis.unresolvable == plain.diagnosis.unresolvable);
+    // And as each node's first failing filter says, asked one node at a time.
+    std::map<std::string, int> first_failing;
+    for (int n : all_nodes(snap))
+      for (const auto& [filter, status] : fw.check(*pod, fork, n))
+        if (!status.ok()) {
+          for (size_t r = 0; r < status.reasons.size(); ++r) ++first_failing[std::string(status.reasons[r])];
+          break;
+        }
+    if (cached.node < 0) CHECK(cached.diagnosis.reasons == first_failing);
     if (pod->meta.name == "e") {
       CHECK(plain.diagnosis.message() ==
             "0/50 nodes are available: 17 node(s) had untolerated taint {dedicated: x}, 22 node(s) didn't match Pod's node "
