@@ -123,48 +123,24 @@ bool fits_basic(const BasicResources& used, const BasicResources& a, const model
 class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public ExplainNodes {
  public:
   std::string_view name() const override { return "NodeResourcesFit"; }
-  // filter()'s reasons counted over the nodes, from the packed arrays, each reason composed once.
+  // filter()'s reasons counted over the nodes, each reason composed once.
   void explain_nodes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes, Count count,
                      void* context) const override {
     const model::ResourceList& r = pod.requests;
-    const ClusterSnapshot& snap = fork.base();
-    struct Asked {
-      const model::InternedString* name;
-      int64_t want;
-      const char* reason;
-      int nodes;
-    };
-    thread_local std::vector<Asked> scalars;
-    scalars.clear();
-    for (const auto& [name, want] : r.scalars())
-      if (want > 0) scalars.push_back({&name, want, insufficient(name.view()), 0});
-    int pods = 0, cpu = 0, memory = 0, storage = 0;
+    thread_local std::vector<int> short_on;  // nodes, per each_short() index
+    short_on.assign(kBasic + r.scalars().size(), 0);
     size_t kept = 0;
     for (int n : nodes) {
-      const BasicResources used = fork.used_basic(n);
-      const BasicResources& a = snap.allocatable_basic(n);
       bool ok = true;
-      auto check = [&](bool passed, int& counter) {
-        if (!passed) ++counter;
-        ok = ok && passed;
-      };
-      check(fits(used.pods, 1, a.pods), pods);
-      check(r.cpu_milli == 0 || fits(used.cpu_milli, r.cpu_milli, a.cpu_milli), cpu);
-      check(r.memory == 0 || fits(used.memory, r.memory, a.memory), memory);
-      check(r.ephemeral_storage == 0 || fits(used.ephemeral_storage, r.ephemeral_storage, a.ephemeral_storage), storage);
-      if (!scalars.empty()) {
-        const Usage& u = fork.used(n);
-        const model::ResourceList& allocatable = snap.node(n).allocatable;
-        for (Asked& s : scalars) check(fits(u.scalar(*s.name), s.want, allocatable.scalar(*s.name)), s.nodes);
-      }
+      each_short(fork, n, r, [&](size_t k) {
+        ++short_on[k];
+        ok = false;
+      });
       if (ok) nodes[kept++] = n;
     }
     nodes.resize(kept);
-    for (auto [reason, counter] : {std::pair{"Too many pods", pods}, std::pair{"Insufficient cpu", cpu},
-                                   std::pair{"Insufficient memory", memory}, std::pair{"Insufficient ephemeral-storage", storage}})
-      if (counter > 0) count(context, reason, counter);
-    for (const Asked& s : scalars)
-      if (s.nodes > 0) count(context, s.reason, s.nodes);
+    for (size_t k = 0; k < short_on.size(); ++k)
+      if (short_on[k] > 0) count(context, reason(r, k), short_on[k]);
   }
   void filter_nodes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const override {
     // filter()'s verdict without a Status, in one pass over the packed arrays.
@@ -182,23 +158,35 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
   }
   Status filter(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int n) const override {
     if (passes(state, slot, pod, fork, n)) return Status::success();
-    const BasicResources used = fork.used_basic(n);
-    const BasicResources& a = fork.base().allocatable_basic(n);
-    const model::ResourceList& r = pod.requests;
     Status s;
-    if (!fits(used.pods, 1, a.pods)) s.reasons.add("Too many pods");
-    if (r.cpu_milli && !fits(used.cpu_milli, r.cpu_milli, a.cpu_milli)) s.reasons.add("Insufficient cpu");
-    if (r.memory && !fits(used.memory, r.memory, a.memory)) s.reasons.add("Insufficient memory");
-    if (r.ephemeral_storage && !fits(used.ephemeral_storage, r.ephemeral_storage, a.ephemeral_storage))
-      s.reasons.add("Insufficient ephemeral-storage");
-    for (const auto& [name, want] : r.scalars())
-      if (want > 0 && !fits(fork.used(n).scalar(name), want, fork.base().node(n).allocatable.scalar(name)))
-        s.reasons.add(insufficient(name.view()));
+    each_short(fork, n, pod.requests, [&](size_t k) { s.reasons.add(reason(pod.requests, k)); });
     if (!s.reasons.empty()) s.code = Code::kUnschedulable;
     return s;
   }
 
  private:
+  // What a node lacks for the pod, in filter()'s order: on_short(k) for each resource, k an index
+  // into kBasicReasons, or kBasic + j for the pod's j-th extended resource.
+  static constexpr size_t kBasic = 4;
+  static constexpr const char* kBasicReasons[kBasic] = {"Too many pods", "Insufficient cpu", "Insufficient memory",
+                                                        "Insufficient ephemeral-storage"};
+  template <class F>
+  static void each_short(const Fork& fork, int n, const model::ResourceList& r, F&& on_short) {
+    const BasicResources used = fork.used_basic(n);
+    const BasicResources& a = fork.base().allocatable_basic(n);
+    if (!fits(used.pods, 1, a.pods)) on_short(0);
+    if (r.cpu_milli && !fits(used.cpu_milli, r.cpu_milli, a.cpu_milli)) on_short(1);
+    if (r.memory && !fits(used.memory, r.memory, a.memory)) on_short(2);
+    if (r.ephemeral_storage && !fits(used.ephemeral_storage, r.ephemeral_storage, a.ephemeral_storage)) on_short(3);
+    const auto& scalars = r.scalars();
+    for (size_t j = 0; j < scalars.size(); ++j) {
+      const auto& [name, want] = scalars[j];
+      if (want > 0 && !fits(fork.used(n).scalar(name), want, fork.base().node(n).allocatable.scalar(name))) on_short(kBasic + j);
+    }
+  }
+  static const char* reason(const model::ResourceList& r, size_t k) {
+    return k < kBasic ? kBasicReasons[k] : insufficient(r.scalars()[k - kBasic].first.view());
+  }
   // "Insufficient <resource>", composed once per resource name and kept for the process's life
   // (a cluster has a handful of extended resources), so that explaining a pod that fits nowhere
   // does not compose it again for every node.
