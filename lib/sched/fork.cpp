@@ -75,18 +75,31 @@ void Fork::changed(const Delta& d) {
   if (!is_tracked_.empty() && is_tracked_[n]) {
     tracked_changes_.push_back(d.node);
     const int64_t alloc = base_->allocatable_basic(d.node).cpu_milli;
-    by_free_cpu_.erase({alloc - dense_used_[n].cpu_milli, d.node});
-    by_free_cpu_.insert({alloc - d.used.cpu_milli, d.node});
+    by_free_cpu_.move({alloc - dense_used_[n].cpu_milli, d.node}, {alloc - d.used.cpu_milli, d.node});
     if (!tracked_resource_.empty()) {
       const int64_t free = free_with(d.node, d.used, tracked_resource_);
       if (free != free_resource_[n]) {
-        by_free_resource_.erase({free_resource_[n], d.node});
-        by_free_resource_.insert({free, d.node});
+        by_free_resource_.move({free_resource_[n], d.node}, {free, d.node});
         free_resource_[n] = free;
       }
     }
   }
   dense_used_[n] = BasicResources::of(d.used);
+}
+
+void NodeOrder::move(Entry from, Entry to) {
+  auto at = std::lower_bound(entries_.begin(), entries_.end(), from);
+  if (at == entries_.end() || *at != from) throw std::logic_error("NodeOrder::move: the entry is not there");
+  if (from < to) {
+    // The entries after it up to the first not below `to` move down one place.
+    auto past = std::lower_bound(at + 1, entries_.end(), to);
+    std::move(at + 1, past, at);
+    *(past - 1) = to;
+  } else if (to < from) {
+    auto first = std::lower_bound(entries_.begin(), at, to);
+    std::move_backward(first, at, at + 1);
+    *first = to;
+  }
 }
 
 void Fork::track_candidates(std::vector<int> nodes, model::InternedString scarce) {
@@ -101,12 +114,14 @@ void Fork::track_candidates(std::vector<int> nodes, model::InternedString scarce
   free_resource_.assign(scarce.empty() ? 0 : static_cast<size_t>(base_->size()), 0);
   for (int n : tracked_) {
     is_tracked_[static_cast<size_t>(n)] = true;
-    by_free_cpu_.insert({base_->allocatable_basic(n).cpu_milli - used_basic(n).cpu_milli, n});
+    by_free_cpu_.push_back({base_->allocatable_basic(n).cpu_milli - used_basic(n).cpu_milli, n});
     if (!scarce.empty()) {
       free_resource_[static_cast<size_t>(n)] = free_with(n, used(n), scarce);
-      by_free_resource_.insert({free_resource_[static_cast<size_t>(n)], n});
+      by_free_resource_.push_back({free_resource_[static_cast<size_t>(n)], n});
     }
   }
+  by_free_cpu_.sort();
+  by_free_resource_.sort();
 }
 
 const Usage& Fork::used(int node) const {

@@ -7,12 +7,37 @@
 #include "sched/snapshot.hpp"
 
 #include <algorithm>
-#include <set>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 namespace spotshift::sched {
+
+// (amount, node) pairs in order, in one array: a plan walks them far more often than it changes
+// one, and a change moves an entry only past the entries between its old and new amount.
+class NodeOrder {
+ public:
+  using Entry = std::pair<int64_t, int>;
+  using const_iterator = std::vector<Entry>::const_iterator;
+  using const_reverse_iterator = std::vector<Entry>::const_reverse_iterator;
+
+  void clear() { entries_.clear(); }
+  void push_back(Entry e) { entries_.push_back(e); }
+  void sort() { std::sort(entries_.begin(), entries_.end()); }
+  // Replaces `from` (which must be there) by `to`, keeping the order.
+  void move(Entry from, Entry to);
+
+  const_iterator begin() const { return entries_.begin(); }
+  const_iterator end() const { return entries_.end(); }
+  const_reverse_iterator rbegin() const { return entries_.rbegin(); }
+  const_reverse_iterator rend() const { return entries_.rend(); }
+  const_iterator lower_bound(Entry e) const { return std::lower_bound(entries_.begin(), entries_.end(), e); }
+  size_t size() const { return entries_.size(); }
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  std::vector<Entry> entries_;
+};
 
 class Fork {
  public:
@@ -44,7 +69,7 @@ class Fork {
   const std::vector<int>& tracked() const { return tracked_; }
   const model::InternedString& tracked_resource() const { return tracked_resource_; }
   // (free amount of tracked_resource(), node) of the tracked nodes.
-  const std::set<std::pair<int64_t, int>>& tracked_by_free_resource() const { return by_free_resource_; }
+  const NodeOrder& tracked_by_free_resource() const { return by_free_resource_; }
   // The free amount of `resource` on a node in this what-if: from the tracking fork's packed
   // array when it tracks that resource and the node, and no fork below it changed the node.
   int64_t free_of(int node, const model::InternedString& resource) const {
@@ -56,7 +81,7 @@ class Fork {
     return free_with(node, used(node), resource);
   }
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
-  const std::set<std::pair<int64_t, int>>& tracked_by_free_cpu() const { return by_free_cpu_; }
+  const NodeOrder& tracked_by_free_cpu() const { return by_free_cpu_; }
   // A version (next_version()) of the tracked set, changed by each track_candidates(), and the
   // tracked nodes whose usage changed since, in order (with repeats): a value derived from
   // every tracked node's free room stays current by redoing the nodes logged after it.
@@ -191,10 +216,10 @@ class Fork {
   std::vector<int> tracked_changes_;
   model::InternedString tracked_resource_;
   std::vector<int64_t> free_resource_;  // per node, as by_free_resource_ has it
-  std::set<std::pair<int64_t, int>> by_free_resource_;
-  std::set<std::pair<int64_t, int>> by_free_cpu_;  // (free CPU, node) of the tracked nodes
-  int added_anti_affinity_ = 0;                    // over every effective delta, ancestors' included
-  AntiAffinityTerms added_anti_terms_;             // of the pods added in this fork itself
+  NodeOrder by_free_resource_;
+  NodeOrder by_free_cpu_;               // (free CPU, node) of the tracked nodes
+  int added_anti_affinity_ = 0;         // over every effective delta, ancestors' included
+  AntiAffinityTerms added_anti_terms_;  // of the pods added in this fork itself
   // The pods added in this fork itself, by label key and value (a pod may appear again after a
   // remove and re-add; still_added() filters the removed).
   LabelBuckets<PlacedPod> added_by_label_;

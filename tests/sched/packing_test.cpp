@@ -12,6 +12,7 @@
 #include <array>
 #include <optional>
 #include <random>
+#include <set>
 
 using namespace spotshift;
 using namespace spotshift::sched;
@@ -407,7 +408,7 @@ TEST_CASE("the bound on Fragmentation's range finds the node that strands most, 
   CHECK(fast.score == full.score);
 }
 
-TEST_CASE("a tracking fork's free amount of its resource follows every change, in it and in a child", "[packing][fork]") {
+TEST_CASE("a tracking fork's free amount of its resource and its orders follow every change, in it and in a child", "[packing][fork]") {
   std::mt19937 rng(5);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   std::vector<NodePtr> nodes;
@@ -431,15 +432,21 @@ TEST_CASE("a tracking fork's free amount of its resource follows every change, i
     for (int step = 0; step < 5; ++step) {
       const int n = pick(snap.size());
       if (pick(3) == 0) attempt.remove_pod(n, *snap.node(n).pods.front());
-      else attempt.add_pod(n, make_pod(fmt::format("p{}-{}", round, step)).cpu("1").scalar(kGpu, std::to_string(50 * pick(4))));
+      else
+        attempt.add_pod(
+            n, make_pod(fmt::format("p{}-{}", round, step)).cpu(std::to_string(1 + pick(3))).scalar(kGpu, std::to_string(50 * pick(4))));
       check(attempt);
       check(plan);
     }
     if (pick(2) == 0) plan.commit(std::move(attempt));
     check(plan);
+    // The orders by free amount and by free CPU are the tracked nodes' current amounts, in order.
+    std::set<std::pair<int64_t, int>> by_gpu, by_cpu;
+    for (int n : plan.tracked()) {
+      by_gpu.insert({plan.free_of(n, gpu), n});
+      by_cpu.insert({snap.node(n).allocatable.cpu_milli - plan.used(n).cpu_milli, n});
+    }
+    CHECK(plan.tracked_by_free_resource().entries() == std::vector<std::pair<int64_t, int>>(by_gpu.begin(), by_gpu.end()));
+    CHECK(plan.tracked_by_free_cpu().entries() == std::vector<std::pair<int64_t, int>>(by_cpu.begin(), by_cpu.end()));
   }
-  // The order by free amount is the tracked nodes' current amounts.
-  std::set<std::pair<int64_t, int>> expected;
-  for (int n : plan.tracked()) expected.insert({plan.free_of(n, gpu), n});
-  CHECK(plan.tracked_by_free_resource() == expected);
 }
