@@ -4,11 +4,10 @@
 #include <bit>
 #include <cmath>
 #include <limits>
-#include <random>
 #include <utility>
 
 #if defined(__SSE2__)
-#include <xmmintrin.h>
+#include <emmintrin.h>
 #endif
 
 namespace spotshift::drain::search {
@@ -167,7 +166,7 @@ class Search {
   }
 
   const Problem& p_;
-  std::mt19937_64 rng_;
+  Random rng_;
   std::array<double, kResources> weight_;
   SpotBins spot_;
   std::vector<double> key_;
@@ -252,7 +251,7 @@ void SpotBins::refresh(size_t block) {
     for (size_t r = 0; r < kResources; ++r) most[r] = std::max(most[r], free_[r][b]);
 }
 
-int SpotBins::best(const Pod& pod, std::mt19937_64& rng) {
+int SpotBins::best(const Pod& pod, Random& rng) {
   // 1. The spot nodes the pod fits, a bit each, a block at a time; a block whose room is short
   //    of a resource the pod asks for is passed over whole.
   Amounts need;
@@ -283,47 +282,48 @@ int SpotBins::best(const Pod& pod, std::mt19937_64& rng) {
     fits += bits(m);
   }
   if (fits == 0) return -1;
-  // 2. The noise of each, drawn in node order.
-  noise_.resize(fits);
-  for (double& x : noise_) x = 0.95 + 0.1 * unit(rng);
-  // 3. A bound on each one's score from what is kept per node: its free share less what the
-  //    pod asks of each resource over the node's capacity, plus the CPU term with a
-  //    multiplication for the division; times its noise, less a little for rounding. The node
-  //    of the lowest bound is scored first; one whose bound is not below the best score so far
-  //    scores higher.
+  // 2. For each, in node order, its noise, and a bound on its score from what is kept per node:
+  //    its free share less what the pod asks of each resource over the node's capacity, plus
+  //    the CPU term with a multiplication for the division; times its noise, less a little for
+  //    rounding. The node of the lowest bound is scored first; one whose bound is not below the
+  //    best score so far scores higher.
   std::array<double, kResources> asks;
   for (size_t r = 0; r < kResources; ++r) asks[r] = weight_[r] * static_cast<double>(pod.request[r]);
   constexpr size_t kScarce = kResources - 1;
   const double cpu_term = pod.request[kScarce] == 0 ? weight_[kScarce] * static_cast<double>(pod.request[0]) : 0;
+  noise_.resize(fits);
   bound_.resize(fits);
-  size_t lowest = 0;
-  int lowest_bin = -1;
+  bin_.resize(fits);
   for (size_t k = 0; k < blocks; ++k) {
     size_t rank = first_[k];
     for (uint32_t m = mask_[k]; m; m &= m - 1, ++rank) {
       const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
+      noise_[rank] = 0.95 + 0.1 * unit(rng);
       double lower = share_[b];
       for (size_t r = 0; r < kResources; ++r) lower -= asks[r] * inverse_[r][b];
       const double extra = free_[kScarce][b] > 0 ? cpu_term * per_cpu_[b] : 0;
       bound_[rank] = (lower + extra) * noise_[rank] - tolerance_ * (1 + extra);
-      if (lowest_bin < 0 || bound_[rank] < bound_[lowest]) {
-        lowest = rank;
-        lowest_bin = static_cast<int>(b);
-      }
+      bin_[rank] = static_cast<int>(b);
     }
   }
-  int best = lowest_bin;
-  double best_score = score(pod, static_cast<size_t>(lowest_bin)) * noise_[lowest];
-  for (size_t k = 0; k < blocks; ++k) {
-    size_t rank = first_[k];
-    for (uint32_t m = mask_[k]; m; m &= m - 1, ++rank) {
-      if (!(bound_[rank] < best_score)) continue;
-      const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
-      const double score = this->score(pod, b) * noise_[rank];
-      if (score < best_score || (score == best_score && static_cast<int>(b) < best)) {
-        best = static_cast<int>(b);
-        best_score = score;
-      }
+  // 3. The lowest bound (the first of equal ones), then every node whose bound is below the
+  //    best score so far, in node order.
+  size_t lowest = 0;
+  double lowest_bound = bound_[0];
+  for (size_t rank = 1; rank < fits; ++rank) {
+    const bool lower = bound_[rank] < lowest_bound;
+    lowest = lower ? rank : lowest;
+    lowest_bound = lower ? bound_[rank] : lowest_bound;
+  }
+  int best = bin_[lowest];
+  double best_score = score(pod, static_cast<size_t>(best)) * noise_[lowest];
+  for (size_t rank = 0; rank < fits; ++rank) {
+    if (!(bound_[rank] < best_score)) continue;
+    const int b = bin_[rank];
+    const double score = this->score(pod, static_cast<size_t>(b)) * noise_[rank];
+    if (score < best_score || (score == best_score && b < best)) {
+      best = b;
+      best_score = score;
     }
   }
   return best;
@@ -359,6 +359,42 @@ double SpotBins::score(const Pod& pod, size_t b) const {
   if (pod.request[kScarce] == 0 && free_[kScarce][b] > 0)
     score += weight_[kScarce] * static_cast<double>(pod.request[0]) / static_cast<double>(std::max<int64_t>(1, free_[0][b]));
   return score;
+}
+
+Random::Random(uint64_t seed) {
+  state_[0] = seed;
+  for (std::size_t i = 1; i < kWords; ++i) state_[i] = 6364136223846793005u * (state_[i - 1] ^ (state_[i - 1] >> 62)) + i;
+}
+
+// Each word becomes the one kMiddle ahead xor the twist of its own upper bit and the next word's
+// lower 31 bits. Words only read words ahead of them as they were, or the renewed words at least
+// kMiddle behind, so two at a time come out the same as one at a time.
+void Random::renew() {
+  constexpr std::size_t kMiddle = 156;
+  constexpr uint64_t kUpper = ~uint64_t{0} << 31, kLower = ~kUpper, kMatrix = 0xB5026F5AA96619E9u;
+  auto one = [&](std::size_t i, uint64_t ahead, uint64_t next) {
+    const uint64_t y = (state_[i] & kUpper) | (next & kLower);
+    state_[i] = ahead ^ (y >> 1) ^ ((y & 1) ? kMatrix : 0);
+  };
+  std::size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i upper = _mm_set1_epi64x(static_cast<long long>(kUpper)), lower = _mm_set1_epi64x(static_cast<long long>(kLower));
+  const __m128i bit = _mm_set1_epi64x(1), matrix = _mm_set1_epi64x(static_cast<long long>(kMatrix)), zero = _mm_setzero_si128();
+  auto two = [&](std::size_t at, std::size_t ahead) {
+    const __m128i here = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state_[at]));
+    const __m128i next = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state_[at + 1]));
+    const __m128i from = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state_[ahead]));
+    const __m128i y = _mm_or_si128(_mm_and_si128(here, upper), _mm_and_si128(next, lower));
+    const __m128i odd = _mm_and_si128(_mm_sub_epi64(zero, _mm_and_si128(y, bit)), matrix);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(&state_[at]), _mm_xor_si128(_mm_xor_si128(from, _mm_srli_epi64(y, 1)), odd));
+  };
+  for (; i + 2 <= kWords - kMiddle; i += 2) two(i, i + kMiddle);
+  for (; i + 2 <= kWords - 1; i += 2) two(i, i + kMiddle - kWords);
+#endif
+  for (; i < kWords - kMiddle; ++i) one(i, state_[i + kMiddle], state_[i + 1]);
+  for (; i < kWords - 1; ++i) one(i, state_[i + kMiddle - kWords], state_[i + 1]);
+  one(kWords - 1, state_[kMiddle - 1], state_[0]);
+  next_ = 0;
 }
 
 bool feasible(const Problem& problem, const Solution& solution) {

@@ -16,7 +16,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <random>
 #include <vector>
 
 namespace spotshift::drain::search {
@@ -46,8 +45,32 @@ struct Solution {
   int moved = 0;  // pods of the drained nodes
 };
 
+// The 64-bit Mersenne Twister: from a seed, the numbers std::mt19937_64 draws from it, one by
+// one. Its state is renewed two words at a time (the search draws about one number for each spot
+// node a pod fits, hundreds of millions in a large plan).
+class Random {
+ public:
+  explicit Random(uint64_t seed);
+  uint64_t operator()() {
+    if (next_ == kWords) renew();
+    uint64_t z = state_[next_++];
+    z ^= (z >> 29) & 0x5555555555555555u;
+    z ^= (z << 17) & 0x71D67FFFEDA60000u;
+    z ^= (z << 37) & 0xFFF7EEE000000000u;
+    return z ^ (z >> 43);
+  }
+  // The same state: the same numbers from here on.
+  bool operator==(const Random&) const = default;
+
+ private:
+  static constexpr std::size_t kWords = 312;
+  void renew();
+  std::array<uint64_t, kWords> state_;
+  std::size_t next_ = kWords;
+};
+
 // A uniform double in [0, 1) from the generator's next draw: the search's only randomness.
-inline double unit(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+inline double unit(Random& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
 // The spot nodes during a search: what each has free, and the best fit for a pod among them.
 class SpotBins {
@@ -66,7 +89,7 @@ class SpotBins {
   // over the CPU free; each score times a noise factor of 0.95 to 1.05 that every node the pod
   // fits draws with unit(rng), in node order. The first node of the least score; -1, and no
   // draw, when it fits none.
-  int best(const Pod& pod, std::mt19937_64& rng);
+  int best(const Pod& pod, Random& rng);
 
  private:
   static constexpr size_t kBlock = 32;  // spot nodes per block: a uint32_t mask
@@ -90,11 +113,12 @@ class SpotBins {
   std::vector<uint8_t> loose_;
   std::vector<std::vector<uint32_t>> allowed_;  // Problem::allowed as a mask per block
   // best()'s scratch: per block the nodes the pod fits and the rank of the first among all that
-  // fit; per node that fits, its noise and the bound on its score.
+  // fit; per node that fits, by rank, its noise, the bound on its score and its index.
   std::vector<uint32_t> mask_;
   std::vector<size_t> first_;
   std::vector<double> noise_;
   std::vector<double> bound_;
+  std::vector<int> bin_;
 };
 
 // Checks a solution against the problem's capacities and allowed sets (for tests and as a
