@@ -13,11 +13,24 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <iterator>
 #include <map>
+#include <thread>
 
 #include <ostream>
 
 namespace spotshift::op {
+
+// How the items of a snapshot's top-level List are shared among readers (read_snapshot).
+struct SharedReading {
+  std::string_view text;   // the whole snapshot
+  size_t readers = 1;      // at most this many
+  size_t min_bytes = 0;    // of text per reader, at least
+  size_t* used = nullptr;  // SnapshotReading::used
+};
 
 // The objects of a snapshot, each decoded from the text in one pass as it comes (no document).
 struct Collector {
@@ -39,8 +52,9 @@ struct Collector {
   }
 
   // The object r is at: a list (an object with an items array, as a v1 List or a PodList) item
-  // by item, anything else by its kind. Each object is decoded from the text as it comes.
-  Result<void> object(model::JsonReader& r) {
+  // by item, anything else by its kind. Each object is decoded from the text as it comes. With
+  // `shared`, a long list's items are shared among readers (the top-level List of a snapshot).
+  Result<void> object(model::JsonReader& r, const SharedReading* shared = nullptr) {
     const std::string kind = kind_ahead(r.rest());
     if (!kind.empty() && !kind.ends_with("List")) return decode(kind, r);
     std::string_view key;
@@ -48,16 +62,47 @@ struct Collector {
     while (r.next_member(key)) {
       if (key == "items" && r.peek() == model::JsonType::kArray) {
         r.begin_array();
-        while (r.next_element()) {
-          if (r.peek() != model::JsonType::kObject) r.skip();
-          else if (auto done = object(r); !done) return done;
-        }
+        bool stopped = false;
+        if (auto done = shared ? shared_items(r, *shared) : items(r, nullptr, stopped, nullptr); !done) return done;
       } else {
         r.skip();
       }
     }
     if (!r.ok()) return Error::decode(r.error());
     return Result<void>{};
+  }
+
+  // The elements of the array r is in, to its end, or until one starts at `stop` (then
+  // `stopped`, with that element not read), or until `cancel` is set.
+  Result<void> items(model::JsonReader& r, const char* stop, bool& stopped, const std::atomic<bool>* cancel) {
+    while (r.next_element()) {
+      if (r.rest().data() == stop) {
+        stopped = true;
+        return Result<void>{};
+      }
+      if (cancel && cancel->load(std::memory_order_relaxed)) return Result<void>{};
+      if (r.peek() != model::JsonType::kObject) r.skip();
+      else if (auto done = object(r); !done) return done;
+    }
+    if (!r.ok()) return Error::decode(r.error());
+    return Result<void>{};
+  }
+
+  Result<void> shared_items(model::JsonReader& r, const SharedReading& shared);
+
+  // What another collector read from the objects after this one's, as if this one had read on.
+  void absorb(Collector&& o) {
+    auto append = [](auto& into, auto& from) { std::move(from.begin(), from.end(), std::back_inserter(into)); };
+    append(snap.input.nodes, o.snap.input.nodes);
+    append(snap.input.pods, o.snap.input.pods);
+    append(snap.input.pdbs, o.snap.input.pdbs);
+    append(snap.warnings, o.snap.warnings);
+    append(claims, o.claims);
+    append(volumes, o.volumes);
+    for (auto& [name, labels] : o.snap.input.namespaces) snap.input.namespaces[name] = std::move(labels);
+    for (auto& [key, data] : o.snap.config_maps) snap.config_maps[key] = std::move(data);
+    for (auto& [kind, by_key] : o.controllers)
+      for (auto& [key, controller] : by_key) controllers[kind][key] = std::move(controller);
   }
 
   // The kind of the object at the start of text, read no further than its kind member (the
@@ -123,6 +168,85 @@ struct Collector {
 
 namespace {
 
+// Where the readers of a long List start, after the first. kubectl writes each item of a List on
+// lines of its own, indented as the first, so an item starts where a line break is followed by
+// that indentation and '{' (a line break inside a string is written as \n). One point per
+// reader after the first, near equal shares of the text; none when the items are not written
+// so. A point is a guess until the reader before it reaches an item starting there.
+std::vector<size_t> split_points(std::string_view text, size_t first, size_t readers) {
+  const size_t line = text.rfind('\n', first);
+  if (line == std::string_view::npos || readers < 2) return {};
+  const std::string_view indent = text.substr(line + 1, first - line - 1);
+  if (indent.find_first_not_of(" \t") != std::string_view::npos) return {};
+  const std::string start = fmt::format("\n{}{{", indent);
+  std::vector<size_t> points;
+  for (size_t k = 1; k < readers; ++k) {
+    const size_t from = std::max(text.size() / readers * k, points.empty() ? first + 1 : points.back() + 1);
+    const size_t at = text.find(start, from);
+    if (at == std::string_view::npos) break;
+    points.push_back(at + start.size() - 1);
+  }
+  return points;
+}
+
+// What a reader after the first read: its objects, and where it stopped.
+struct Share {
+  Collector c;
+  model::JsonReader r;
+  Result<void> done;
+  bool stopped = false;  // at an element starting where the next reader started
+};
+
+}  // namespace
+
+// The items of a long List read by several readers at once, the first on this thread: each
+// reader after the first starts at a point found by split_points() and reads until an element
+// starts at the next one's point or the array ends. Once the first reaches an element at the
+// second's point, the second's start is proven an element of this array, and so on down the
+// line; the objects are then kept in the order of the text, as one reader keeps them. If the
+// first reads past that point (a guess that was no element of this array), it reads on alone
+// and what the others read is dropped.
+Result<void> Collector::shared_items(model::JsonReader& r, const SharedReading& shared) {
+  const std::string_view text = shared.text;
+  const size_t first = static_cast<size_t>(r.rest().data() - text.data());
+  const size_t readers = std::min(shared.readers, std::max<size_t>(1, text.size() / std::max<size_t>(1, shared.min_bytes)));
+  const std::vector<size_t> points = split_points(text, first, readers);
+  bool stopped = false;
+  if (points.empty()) return items(r, nullptr, stopped, nullptr);
+  std::atomic<bool> cancel{false};
+  std::vector<std::future<Share>> ahead;
+  for (size_t k = 0; k < points.size(); ++k)
+    ahead.push_back(std::async(std::launch::async, [&, k] {
+      Share s{Collector{}, model::JsonReader::in_array(text, points[k]), Result<void>{}};
+      s.done = s.c.items(s.r, k + 1 < points.size() ? text.data() + points[k + 1] : nullptr, s.stopped, &cancel);
+      return s;
+    }));
+  auto stop_all = [&] {
+    cancel = true;
+    for (auto& f : ahead)
+      if (f.valid()) f.wait();
+  };
+  auto done = items(r, text.data() + points[0], stopped, nullptr);
+  if (!done || !stopped) {
+    stop_all();
+    return done;
+  }
+  for (auto& f : ahead) {
+    Share s = f.get();
+    absorb(std::move(s.c));
+    if (shared.used) ++*shared.used;
+    if (!s.done || !s.stopped) {
+      stop_all();
+      if (!s.done) return s.done;
+      if (!r.leave_array(s.r)) return Error::decode(r.error());
+      return Result<void>{};
+    }
+  }
+  return Error::internal("the last reader of a snapshot's items stopped before their end");
+}
+
+namespace {
+
 std::string one_of(const std::string& v, std::initializer_list<std::string_view> allowed) {
   for (auto a : allowed)
     if (v == a) return "";
@@ -142,7 +266,7 @@ void SnapshotBuilder::listed_all(std::string_view kind) { c_->controllers[std::s
 
 void SnapshotBuilder::warn(std::string warning) { c_->snap.warnings.push_back(std::move(warning)); }
 
-Result<Snapshot> read_snapshot(std::string_view text) {
+Result<Snapshot> read_snapshot(std::string_view text, const SnapshotReading& how) {
   // kubectl's -o json is read straight from its text, object by object: the YAML reader (JSON is
   // YAML too) builds a document and is far slower on a 150,000-pod dump. A document starting with
   // '{' must therefore be JSON.
@@ -150,7 +274,10 @@ Result<Snapshot> read_snapshot(std::string_view text) {
   Collector& c = *b.c_;
   if (std::string_view t = trim(text); t.starts_with('{')) {
     model::JsonReader r(t);
-    if (auto done = c.object(r); !done) return done.error();
+    const size_t cores = std::max<unsigned>(1, std::thread::hardware_concurrency());
+    const SharedReading shared{t, how.readers == 0 ? std::min<size_t>(cores, 8) : how.readers, how.min_bytes_per_reader, how.used};
+    if (how.used) *how.used = 1;
+    if (auto done = c.object(r, &shared); !done) return done.error();
     if (!r.finish()) return Error::decode(r.error());
   } else {
     auto docs = model::parse_yaml_documents(text);

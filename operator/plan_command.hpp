@@ -26,6 +26,13 @@ struct Snapshot {
 
 struct Collector;
 
+// How read_snapshot reads a long JSON List: its items shared among readers, one per core.
+struct SnapshotReading {
+  size_t readers = 0;                              // at most this many at once; 0: one per core, at most 8
+  size_t min_bytes_per_reader = size_t{16} << 20;  // no reader gets less of the text than this
+  size_t* used = nullptr;                          // set to how many readers' shares were kept
+};
+
 // Builds a snapshot from objects handed over one at a time, each decoded from the text as it
 // comes (no document).
 class SnapshotBuilder {
@@ -43,14 +50,16 @@ class SnapshotBuilder {
   Result<Snapshot> finish() &&;
 
  private:
-  friend Result<Snapshot> read_snapshot(std::string_view text);
+  friend Result<Snapshot> read_snapshot(std::string_view text, const SnapshotReading& how);
   std::unique_ptr<Collector> c_;
 };
 
 // A v1 List (JSON or YAML, nested Lists allowed) or a YAML stream of objects. Kinds other than
 // Node, Pod, PodDisruptionBudget, Namespace, PersistentVolumeClaim, PersistentVolume, the
 // controller kinds and ConfigMap are ignored; objects that do not decode are skipped with a warning, as the operator's caches do.
-Result<Snapshot> read_snapshot(std::string_view text);
+// A long JSON List as kubectl writes it (an item per line at the first's indentation) is read by
+// several threads, each a share of its items; the snapshot is the same as one reader's.
+Result<Snapshot> read_snapshot(std::string_view text, const SnapshotReading& how = {});
 
 // A ReschedulePolicy (YAML or JSON, as applied with kubectl). Returns its name and valid spec.
 Result<std::pair<std::string, drain::PolicySpec>> read_policy(std::string_view text);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -33,6 +34,23 @@ std::string_view json_type_name(JsonType t) {
 
 JsonReader::JsonReader(std::string_view text) : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()) {
   stack_.reserve(16);
+}
+
+JsonReader JsonReader::in_array(std::string_view text, size_t at) {
+  JsonReader r(text);
+  r.p_ = r.begin_ + std::min(at, text.size());
+  r.stack_.push_back({false, false});
+  return r;
+}
+
+bool JsonReader::leave_array(const JsonReader& ahead) {
+  if (failed_) return false;
+  if (ahead.begin_ != begin_ || ahead.end_ != end_ || !ahead.ok() || !ahead.stack_.empty() || ahead.p_ < p_)
+    return fail("leave_array: the reader ahead has not closed its array in the same text");
+  if (stack_.empty() || stack_.back().object) return fail("leave_array outside an array");
+  stack_.pop_back();
+  p_ = ahead.p_;
+  return true;
 }
 
 bool JsonReader::fail(std::string_view what) {

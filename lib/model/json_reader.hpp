@@ -34,6 +34,15 @@ class JsonReader {
 
   explicit JsonReader(std::string_view text);
 
+  // A reader of the elements of an array in `text` from the one starting at offset `at`, as if
+  // begin_array() had been read before it: for readers that share a long array, each starting at
+  // an element another reader will reach. Offsets in errors count from the start of text.
+  static JsonReader in_array(std::string_view text, size_t at);
+  // Leaves the array this reader is in, at an element, for where `ahead` (a reader from
+  // in_array() over the same text) read that array's closing ']': what lies between was read by
+  // `ahead` and the readers before it. False, with an error, if `ahead` has not closed its array.
+  bool leave_array(const JsonReader& ahead);
+
   // The type of the next value, without reading it; kInvalid after an error or at the end.
   JsonType peek() {
     skip_whitespace();

@@ -23,12 +23,15 @@ class ListWriter {
     out_.reserve(1 << 20);
     out_ += R"({"apiVersion":"v1","kind":"List","metadata":{"resourceVersion":""},"items":[)";
   }
+  // Each item starts on a line of its own, as in kubectl's output (which spotshift plan shares
+  // among its readers there); the rest of an item is compact.
   std::string& item() {
     if (items_++) out_ += ',';
+    out_ += "\n    ";
     return out_;
   }
   std::string finish() {
-    out_ += "]}";
+    out_ += "\n]}";
     return std::move(out_);
   }
 
