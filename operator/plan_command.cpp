@@ -18,6 +18,7 @@
 #include <future>
 #include <iterator>
 #include <map>
+#include <system_error>
 #include <thread>
 
 #include <ostream>
@@ -215,17 +216,23 @@ Result<void> Collector::shared_items(model::JsonReader& r, const SharedReading& 
   if (points.empty()) return items(r, nullptr, stopped, nullptr);
   std::atomic<bool> cancel{false};
   std::vector<std::future<Share>> ahead;
-  for (size_t k = 0; k < points.size(); ++k)
-    ahead.push_back(std::async(std::launch::async, [&, k] {
-      Share s{Collector{}, model::JsonReader::in_array(text, points[k]), Result<void>{}};
-      s.done = s.c.items(s.r, k + 1 < points.size() ? text.data() + points[k + 1] : nullptr, s.stopped, &cancel);
-      return s;
-    }));
   auto stop_all = [&] {
     cancel = true;
     for (auto& f : ahead)
       if (f.valid()) f.wait();
   };
+  try {
+    for (size_t k = 0; k < points.size(); ++k)
+      ahead.push_back(std::async(std::launch::async, [&, k] {
+        Share s{Collector{}, model::JsonReader::in_array(text, points[k]), Result<void>{}};
+        s.done = s.c.items(s.r, k + 1 < points.size() ? text.data() + points[k + 1] : nullptr, s.stopped, &cancel);
+        return s;
+      }));
+  } catch (const std::system_error&) {
+    // No thread to be had (a limit on processes, say): one reader reads it all.
+    stop_all();
+    return items(r, nullptr, stopped, nullptr);
+  }
   auto done = items(r, text.data() + points[0], stopped, nullptr);
   if (!done || !stopped) {
     stop_all();
