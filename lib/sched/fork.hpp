@@ -32,7 +32,6 @@ class NodeOrder {
   const_reverse_iterator rbegin() const { return entries_.rbegin(); }
   const_reverse_iterator rend() const { return entries_.rend(); }
   const_iterator lower_bound(Entry e) const { return std::lower_bound(entries_.begin(), entries_.end(), e); }
-  size_t size() const { return entries_.size(); }
   const std::vector<Entry>& entries() const { return entries_; }
 
  private:
