@@ -25,12 +25,11 @@
 
 namespace spotshift::op {
 
-// How the items of a snapshot's top-level List are shared among readers (read_snapshot).
+// How the items of a snapshot's top-level List are shared among readers (read_snapshot): the
+// caller's settings, with `readers` resolved to a number.
 struct SharedReading {
-  std::string_view text;   // the whole snapshot
-  size_t readers = 1;      // at most this many
-  size_t min_bytes = 0;    // of text per reader, at least
-  size_t* used = nullptr;  // SnapshotReading::used
+  std::string_view text;  // the whole snapshot
+  SnapshotReading how;
 };
 
 // The objects of a snapshot, each decoded from the text in one pass as it comes (no document).
@@ -63,8 +62,7 @@ struct Collector {
     while (r.next_member(key)) {
       if (key == "items" && r.peek() == model::JsonType::kArray) {
         r.begin_array();
-        bool stopped = false;
-        if (auto done = shared ? shared_items(r, *shared) : items(r, nullptr, stopped, nullptr); !done) return done;
+        if (auto done = shared ? shared_items(r, *shared) : items(r); !done) return done;
       } else {
         r.skip();
       }
@@ -73,12 +71,13 @@ struct Collector {
     return Result<void>{};
   }
 
-  // The elements of the array r is in, to its end, or until one starts at `stop` (then
-  // `stopped`, with that element not read), or until `cancel` is set.
-  Result<void> items(model::JsonReader& r, const char* stop, bool& stopped, const std::atomic<bool>* cancel) {
+  // The elements of the array r is in, to its end, or until one starts at `stop` (then it sets
+  // `*stopped`, which must be given with `stop`, and leaves that element unread), or until
+  // `cancel` is set.
+  Result<void> items(model::JsonReader& r, const char* stop = nullptr, bool* stopped = nullptr, const std::atomic<bool>* cancel = nullptr) {
     while (r.next_element()) {
-      if (r.rest().data() == stop) {
-        stopped = true;
+      if (stop && r.rest().data() == stop) {
+        *stopped = true;
         return Result<void>{};
       }
       if (cancel && cancel->load(std::memory_order_relaxed)) return Result<void>{};
@@ -210,10 +209,10 @@ struct Share {
 Result<void> Collector::shared_items(model::JsonReader& r, const SharedReading& shared) {
   const std::string_view text = shared.text;
   const size_t first = static_cast<size_t>(r.rest().data() - text.data());
-  const size_t readers = std::min(shared.readers, std::max<size_t>(1, text.size() / std::max<size_t>(1, shared.min_bytes)));
+  const size_t readers =
+      std::min(shared.how.readers, std::max<size_t>(1, text.size() / std::max<size_t>(1, shared.how.min_bytes_per_reader)));
   const std::vector<size_t> points = split_points(text, first, readers);
-  bool stopped = false;
-  if (points.empty()) return items(r, nullptr, stopped, nullptr);
+  if (points.empty()) return items(r);
   std::atomic<bool> cancel{false};
   std::vector<std::future<Share>> ahead;
   auto stop_all = [&] {
@@ -225,15 +224,16 @@ Result<void> Collector::shared_items(model::JsonReader& r, const SharedReading& 
     for (size_t k = 0; k < points.size(); ++k)
       ahead.push_back(std::async(std::launch::async, [&, k] {
         Share s{Collector{}, model::JsonReader::in_array(text, points[k]), Result<void>{}};
-        s.done = s.c.items(s.r, k + 1 < points.size() ? text.data() + points[k + 1] : nullptr, s.stopped, &cancel);
+        s.done = s.c.items(s.r, k + 1 < points.size() ? text.data() + points[k + 1] : nullptr, &s.stopped, &cancel);
         return s;
       }));
   } catch (const std::system_error&) {
     // No thread to be had (a limit on processes, say): one reader reads it all.
     stop_all();
-    return items(r, nullptr, stopped, nullptr);
+    return items(r);
   }
-  auto done = items(r, text.data() + points[0], stopped, nullptr);
+  bool stopped = false;
+  auto done = items(r, text.data() + points[0], &stopped);
   if (!done || !stopped) {
     stop_all();
     return done;
@@ -241,7 +241,7 @@ Result<void> Collector::shared_items(model::JsonReader& r, const SharedReading& 
   for (auto& f : ahead) {
     Share s = f.get();
     absorb(std::move(s.c));
-    if (shared.used) ++*shared.used;
+    if (shared.how.used) ++*shared.how.used;
     if (!s.done || !s.stopped) {
       stop_all();
       if (!s.done) return s.done;
@@ -282,7 +282,8 @@ Result<Snapshot> read_snapshot(std::string_view text, const SnapshotReading& how
   if (std::string_view t = trim(text); t.starts_with('{')) {
     model::JsonReader r(t);
     const size_t cores = std::max<unsigned>(1, std::thread::hardware_concurrency());
-    const SharedReading shared{t, how.readers == 0 ? std::min<size_t>(cores, 8) : how.readers, how.min_bytes_per_reader, how.used};
+    SharedReading shared{t, how};
+    if (shared.how.readers == 0) shared.how.readers = std::min<size_t>(cores, 8);
     if (how.used) *how.used = 1;
     if (auto done = c.object(r, &shared); !done) return done.error();
     if (!r.finish()) return Error::decode(r.error());

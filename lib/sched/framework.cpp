@@ -498,22 +498,19 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     });
   std::sort(changed.begin(), changed.end());
   const auto& index = top.tracked_by_free_cpu();
-  auto it = bounded ? index.lower_bound({want, std::numeric_limits<int>::min()}) : index.begin();
-  size_t j = 0;
-  auto next = [&]() -> int {
-    while (it != index.end() && child && child->changed_here(it->second)) ++it;
-    const bool from_index = it != index.end() && (j == changed.size() || *it < changed[j]);
-    if (!from_index && j == changed.size()) return -1;
-    return from_index ? (it++)->second : changed[j++].second;
+  // A walk over the merged order, from `it` and `c` on, with `before` the order's comparison;
+  // each call gives the next node, -1 at the end.
+  auto walk = [child](auto it, auto end, auto c, auto c_end, auto before) {
+    return [=]() mutable -> int {
+      while (it != end && child && child->changed_here(it->second)) ++it;
+      const bool from_index = it != end && (c == c_end || before(*it, *c));
+      if (!from_index && c == c_end) return -1;
+      return from_index ? (it++)->second : (c++)->second;
+    };
   };
-  auto rit = index.rbegin();
-  size_t rj = changed.size();
-  auto prev = [&]() -> int {
-    while (rit != index.rend() && child && child->changed_here(rit->second)) ++rit;
-    const bool from_index = rit != index.rend() && (rj == 0 || changed[rj - 1] < *rit);
-    if (!from_index && rj == 0) return -1;
-    return from_index ? (rit++)->second : changed[--rj].second;
-  };
+  auto next = walk(bounded ? index.lower_bound({want, std::numeric_limits<int>::min()}) : index.begin(), index.end(), changed.cbegin(),
+                   changed.cend(), std::less<>{});
+  auto prev = walk(index.rbegin(), index.rend(), changed.crbegin(), changed.crend(), std::greater<>{});
   auto passes = [&](int n) {
     if (verdicts[static_cast<size_t>(n)] != 0) return false;
     bool ok = true;
