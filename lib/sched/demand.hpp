@@ -33,7 +33,7 @@ class Demand {
   // Counts a pod's requests in (sign 1) or out (-1).
   void add(const model::Pod& pod, int sign = 1);
 
-  model::InternedString resource() const { return resource_; }
+  const model::InternedString& resource() const { return resource_; }
   // The distinct shapes with their shares; recomputed after add() on first use.
   const std::vector<Shape>& shapes() const;
   // Every pod's requests summed: cpu_milli, memory, scarce.

@@ -177,7 +177,7 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
   void score_nodes(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                    std::vector<int64_t>& out) const override {
     const Demand& d = *state.demand();
-    const auto resource = d.resource();
+    const auto& resource = d.resource();
     const int64_t want_scarce = resource.empty() ? 0 : pod.requests.scalar(resource);
     thread_local std::vector<Free> after;
     after.clear();
