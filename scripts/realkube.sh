@@ -5,7 +5,8 @@
 #
 #   scripts/realkube.sh start DIR [NODES_FILE...]   start everything, state and logs under DIR;
 #                                                   writes DIR/kubeconfig (cluster admin); returns
-#                                                   once /readyz passes and the controllers run
+#                                                   once /readyz passes, the controllers run and
+#                                                   they have synced the files' workloads
 #   scripts/realkube.sh load DIR NODES_FILE...      load nodes and workloads into a running one
 #   scripts/realkube.sh reset DIR                   delete everything loaded or created since start:
 #                                                   the cluster as a fresh start leaves it
@@ -122,7 +123,20 @@ start_controller_manager() {
     --use-service-account-credentials=true \
     --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
     --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
-    --concurrent-gc-syncs 5
+    --concurrent-gc-syncs 5 \
+    --kube-api-qps 100 --kube-api-burst 200
+}
+
+# wait_workloads_synced: waits until the workload controllers have synced every ReplicaSet,
+# StatefulSet and DaemonSet once (each workload's status.observedGeneration caught up with its
+# generation). Their first sync writes every workload's status; until a controller has worked
+# through thousands of them, a pod evicted from one of them gets its replacement late.
+wait_workloads_synced() {
+  wait_for "the workload controllers' first sync" 600 sh -c \
+    "'$bin/kubectl' --kubeconfig '$dir/kubeconfig' get replicasets,statefulsets,daemonsets -A -o json | python3 -c '
+import json, sys
+sys.exit(any(w.get(\"status\", {}).get(\"observedGeneration\", 0) < w[\"metadata\"].get(\"generation\", 1)
+             for w in json.load(sys.stdin)[\"items\"]))'"
 }
 
 # wait_gone NAME SECONDS: waits until the process started as NAME has exited.
@@ -230,8 +244,9 @@ EOF
     kill -TERM "$(cat "$dir/pids/kube-controller-manager")"
     wait_gone kube-controller-manager 30
     start_controller_manager '*,-nodeipam'
+    wait_workloads_synced
     elapsed=$(python3 -c "import time;print(f'{time.time()-$started:.1f}')")
-    log "loaded and the controllers restarted at ${elapsed}s"
+    log "loaded, and the controllers restarted and synced, at ${elapsed}s"
   fi
   trap - ERR
 }
@@ -363,6 +378,8 @@ PY
   # while, and until then the pods have no controller (a drain would not move them).
   [ "$owned" -eq 0 ] || wait_for "the workloads' adoption of their $owned pods" 600 sh -c \
     "[ \$('$bin/kubectl' --kubeconfig '$dir/kubeconfig' get pods -A -o jsonpath='{range .items[*]}{.metadata.ownerReferences[?(@.controller==true)].kind}{\"\\n\"}{end}' | grep -c .) -ge $owned ]"
+  # With the workload controllers running (not start's load), they sync what was loaded now.
+  [ "${owners:-0}" = 1 ] || wait_workloads_synced
   log "loaded $* ($count objects)"
 }
 
