@@ -78,6 +78,10 @@ std::string plan_to_json(const Plan& plan) {
       str("hourlySaving");
       w.Double(*n.hourly_saving);
     }
+    if (n.places) {
+      str("places");
+      w.Int(*n.places);
+    }
     str("moves");
     w.StartArray();
     for (const auto& m : n.moves) {

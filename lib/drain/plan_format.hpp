@@ -1,7 +1,7 @@
 #pragma once
 // A Plan for people (a table) and for programs (one JSON object):
 //
-//   {"drainableNodes": [{"node", "requestedCPU", "hourlySaving"?, "moves": [{"namespace", "pod",
+//   {"drainableNodes": [{"node", "requestedCPU", "hourlySaving"?, "places"?, "moves": [{"namespace", "pod",
 //                        "targetNode", "budgets"?, "warning"?}], "staying": [...]}],
 //    "undrainableNodes": [{"node", "reasons": [...]}],
 //    "spotNodes": [...],

@@ -209,6 +209,74 @@ Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& 
   return out;
 }
 
+// Step 8: each drainable node's places (the fewest spot nodes one of its pods fits on now: the
+// node-static filters pass and every resource it asks for is free there), and the drains
+// sequenced fewest places first. Places above the pods the plan moves count as plenty: each
+// replacement lands on one node, so no order can crowd such a node's pods out, and those nodes
+// keep the drain order after the others.
+void sequence_by_places(const sched::ClusterSnapshot& snap, const sched::Framework& framework, sched::PlacementCache& cache,
+                        const std::vector<int>& spot, std::vector<NodePlan>& drainable) {
+  const int plenty = static_cast<int>(pods_to_move(drainable)) + 1;
+  // Pods of one signature pass the node-static filters on the same spot nodes; with the same
+  // requests as well, they have the same places.
+  std::unordered_map<std::string, std::vector<int>> feasible_of;  // pod signature -> spot nodes
+  std::unordered_map<std::string, int> places_of;                 // signature and requests -> places
+  std::string key;
+  model::Pod unbound;
+  sched::Fork probe(snap);
+  // What each spot node has free, packed: the counts below read these, not the NodeInfos.
+  std::vector<sched::BasicResources> free(static_cast<size_t>(snap.size()));
+  for (int n : spot) {
+    const sched::NodeInfo& info = snap.node(n);
+    free[static_cast<size_t>(n)] = {info.allocatable.cpu_milli - info.used.cpu_milli, info.allocatable.memory - info.used.memory,
+                                    info.allocatable.ephemeral_storage - info.used.ephemeral_storage,
+                                    info.allocatable.pods - info.used.pods};
+  }
+  auto room = [](int64_t left, int64_t asked) { return asked <= 0 || left >= asked; };
+  for (NodePlan& np : drainable) {
+    int fewest = plenty;
+    for (const PodMove& move : np.moves) {
+      const model::Pod& pod = *move.pod;
+      const model::ResourceList& r = pod.requests;
+      sched::Framework::signature(pod, key, false);
+      const size_t signature_size = key.size();
+      auto raw = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+      raw(r.cpu_milli);
+      raw(r.memory);
+      raw(r.ephemeral_storage);
+      for (const auto& [name, value] : r.scalars()) {
+        raw(name.id());
+        raw(value);
+      }
+      auto [it, added] = places_of.try_emplace(key, 0);
+      if (added) {
+        auto [feasible, first] = feasible_of.try_emplace(key.substr(0, signature_size));
+        if (first) {
+          unbound = pod;
+          unbound.node_name = {};
+          feasible->second = framework.statically_feasible(unbound, probe, spot, cache);
+        }
+        int count = 0;
+        for (int n : feasible->second) {
+          const sched::BasicResources& f = free[static_cast<size_t>(n)];
+          bool fits =
+              f.pods >= 1 && room(f.cpu_milli, r.cpu_milli) && room(f.memory, r.memory) && room(f.ephemeral_storage, r.ephemeral_storage);
+          if (fits && !r.scalars().empty()) {
+            const sched::NodeInfo& info = snap.node(n);
+            for (const auto& [name, value] : r.scalars())
+              fits = fits && room(info.allocatable.scalar(name) - info.used.scalar(name), value);
+          }
+          if (fits && ++count >= plenty) break;
+        }
+        it->second = count;
+      }
+      fewest = std::min(fewest, it->second);
+    }
+    np.places = fewest;
+  }
+  std::stable_sort(drainable.begin(), drainable.end(), [](const NodePlan& a, const NodePlan& b) { return *a.places < *b.places; });
+}
+
 // Steps 3 to 5 of planner.hpp for the on-demand nodes of a pass, each node decided once. The
 // state every decision reads is set up once per plan: the profile's framework, the budgets, the
 // demand still to place, the Pending pods. The plan search (step 6) runs a second pass.
@@ -647,6 +715,9 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
       plan.drainable.erase(plan.drainable.begin() + static_cast<std::ptrdiff_t>(allowed), plan.drainable.end());
     plan.summary.searched_nodes = std::min(plan.summary.searched_nodes, static_cast<int>(plan.drainable.size()));
   }
+  // Step 8: the drain sequence.
+  if (!in.only_node && framework && spec.drain_order != DrainOrder::kHighestSavingsPerEviction)
+    sequence_by_places(snap, *framework, planner.cache(), spot, plan.drainable);
   plan.summary.pods_to_move = static_cast<int>(pods_to_move(plan.drainable));
   if (!expendable_pods.empty()) displace_expendable(snap, spot, expendable_pods, plan);
   if (spec.pricing) {

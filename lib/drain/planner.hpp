@@ -27,6 +27,10 @@
 //     nodes past the floor (in drain order) are undrainable instead, reason OnDemandFloor. An
 //     on-demand node counts when it is Ready, not cordoned, and runs a pod other than DaemonSet,
 //     static, finished or terminating pods. The evictor's re-check of one node skips the floor.
+//  8. Sequence the drains: the drainable nodes whose pods fit on the fewest spot nodes first
+//     (NodePlan::places), the others in drain order. Without steering the cluster's scheduler
+//     places each replacement by its own scores, so a pod that fits on few spot nodes drains
+//     before replacements spread over them. drainOrder HighestSavingsPerEviction keeps its order.
 
 #include "core/clock.hpp"
 #include "drain/budget.hpp"
@@ -113,6 +117,10 @@ struct NodePlan {
   // Expendable pods (below expendablePodsPriorityCutoff) on spot nodes that the moves push out:
   // "ns/pod on node".
   std::vector<std::string> displaces;
+  // The fewest spot nodes one of its pods fits on now (step 8), counted up to one more than the
+  // plan's pods to move; none when not counted (a re-check of one node, drainOrder
+  // HighestSavingsPerEviction).
+  std::optional<int> places;
 };
 
 struct NodeRejection {

@@ -471,13 +471,66 @@ TEST_CASE("the default profile keeps a CPU-only pod off the spot node whose GPUs
   Plan plan = make_plan(in, default_policy_spec());
   INFO(plan_to_table(plan));
   REQUIRE(plan.drainable.size() == 2);
-  CHECK(targets(plan.drainable[0])["cpu-only"] == "gpu-full");
-  CHECK(targets(plan.drainable[1])["trainer"] == "gpu-free");
+  CHECK(targets(*plan.find("od-1"))["cpu-only"] == "gpu-full");
+  CHECK(targets(*plan.find("od-2"))["trainer"] == "gpu-free");
 
   Plan cpu_only = make_plan(in, free_cpu_spec(false));
   INFO(plan_to_table(cpu_only));
   REQUIRE(cpu_only.drainable.size() == 1);
   CHECK(targets(cpu_only.drainable[0])["cpu-only"] == "gpu-free");
+}
+
+TEST_CASE("the drains are sequenced fewest places first: a pod that fits on few spot nodes drains before others spread there",
+          "[planner]") {
+  // Planned in drain order, od-1 (3 CPUs requested) before od-2 (4 CPUs). od-2's GPU pod fits
+  // on gpu-free alone, od-1's pod on both spot nodes: od-2 drains first, so that a replacement
+  // placed by the cluster's scheduler cannot take the one place od-2's pod has.
+  PlanInput in = gpu_trap();
+  Plan plan = make_plan(in, default_policy_spec());
+  INFO(plan_to_table(plan));
+  REQUIRE(plan.drainable.size() == 2);
+  CHECK(plan.drainable[0].node == "od-2");
+  CHECK(plan.drainable[0].places == 1);
+  CHECK(plan.drainable[1].node == "od-1");
+  CHECK(plan.drainable[1].places == 2);
+  CHECK(plan_to_json(plan).find(R"("node":"od-2","requestedCPU":"4","places":1,)") != std::string::npos);
+
+  // Places above the plan's pods to move are plenty: such nodes keep the drain order.
+  PlanInput roomy = gpu_trap();
+  roomy.nodes.push_back(spot("spare-1").cpu("8").scalar(kGpu, "2"));
+  roomy.nodes.push_back(spot("spare-2").cpu("8").scalar(kGpu, "2"));
+  Plan plenty = make_plan(roomy, default_policy_spec());
+  INFO(plan_to_table(plenty));
+  REQUIRE(plenty.drainable.size() == 2);
+  CHECK(plenty.drainable[0].node == "od-1");
+  CHECK(plenty.drainable[0].places == 3);  // two pods to move: more than two places is plenty
+  CHECK(plenty.drainable[1].node == "od-2");
+  CHECK(plenty.drainable[1].places == 3);
+
+  // A node's places come from its pod with the fewest, through the node-static filters too.
+  PlanInput pinned = gpu_trap();
+  pinned.pods.push_back(replica("picky", "picky")
+                            .cpu("1")
+                            .affinity(R"({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{
+      "nodeSelectorTerms":[{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"In","values":["gpu-full"]}]}]}}})")
+                            .on("od-1"));
+  Plan picky = make_plan(pinned, default_policy_spec());
+  INFO(plan_to_table(picky));
+  REQUIRE(picky.drainable.size() == 2);
+  CHECK(picky.find("od-1")->places == 1);
+  CHECK(picky.drainable[0].node == "od-1");  // ties keep the drain order
+
+  // drainOrder HighestSavingsPerEviction is the order the drains run in: not sequenced.
+  PolicySpec savings = default_policy_spec();
+  savings.drain_order = DrainOrder::kHighestSavingsPerEviction;
+  savings.pricing = Pricing{};
+  savings.pricing->label = "example.com/price";
+  Plan by_price = make_plan(gpu_trap(), savings);
+  INFO(plan_to_table(by_price));
+  REQUIRE(by_price.drainable.size() == 2);
+  CHECK(by_price.drainable[0].node == "od-1");
+  CHECK(!by_price.drainable[0].places);
+  CHECK(plan_to_json(by_price).find("places") == std::string::npos);
 }
 
 TEST_CASE("searchIterations: the plan search finds the set of nodes planning node by node misses", "[planner]") {
@@ -494,9 +547,8 @@ TEST_CASE("searchIterations: the plan search finds the set of nodes planning nod
   CHECK(searched.summary.searched_nodes == 1);
   CHECK(searched.summary.drainable_nodes == 2);
   CHECK(searched.summary.pods_to_move == 2);
-  CHECK(searched.drainable[0].node == "od-1");  // the drain order is kept
-  CHECK(targets(searched.drainable[0])["cpu-only"] == "gpu-full");
-  CHECK(targets(searched.drainable[1])["trainer"] == "gpu-free");
+  CHECK(targets(*searched.find("od-1"))["cpu-only"] == "gpu-full");
+  CHECK(targets(*searched.find("od-2"))["trainer"] == "gpu-free");
   CHECK(table.find("The plan search (spec.searchIterations) found 1 more drainable node than planning node by node.") != std::string::npos);
   CHECK(plan_to_json(searched).find(R"("searchedNodes":1)") != std::string::npos);
   // The same input plans the same way.

@@ -460,6 +460,43 @@ std::string gpu_trap_scenario() {
       {{"fill-x", "gpu-free", "4", 0}, {"fill-y", "gpu-full", "2", 2}, {"cpu-only", "od-1", "3", 0}, {"trainer", "od-2", "4", 1}});
 }
 
+TEST_CASE("the drains run fewest places first: a pod that fits on one spot node drains before a replacement can take it", "[e2e]") {
+  // spot-a is empty with a GPU, spot-b has 3 of its 8 CPUs taken and no GPU. od-1 runs a 2-CPU
+  // pod, od-2 a 7-CPU pod with a GPU. The plan (od-1 first by requested CPU) puts od-1's pod on
+  // spot-b and od-2's on spot-a, the one node it fits on. The cluster's scheduler prefers the
+  // least allocated node: drained first, od-1's replacement would land on spot-a and leave
+  // od-2's pod no room. od-2 has one place, od-1 two, so od-2 drains first, and both empty.
+  EnvOptions options;
+  options.demo = false;
+  Env env(
+      shop_scenario(
+          {{"spot-a", "spot", 8, "32Gi", 1}, {"spot-b", "spot", 8, "32Gi", 0}, {"od-1", "od", 8, "32Gi", 0}, {"od-2", "od", 8, "32Gi", 1}},
+          {{"filler", "spot-b", "3", 0}, {"small", "od-1", "2", 0}, {"trainer", "od-2", "7", 1}}),
+      options);
+  env.apply("policy", policy_yaml("pool", R"(  onDemandNodeSelector: {matchLabels: {pool: od}}
+  spotNodeSelector: {matchLabels: {pool: spot}}
+)",
+                                  "1s"));
+  auto offline = plan_offline(env, "pool");
+  INFO(offline.output);
+  REQUIRE(offline.status == 0);
+  CHECK(offline.output.find("\n1            od-2") != std::string::npos);
+  CHECK(offline.output.find("\n2            od-1") != std::string::npos);
+
+  auto op = env.start("operator");
+  INFO(op->log());
+  REQUIRE(eventually([&] { return env.status("pool", {"nodesDrainedTotal"}) == "2"; }, 60s));
+  CHECK(env.status("pool", {"lastDrain", "node"}) == "od-1");
+  REQUIRE(eventually([&] { return env.all_running(); }, 20s));
+  std::map<std::string, std::string> by_app;
+  for (const auto& [pod, node] : env.pods()) by_app[pod.substr(0, pod.rfind('-'))] = node;
+  CHECK(by_app["shop/trainer"] == "spot-a");
+  CHECK(by_app["shop/small"] != "spot-a");  // spot-b, or od-2 emptied before it (the scheduler's choice)
+  const std::string metrics = op->metrics();
+  CHECK(metric_sample(metrics, R"(spotshift_evictions_total{policy="pool",result="evicted"})") == 2);
+  CHECK(metric_sample(metrics, R"(spotshift_drains_total{policy="pool",result="succeeded"})") == 2);
+}
+
 TEST_CASE("the plan search with steering Preferred: each drain steers to the targets the search chose, and every planned node drains",
           "[e2e]") {
   // Re-planned alone, od-1's pod would be steered to gpu-free (FreeCPU's choice), and od-2 could
