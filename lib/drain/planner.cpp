@@ -141,6 +141,15 @@ size_t pods_to_move(const std::vector<NodePlan>& drainable) {
   return n;
 }
 
+// The spot nodes a pod passes the node-static filters on, as its controller would recreate it:
+// not bound to any node.
+std::vector<int> statically_feasible_unbound(const sched::Framework& framework, const model::Pod& pod, const sched::Fork& probe,
+                                             const std::vector<int>& spot, sched::PlacementCache& cache) {
+  model::Pod unbound = pod;
+  unbound.node_name = {};
+  return framework.statically_feasible(unbound, probe, spot, cache);
+}
+
 // The plan search (search.hpp) on the compact model of the pass's searchable nodes, started
 // from the pass's own plan.
 Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& framework, sched::PlacementCache& cache,
@@ -163,7 +172,6 @@ Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& 
   sched::Fork probe(snap);
   std::unordered_map<std::string, int> allowed_of;  // pod signature -> Problem::allowed index
   std::string sig;
-  model::Pod unbound;
   for (const auto& [idx, pods] : pass.searchable) {
     search::Node node;
     std::vector<int> targets;
@@ -172,9 +180,7 @@ Search search_nodes(const sched::ClusterSnapshot& snap, const sched::Framework& 
       sched::Framework::signature(*pod, sig, false);
       auto [it, added] = allowed_of.emplace(sig, -1);
       if (added) {
-        unbound = *pod;
-        unbound.node_name = {};
-        std::vector<int> ok = framework.statically_feasible(unbound, probe, spot, cache);
+        std::vector<int> ok = statically_feasible_unbound(framework, *pod, probe, spot, cache);
         if (ok.size() < spot.size()) {
           std::vector<uint8_t> mask(spot.size(), 0);
           for (int n : ok) mask[static_cast<size_t>(bin_at[static_cast<size_t>(n)])] = 1;
@@ -222,16 +228,7 @@ void sequence_by_places(const sched::ClusterSnapshot& snap, const sched::Framewo
   std::unordered_map<std::string, std::vector<int>> feasible_of;  // pod signature -> spot nodes
   std::unordered_map<std::string, int> places_of;                 // signature and requests -> places
   std::string key;
-  model::Pod unbound;
   sched::Fork probe(snap);
-  // What each spot node has free, packed: the counts below read these, not the NodeInfos.
-  std::vector<sched::BasicResources> free(static_cast<size_t>(snap.size()));
-  for (int n : spot) {
-    const sched::NodeInfo& info = snap.node(n);
-    free[static_cast<size_t>(n)] = {info.allocatable.cpu_milli - info.used.cpu_milli, info.allocatable.memory - info.used.memory,
-                                    info.allocatable.ephemeral_storage - info.used.ephemeral_storage,
-                                    info.allocatable.pods - info.used.pods};
-  }
   auto room = [](int64_t left, int64_t asked) { return asked <= 0 || left >= asked; };
   for (NodePlan& np : drainable) {
     int fewest = plenty;
@@ -251,21 +248,15 @@ void sequence_by_places(const sched::ClusterSnapshot& snap, const sched::Framewo
       auto [it, added] = places_of.try_emplace(key, 0);
       if (added) {
         auto [feasible, first] = feasible_of.try_emplace(key.substr(0, signature_size));
-        if (first) {
-          unbound = pod;
-          unbound.node_name = {};
-          feasible->second = framework.statically_feasible(unbound, probe, spot, cache);
-        }
+        if (first) feasible->second = statically_feasible_unbound(framework, pod, probe, spot, cache);
         int count = 0;
         for (int n : feasible->second) {
-          const sched::BasicResources& f = free[static_cast<size_t>(n)];
-          bool fits =
-              f.pods >= 1 && room(f.cpu_milli, r.cpu_milli) && room(f.memory, r.memory) && room(f.ephemeral_storage, r.ephemeral_storage);
-          if (fits && !r.scalars().empty()) {
-            const sched::NodeInfo& info = snap.node(n);
-            for (const auto& [name, value] : r.scalars())
-              fits = fits && room(info.allocatable.scalar(name) - info.used.scalar(name), value);
-          }
+          // The snapshot's packed resources, not the NodeInfos.
+          const sched::BasicResources& a = snap.allocatable_basic(n);
+          const sched::BasicResources& u = snap.used_basic()[static_cast<size_t>(n)];
+          bool fits = room(a.pods - u.pods, 1) && room(a.cpu_milli - u.cpu_milli, r.cpu_milli) && room(a.memory - u.memory, r.memory) &&
+                      room(a.ephemeral_storage - u.ephemeral_storage, r.ephemeral_storage);
+          for (const auto& [name, value] : r.scalars()) fits = fits && room(probe.free_of(n, name), value);
           if (fits && ++count >= plenty) break;
         }
         it->second = count;
