@@ -8,7 +8,7 @@
 //                               plan's drainable ones, where the replacements went, Pending pods;
 //                               on kubesim or on the real control plane (scripts/realkube.sh)
 //                               (--seeds, --variants, --profiles, --steering, --backends,
-//                               --max-minutes; --help)
+//                               --max-minutes, --keep; --help)
 //
 // With no argument it runs all three. Each figure is one JSON line: {"name","value","unit","goal"};
 // details go to stderr.
@@ -40,6 +40,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using namespace spotshift;
@@ -335,6 +336,10 @@ struct RealizedResult {
   double planned = 0, other_spot = 0, not_spot = 0, pending = 0, missing = 0;  // replacements, by where they went
   int pending_pods = 0;                                                        // Pending pods at the end
   double evictions = 0, succeeded = 0, aborted = 0;
+  // From the operator's "drain finished" lines: the evictions of the drains of the first plan's
+  // nodes emptied at the end, and that plan's pods for those nodes; the evictions of drains that
+  // did not succeed.
+  int planned_node_evictions = 0, planned_node_pods = 0, unsuccessful_evictions = 0;
   double steered = 0;  // pods the steering webhook steered
   double seconds = 0;
   bool stopped = false;  // stopped draining within the time limit
@@ -499,7 +504,9 @@ class RealizedCluster {
   rapidjson::Document doc_;
 };
 
-RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) {
+// `keep`: a directory to copy the run's operator log, policy, cluster and first plan to (under the
+// case's name), or empty.
+RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit, const std::string& keep) {
   auto scenario = bench::openb_cluster(rc.scenario);
   if (!scenario) fail(scenario.error().message);
   testing::TempDir dir;
@@ -511,13 +518,15 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   auto plan = testing::run(
       fmt::format("{} plan --snapshot {} --policy {} -o json", SPOTSHIFT_BIN, dir.file("cluster.json"), dir.file("policy.yaml")));
   if (plan.status != 0) fail("spotshift plan: " + plan.output);
+  dir.write("plan.json", plan.output);
   rapidjson::Document doc;
   doc.Parse(plan.output.c_str(), plan.output.size());
   if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("drainableNodes")) fail("spotshift plan: no JSON plan:\n" + plan.output);
   out.drainable = static_cast<int>(doc["drainableNodes"].Size());
-  std::set<std::string> first_plan;
+  std::map<std::string, int> first_plan;  // node: the pods the plan moves off it
   for (const auto& n : doc["drainableNodes"].GetArray())
-    if (n.HasMember("node") && n["node"].IsString()) first_plan.insert(n["node"].GetString());
+    if (n.HasMember("node") && n["node"].IsString())
+      first_plan[n["node"].GetString()] = n.HasMember("moves") && n["moves"].IsArray() ? static_cast<int>(n["moves"].Size()) : 0;
   out.planned_moves = doc.HasMember("summary") ? doc["summary"]["podsToMove"].GetInt() : 0;
 
   RealizedCluster cluster(rc.real, dir, std::move(*scenario));
@@ -597,20 +606,40 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit) 
   out.evictions = sample(R"(spotshift_evictions_total{policy="default",result="evicted"})");
   out.succeeded = sample(R"(spotshift_drains_total{policy="default",result="succeeded"})");
   out.aborted = sample(R"(spotshift_drains_total{policy="default",result="aborted"})");
+  std::set<std::string> emptied;
   cluster.with_objects([&](const ClusterObjects& c) {
     for (const auto& [node, pods] : workload_pods_on_demand(c))
       if (pods == 0 && at_start[node] > 0) {
-        ++out.emptied;
+        emptied.insert(node);
         out.emptied_planned += first_plan.count(node) ? 1 : 0;
       }
     out.pending_pods = pending_pods(c);
   });
+  out.emptied = static_cast<int>(emptied.size());
+  const std::regex finished(R"re(drain finished node=(\S+) outcome=(\S+) evicted=([0-9]+))re");
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch d;
+    if (line.find("drain finished") == std::string::npos || !std::regex_search(line, d, finished)) continue;
+    const int evicted = std::stoi(d[3].str());
+    if (d[2].str() != "Succeeded") out.unsuccessful_evictions += evicted;
+    else if (auto p = first_plan.find(d[1].str()); p != first_plan.end() && emptied.count(p->first)) {
+      out.planned_node_evictions += evicted;
+      out.planned_node_pods += p->second;
+    }
+  }
+  if (!keep.empty()) {
+    const std::string to = keep + "/" + rc.name;
+    auto r = testing::run(fmt::format("mkdir -p {0} && cp {1} {2} {3} {4} {0}/ 2>&1", to, log, dir.file("policy.yaml"),
+                                      dir.file("cluster.json"), dir.file("plan.json")));
+    if (r.status != 0) fail("--keep " + to + ": " + r.output);
+  }
   return out;
 }
 
 void figure_realized(const std::vector<std::string>& args) {
   if (!testing::tool_installed("kubectl")) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
-  std::string seeds = "1", variants = "single,multi", profiles = "default,packing", steering = "off", backends = "kubesim";
+  std::string seeds = "1", variants = "single,multi", profiles = "default,packing", steering = "off", backends = "kubesim", keep;
   int minutes = 30;
   FlagSet flags("kubesim_bench realized", "Figure g: realized drains on openb clusters.");
   flags.add_string("seeds", &seeds, "The openb scenario's seeds, comma-separated.");
@@ -621,6 +650,9 @@ void figure_realized(const std::vector<std::string>& args) {
   flags.add_string("backends", &backends,
                    "kubesim (its scheduler places the replacements) and real (the real control plane of scripts/realkube.sh, "
                    "kube-scheduler's default profile, kwok's fake nodes), comma-separated.");
+  flags.add_string("keep", &keep,
+                   "A directory to keep each run's operator log, policy, cluster and first plan in, under the run's name "
+                   "(default: none kept).");
   flags.add_int("max-minutes", &minutes, "A run that is still draining after this long is reported as it stands.");
   if (auto code = flags.parse_command(args, std::cout, std::cerr)) std::exit(*code);
   for (auto seed : split(seeds, ','))
@@ -641,17 +673,19 @@ void figure_realized(const std::vector<std::string>& args) {
             if (backend != "kubesim" && backend != "real") fail(fmt::format("unknown backend \"{}\"", backend));
             rc.real = backend == "real";
             rc.name = fmt::format("openb_seed{}_{}_{}{}{}", seed, variant, profile, rc.steering ? "_steered" : "", rc.real ? "_real" : "");
-            RealizedResult r = run_realized(rc, std::chrono::minutes(minutes));
+            RealizedResult r = run_realized(rc, std::chrono::minutes(minutes), keep);
             const double replacements = r.planned + r.other_spot + r.not_spot + r.pending + r.missing;
             std::fprintf(
                 stderr,
                 "realized %s: drainable in the first plan %d; on-demand nodes emptied %d, %d of them the first plan's (%s); replacements %.0f: on the planned "
                 "node %.0f, other spot %.0f, not spot %.0f, pending %.0f, missing %.0f; Pending at the end %d; evictions %.0f (%.2f "
-                "per emptied node; the first plan: %.2f per drainable node); drains succeeded %.0f, aborted %.0f; steered %.0f; %.0f s%s%s\n",
+                "per emptied node; the first plan: %.2f per drainable node; on the first plan's emptied nodes %d against its %d pods for them, in "
+                "drains that did not succeed %d); drains succeeded %.0f, aborted %.0f; steered %.0f; %.0f s%s%s\n",
                 rc.name.c_str(), r.drainable, r.emptied, r.emptied_planned,
                 r.stopped ? "stopped draining" : "still draining at the time limit", replacements, r.planned, r.other_spot, r.not_spot,
                 r.pending, r.missing, r.pending_pods, r.evictions, r.emptied ? r.evictions / r.emptied : 0.0,
-                r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.succeeded, r.aborted, r.steered, r.seconds,
+                r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.planned_node_evictions, r.planned_node_pods,
+                r.unsuccessful_evictions, r.succeeded, r.aborted, r.steered, r.seconds,
                 r.blocked.empty() ? "" : "; blocked at the end: ", r.blocked.c_str());
             bench::report("realized_drains_" + rc.name, r.drainable ? 100.0 * r.emptied / r.drainable : 100.0, "%", ">= 98 %");
             bench::report("replacements_on_planned_node_" + rc.name, replacements ? 100.0 * r.planned / replacements : 0.0, "%",
