@@ -7,14 +7,15 @@ scheduler scores nodes, plan again, until nothing is drainable.
 
 The clusters are scenario_gen's (`scenario_gen openb --workloads [--seed S] [--multi-gpu 0.5]`),
 the policies those of kubesim_bench's figure g (kept with `--keep`). A run takes a minute or two on
-the multi-GPU variant and about five on the others, where the bench takes 10 to 35: use it to
+the multi-GPU variant and about five on the others, where the bench takes 9 to 35: use it to
 compare drain sequences before measuring the one you keep. It is a model, not the figure: no
 time passes (no drain delay, no budgets waiting for replacements to turn Ready), replacements keep
-their pod's name, and the scheduler is kubesim's (filters: taints, nodeSelector, pod count and
-every resource asked for; scores: LeastAllocated over CPU and memory, TaintToleration's
-PreferNoSchedule weight 3, and with --steering NodeAffinity weight 2 for the planned node).
-Affinity, spread constraints and host ports are not modelled; pods that have them are counted
-and reported.
+their pod's name and are placed at once (none is Pending: a pod that fits nowhere stops its
+drain, as the operator's check before each eviction does, and that node is not tried again),
+and the scheduler is kubesim's (filters: taints, nodeSelector, pod count and every resource
+asked for; scores: LeastAllocated over CPU and memory, TaintToleration's PreferNoSchedule weight
+3, and with --steering NodeAffinity weight 2 for the planned node). Affinity, spread constraints
+and host ports are not modelled; pods that have them are counted and reported.
 """
 
 import argparse
@@ -181,7 +182,7 @@ def main():
         print(f"note: {cluster.unmodelled} pods have affinity, spread constraints or host ports, which the model ignores", file=sys.stderr)
 
     first = None
-    emptied, evictions, planned, on_demand, pending = [], Counter(), 0, 0, 0
+    emptied, evictions, planned, on_demand, aborted = [], Counter(), 0, 0, set()
     with tempfile.TemporaryDirectory() as tmp:
         scratch = os.path.join(tmp, "snapshot.json")
         while len(emptied) < args.max_drains:
@@ -190,23 +191,28 @@ def main():
             if first is None:
                 first = {n["node"]: len(n.get("moves", [])) for n in drainable}
                 on_demand_nodes = set(first) | {n["node"] for n in p.get("undrainableNodes", [])}
-            if not drainable:
+            # A drain that stopped is not tried again (the operator backs off from it for a while).
+            node = next((n for n in drainable if n["node"] not in aborted), None)
+            if node is None:
                 break
-            node = drainable[0]
             for m in node.get("moves", []):
                 pod = cluster.pods[(m["namespace"], m["pod"])]
                 to = cluster.schedule(pod, node["node"], m.get("targetNode"), args.steering)
                 if to is None:
-                    pending += 1
-                    continue
+                    # The operator's check before each eviction finds no room for the pod: the
+                    # drain stops, with the pods evicted so far moved.
+                    aborted.add(node["node"])
+                    break
                 cluster.move(pod, to)
                 evictions[node["node"]] += 1
                 planned += to == m.get("targetNode")
                 on_demand += to in on_demand_nodes
-            emptied.append(node["node"])
+            else:
+                emptied.append(node["node"])
 
     in_first = [n for n in emptied if n in first]
-    lost = [n for n in first if n not in emptied]
+    drained = set(emptied)
+    lost = [n for n in first if n not in drained]
     total = sum(evictions.values())
     print(json.dumps({
         "firstPlanDrainable": len(first),
@@ -215,11 +221,11 @@ def main():
         "emptiedOfFirstPlan": len(in_first),
         "evictions": total,
         "evictionsPerEmptiedNode": round(total / len(emptied), 3) if emptied else None,
-        "evictionsOnFirstPlanNodes": sum(evictions[n] for n in in_first),
+        "evictionsOnFirstPlanNodes": sum(evictions[n] for n in in_first),  # of the drains that emptied them
         "firstPlanPodsOnThem": sum(first[n] for n in in_first),
         "onPlannedNode": planned,
         "onOnDemandNodes": on_demand,
-        "pending": pending,
+        "abortedDrains": sorted(aborted),
         "firstPlanNotEmptied": lost,
     }, indent=1))
 

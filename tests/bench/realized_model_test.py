@@ -7,6 +7,12 @@ keeps that order). kubesim's scheduler gives the 2-GPU pod the emptiest spot nod
 6-GPU pod's, leaving 6 GPUs there, so one 7-GPU pod finds no room and its node is not drained;
 steered, the 2-GPU pod joins the 6-GPU pod and all three drain.
 
+Then a drain that stops halfway: one on-demand node runs a 2-GPU pod asking for more CPU and an
+8-GPU pod; the plan puts the 2-GPU pod on a spot node with 2 GPUs free and much of its CPU taken,
+the 8-GPU pod on an empty 8-GPU node. Evicted first, the 2-GPU pod's replacement goes to the
+emptier node, the check before the next eviction finds no room for the 8-GPU pod, and the drain
+stops; steered, the node empties.
+
   realized_model_test.py SPOTSHIFT_BINARY
 """
 
@@ -20,13 +26,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GPU = "example.com/gpu"
 
 
-def node(name, role, gpus):
+def node(name, role, gpus, cpu="32"):
     taints = [{"key": "spotshift.io/on-demand", "value": "true", "effect": "PreferNoSchedule"}] if role == "worker" else []
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": "node-" + name, "labels": {"kubernetes.io/hostname": name, f"node-role.kubernetes.io/{role}": ""}},
             "spec": {"taints": taints},
-            "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110", GPU: str(gpus)},
-                       "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110", GPU: str(gpus)},
+            "status": {"allocatable": {"cpu": cpu, "memory": "128Gi", "pods": "110", GPU: str(gpus)},
+                       "capacity": {"cpu": cpu, "memory": "128Gi", "pods": "110", GPU: str(gpus)},
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
@@ -58,30 +64,46 @@ def expect(what, got, want):
     print(f"ok: {what} = {got!r}")
 
 
+def write(tmp, items):
+    snapshot, policy = os.path.join(tmp, "cluster.json"), os.path.join(tmp, "policy.yaml")
+    with open(snapshot, "w") as f:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
+    with open(policy, "w") as f:
+        f.write("apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata: {name: default}\nspec: {}\n")
+    return snapshot, policy
+
+
 def main():
     binary = sys.argv[1]
-    items = [node("spot-a", "spot-worker", 8), node("spot-b", "spot-worker", 8), node("spot-c", "spot-worker", 8),
-             node("od-1", "worker", 8), node("od-2", "worker", 8), node("od-3", "worker", 8)]
-    items += workload("six", "od-1", "1", 6) + workload("two", "od-1", "1", 2)
-    items += workload("seven-a", "od-2", "3", 7) + workload("seven-b", "od-3", "3", 7)
+    paired = [node("spot-a", "spot-worker", 8), node("spot-b", "spot-worker", 8), node("spot-c", "spot-worker", 8),
+              node("od-1", "worker", 8), node("od-2", "worker", 8), node("od-3", "worker", 8)]
+    paired += workload("six", "od-1", "1", 6) + workload("two", "od-1", "1", 2)
+    paired += workload("seven-a", "od-2", "3", 7) + workload("seven-b", "od-3", "3", 7)
+    halfway = [node("spot-a", "spot-worker", 8), node("spot-b", "spot-worker", 8), node("od-1", "worker", 8)]
+    halfway += workload("busy", "spot-b", "28", 6) + workload("two", "od-1", "2", 2) + workload("eight", "od-1", "1", 8)
     with tempfile.TemporaryDirectory() as tmp:
-        snapshot, policy = os.path.join(tmp, "cluster.json"), os.path.join(tmp, "policy.yaml")
-        with open(snapshot, "w") as f:
-            json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
-        with open(policy, "w") as f:
-            f.write("apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata: {name: default}\nspec: {}\n")
+        snapshot, policy = write(tmp, paired)
         off = run(binary, snapshot, policy)
         expect("first plan drainable", off["firstPlanDrainable"], 3)
         expect("pods the first plan moves", off["firstPlanPods"], 4)
         expect("emptied without steering", off["emptied"], 2)
         expect("not emptied without steering", off["firstPlanNotEmptied"], ["od-3"])
         expect("replacements on the planned node without steering", off["onPlannedNode"], 2)
-        expect("pending without steering", off["pending"], 0)
+        expect("drains stopped without steering", off["abortedDrains"], [])
         steered = run(binary, snapshot, policy, "--steering")
         expect("emptied with steering", steered["emptied"], 3)
         expect("replacements on the planned node with steering", steered["onPlannedNode"], 4)
         expect("evictions on the first plan's nodes with steering", steered["evictionsOnFirstPlanNodes"], steered["firstPlanPods"])
 
+        snapshot, policy = write(tmp, halfway)
+        off = run(binary, snapshot, policy)
+        expect("halfway: first plan drainable", off["firstPlanDrainable"], 1)
+        expect("halfway: emptied without steering", off["emptied"], 0)
+        expect("halfway: drains stopped without steering", off["abortedDrains"], ["od-1"])
+        expect("halfway: evictions without steering", off["evictions"], 1)
+        steered = run(binary, snapshot, policy, "--steering")
+        expect("halfway: emptied with steering", steered["emptied"], 1)
+        expect("halfway: drains stopped with steering", steered["abortedDrains"], [])
 
 if __name__ == "__main__":
     main()
