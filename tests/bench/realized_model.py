@@ -88,6 +88,9 @@ class Cluster:
             a = node["status"].get("allocatable", {})
             self.alloc[name] = Counter({k: quantity(v, milli=(k == "cpu")) for k, v in a.items()})
         self.used = {name: Counter() for name in self.nodes}
+        # Readiness and cordons do not change while the model runs: the candidates, in kubesim's
+        # order (by name), are taken once.
+        self.schedulable = sorted(name for name in self.nodes if self.usable(name))
         self.unmodelled = 0
         for pod in self.pods.values():
             node = pod["spec"].get("nodeName")
@@ -104,15 +107,14 @@ class Cluster:
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in node["status"].get("conditions", []))
         return ready and not node["spec"].get("unschedulable")
 
-    def schedule(self, pod, draining, planned, steering):
-        """kubesim's choice for the pod: the highest score among the nodes that pass, ties to the
-        first by name; None when none passes."""
-        want = requests(pod)
+    def schedule(self, pod, want, draining, planned, steering):
+        """kubesim's choice for the pod asking for `want`: the highest score among the nodes that
+        pass, ties to the first by name; None when none passes."""
         tolerations = pod["spec"].get("tolerations", [])
         selector = pod["spec"].get("nodeSelector", {})
         feasible = []
-        for name in sorted(self.nodes):
-            if name == draining or not self.usable(name):
+        for name in self.schedulable:
+            if name == draining:
                 continue
             node = self.nodes[name]
             taints = node["spec"].get("taints", [])
@@ -143,8 +145,7 @@ class Cluster:
                 best, best_score = name, score
         return best
 
-    def move(self, pod, to):
-        want = requests(pod)
+    def move(self, pod, want, to):
         old = pod["spec"].get("nodeName")
         if old in self.used:
             self.used[old] -= want
@@ -197,13 +198,14 @@ def main():
                 break
             for m in node.get("moves", []):
                 pod = cluster.pods[(m["namespace"], m["pod"])]
-                to = cluster.schedule(pod, node["node"], m.get("targetNode"), args.steering)
+                want = requests(pod)
+                to = cluster.schedule(pod, want, node["node"], m.get("targetNode"), args.steering)
                 if to is None:
                     # The operator's check before each eviction finds no room for the pod: the
                     # drain stops, with the pods evicted so far moved.
                     aborted.add(node["node"])
                     break
-                cluster.move(pod, to)
+                cluster.move(pod, want, to)
                 evictions[node["node"]] += 1
                 planned += to == m.get("targetNode")
                 on_demand += to in on_demand_nodes

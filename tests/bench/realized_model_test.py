@@ -26,13 +26,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GPU = "example.com/gpu"
 
 
-def node(name, role, gpus, cpu="32"):
+def node(name, role, gpus):
     taints = [{"key": "spotshift.io/on-demand", "value": "true", "effect": "PreferNoSchedule"}] if role == "worker" else []
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "uid": "node-" + name, "labels": {"kubernetes.io/hostname": name, f"node-role.kubernetes.io/{role}": ""}},
             "spec": {"taints": taints},
-            "status": {"allocatable": {"cpu": cpu, "memory": "128Gi", "pods": "110", GPU: str(gpus)},
-                       "capacity": {"cpu": cpu, "memory": "128Gi", "pods": "110", GPU: str(gpus)},
+            "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110", GPU: str(gpus)},
+                       "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110", GPU: str(gpus)},
                        "conditions": [{"type": "Ready", "status": "True"}]}}
 
 
@@ -104,6 +104,7 @@ def main():
         steered = run(binary, snapshot, policy, "--steering")
         expect("halfway: emptied with steering", steered["emptied"], 1)
         expect("halfway: drains stopped with steering", steered["abortedDrains"], [])
+
 
 if __name__ == "__main__":
     main()
