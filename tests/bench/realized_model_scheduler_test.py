@@ -111,18 +111,23 @@ def main():
         items.append(existing)
     model = realized_model.Cluster(items)
     with tempfile.TemporaryDirectory() as tmp:
-        scenario, port_file = os.path.join(tmp, "scenario.json"), os.path.join(tmp, "port")
+        scenario, port_file, log = (os.path.join(tmp, f) for f in ("scenario.json", "port", "kubesim.log"))
         with open(scenario, "w") as f:
             json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
-        server = subprocess.Popen([kubesim, "--scenario", scenario, "--port", "0", "--port-file", port_file],
-                                  stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "kubesim.log"), "w"))
+        with open(log, "w") as err:
+            server = subprocess.Popen([kubesim, "--scenario", scenario, "--port", "0", "--port-file", port_file],
+                                      stdout=subprocess.DEVNULL, stderr=err)
         try:
-            deadline = time.monotonic() + 20
-            while not (os.path.exists(port_file) and open(port_file).read().strip()):
+            deadline, port = time.monotonic() + 20, ""
+            while not port:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    sys.exit("kubesim did not start:\n" + open(os.path.join(tmp, "kubesim.log")).read())
+                    with open(log) as f:
+                        sys.exit("kubesim did not start:\n" + f.read())
                 time.sleep(0.05)
-            base = f"http://127.0.0.1:{open(port_file).read().strip()}"
+                if os.path.exists(port_file):
+                    with open(port_file) as f:
+                        port = f.read().strip()
+            base = f"http://127.0.0.1:{port}"
             differences, bound, pending, steered_pods = [], 0, 0, 0
             for i in range(150):
                 item, steered = pod(rng, f"new-{i:03d}", names)
