@@ -14,7 +14,6 @@ none. The model then charges the pod where kubesim put it, so one difference is 
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +21,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tests", "support"))
+import kubesim  # noqa: E402
 import realized_model  # noqa: E402
 
 GPU = "example.com/gpu"
@@ -100,7 +101,7 @@ def placement(base, name):
 
 
 def main():
-    kubesim = sys.argv[1]
+    binary = sys.argv[1]
     rng = random.Random(11)
     names = [f"node-{i:02d}" for i in range(12)]
     items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]
@@ -111,22 +112,11 @@ def main():
         items.append(existing)
     model = realized_model.Cluster(items)
     with tempfile.TemporaryDirectory() as tmp:
-        scenario, port_file, log = (os.path.join(tmp, f) for f in ("scenario.json", "port", "kubesim.log"))
+        scenario = os.path.join(tmp, "scenario.json")
         with open(scenario, "w") as f:
             json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
-        with open(log, "w") as err:
-            server = subprocess.Popen([kubesim, "--scenario", scenario, "--port", "0", "--port-file", port_file],
-                                      stdout=subprocess.DEVNULL, stderr=err)
+        server, port = kubesim.start(binary, ["--scenario", scenario, "--port", "0"], tmp, timeout=20)
         try:
-            deadline, port = time.monotonic() + 20, ""
-            while not port:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    with open(log) as f:
-                        sys.exit("kubesim did not start:\n" + f.read())
-                time.sleep(0.05)
-                if os.path.exists(port_file):
-                    with open(port_file) as f:
-                        port = f.read().strip()
             base = f"http://127.0.0.1:{port}"
             differences, bound, pending, steered_pods = [], 0, 0, 0
             for i in range(150):

@@ -34,7 +34,6 @@ real API server, its default ServiceAccount awaited, which pods need).
 
 import argparse
 import base64
-import copy
 import http.client
 import json
 import os
@@ -50,6 +49,8 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import kubesim  # noqa: E402
 
 
 class Backend:
@@ -94,17 +95,8 @@ def start_kubesim(binary, work):
     with open(tokens, "w") as f:
         f.write('admin-token,admin,1,"system:masters"\n')
         f.write("nobody-token,nobody,2\n")
-    port_file = os.path.join(work, "kubesim.port")
     kubeconfig = os.path.join(work, "kubesim.kubeconfig")
-    log = open(os.path.join(work, "kubesim.log"), "w")
-    proc = subprocess.Popen([binary, "--tls", "--token-file", tokens, "--port-file", port_file,
-                             "--kubeconfig-out", kubeconfig], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 30
-    while not os.path.exists(port_file):
-        if proc.poll() is not None or time.time() > deadline:
-            raise SystemExit(f"kubesim did not start (log: {log.name})")
-        time.sleep(0.05)
-    port = open(port_file).read().strip()
+    proc, port = kubesim.start(binary, ["--tls", "--token-file", tokens, "--kubeconfig-out", kubeconfig], work)
     # The kubeconfig carries the CA kubesim generated.
     ca = os.path.join(work, "kubesim-ca.crt")
     text = open(kubeconfig).read()

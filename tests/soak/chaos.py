@@ -40,6 +40,8 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
+import kubesim  # noqa: E402
 
 # Two policies over disjoint on-demand nodes and the same spot nodes: their drains must take
 # turns (SharedSpotNodes).
@@ -100,18 +102,10 @@ class Soak:
             return None
 
     def start_kubesim(self):
-        port_file = os.path.join(self.dir, "port")
-        self.kubesim = subprocess.Popen(
-            [os.path.join(self.build, "tests/kubesim/kubesim"), "--scenario", os.path.join(ROOT, "tests/soak/soak.yaml"),
-             "--port-file", port_file, "--kubeconfig-out", self.env["KUBECONFIG"], "--time-scale", "10",
-             "--audit-log", os.path.join(self.dir, "audit.log")],
-            stdout=open(os.path.join(self.dir, "kubesim.log"), "w"), stderr=subprocess.STDOUT)
-        for _ in range(200):
-            if os.path.exists(port_file) and open(port_file).read().strip():
-                self.port = open(port_file).read().strip()
-                return
-            time.sleep(0.05)
-        raise RuntimeError("kubesim did not start (see kubesim.log)")
+        self.kubesim, self.port = kubesim.start(
+            os.path.join(self.build, "tests/kubesim/kubesim"),
+            ["--scenario", os.path.join(ROOT, "tests/soak/soak.yaml"), "--kubeconfig-out", self.env["KUBECONFIG"],
+             "--time-scale", "10", "--audit-log", os.path.join(self.dir, "audit.log")], self.dir, timeout=10)
 
     def start_replica(self, name):
         log = open(os.path.join(self.dir, f"operator-{name}.log"), "a")
