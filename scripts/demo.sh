@@ -42,6 +42,8 @@ sim_pid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { cat "$work/kubesim.log" >&2; echo "demo: kubesim did not start" >&2; exit 1; }
 export KUBECONFIG="$work/kubeconfig"
+echo "kubesim is an API server and a scheduler with simulated kubelets: its pods run no containers,"
+echo "so kubectl logs, exec and top have nothing to show (docs/kubesim.md)."
 sleep 1
 show kubectl get nodes -L karpenter.sh/capacity-type
 show kubectl get pods -n shop -o wide

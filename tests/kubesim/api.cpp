@@ -28,6 +28,59 @@ bool flag(const HttpRequest& r, const char* key) {
   return it != r.query.end() && parse_bool(it->second).value_or(false);
 }
 
+// /healthz, /livez and /readyz as kube-apiserver serves them: "ok"; with `verbose`, each check on
+// a line ("[+]ping ok", "[+]etcd excluded: ok" for one named by `exclude`, a warning for an
+// excluded name that matches none) and "readyz check passed"; /readyz/<check> asks for one check,
+// and an unknown one is 404. kubesim lists the checks that apply to it: ping and log, and for
+// readiness shutdown (it has no etcd and no post-start hooks). nullopt: not a health path.
+std::optional<HttpResponse> health(const HttpRequest& req) {
+  std::string_view path = req.path;
+  for (std::string_view endpoint : {"healthz", "livez", "readyz"}) {
+    if (!path.starts_with("/") || path.substr(1, endpoint.size()) != endpoint) continue;
+    std::string_view rest = path.substr(1 + endpoint.size());
+    if (!rest.empty() && rest[0] != '/') continue;
+    std::vector<std::string_view> checks = {"ping", "log"};
+    if (endpoint == "readyz") checks.emplace_back("shutdown");
+    HttpResponse r;
+    r.content_type = "text/plain; charset=utf-8";
+    r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+    if (!rest.empty()) {
+      if (std::find(checks.begin(), checks.end(), rest.substr(1)) == checks.end()) {
+        r.status = 404;
+        r.body = "404 page not found\n";
+      } else {
+        r.body = "ok";
+      }
+      return r;
+    }
+    if (!req.query.contains("verbose")) {
+      r.body = "ok";
+      return r;
+    }
+    std::vector<std::string> excluded;
+    for (auto part : split(req.raw_query, '&')) {
+      const size_t eq = part.find('=');
+      if (part.substr(0, eq) != "exclude" || eq == std::string_view::npos) continue;
+      if (auto name = url_decode(part.substr(eq + 1), true); name && !name->empty()) excluded.push_back(*name);
+    }
+    for (std::string_view check : checks) {
+      auto it = std::find(excluded.begin(), excluded.end(), check);
+      r.body += fmt::format("[+]{} {}ok\n", check, it == excluded.end() ? "" : "excluded: ");
+      std::erase(excluded, std::string(check));
+    }
+    if (!excluded.empty()) {
+      std::sort(excluded.begin(), excluded.end());
+      excluded.erase(std::unique(excluded.begin(), excluded.end()), excluded.end());
+      std::vector<std::string> quoted;
+      for (const auto& e : excluded) quoted.push_back(fmt::format("\"{}\"", e));
+      r.body += fmt::format("warn: some health checks cannot be excluded: no matches for {}\n", fmt::join(quoted, ", "));
+    }
+    r.body += fmt::format("{} check passed\n", endpoint);
+    return r;
+  }
+  return std::nullopt;
+}
+
 bool wants_table(const HttpRequest& r) { return r.accept.find("as=Table") != std::string::npos; }
 bool wants_partial(const HttpRequest& r) { return r.accept.find("as=PartialObjectMetadata") != std::string::npos; }
 
@@ -248,12 +301,7 @@ HttpResponse Api::handle(const HttpRequest& req) {
 HttpResponse Api::route(const HttpRequest& req) {
   const std::string& p = req.path;
   if (p.starts_with("/_sim/")) return control(req);
-  if (p == "/healthz" || p == "/readyz" || p == "/livez") {
-    HttpResponse r;
-    r.content_type = "text/plain";
-    r.body = "ok";
-    return r;
-  }
+  if (auto r = health(req)) return std::move(*r);
   std::vector<std::string> segs;
   for (auto s : split(p, '/'))
     if (!s.empty()) segs.emplace_back(s);

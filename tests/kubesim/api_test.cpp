@@ -406,6 +406,27 @@ TEST_CASE("discovery lists the eviction subresource and CRDs join discovery and 
   CHECK(t.get("/apis/example.com/v1/widgets").status == 404);
 }
 
+TEST_CASE("health paths answer as kube-apiserver's: ok, each check with verbose, one check by name", "[api]") {
+  TestCluster t;
+  for (const char* path : {"/healthz", "/livez", "/readyz", "/readyz?exclude=etcd", "/readyz/ping", "/livez/log", "/healthz/ping"}) {
+    auto r = t.get(path);
+    CHECK(r.status == 200);
+    CHECK(r.body == "ok");
+    CHECK(r.content_type == "text/plain; charset=utf-8");
+  }
+  CHECK(t.get("/readyz?verbose").body == "[+]ping ok\n[+]log ok\n[+]shutdown ok\nreadyz check passed\n");
+  CHECK(t.get("/livez?verbose").body == "[+]ping ok\n[+]log ok\nlivez check passed\n");
+  CHECK(t.get("/healthz?verbose&exclude=log&exclude=etcd&exclude=zzz").body ==
+        "[+]ping ok\n[+]log excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"etcd\", \"zzz\"\n"
+        "healthz check passed\n");
+  for (const char* path : {"/readyz/nope", "/readyz/", "/livez/shutdown"}) {
+    auto r = t.get(path);
+    CHECK(r.status == 404);
+    CHECK(r.body == "404 page not found\n");
+  }
+  CHECK(t.get("/readyzz").status == 404);
+}
+
 TEST_CASE("injected faults answer with the requested status and Retry-After", "[api]") {
   TestCluster t;
   FaultRule rule;
