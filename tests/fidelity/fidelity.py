@@ -30,6 +30,10 @@ plus:
              (kubesim's /_sim/compact; etcd's compaction under the real API server)
 "${ns}" is the sequence's own namespace, created before its steps on both backends (and, on the
 real API server, its default ServiceAccount awaited, which pods need).
+
+Then kubectl's create commands, which send their objects as protobuf (KUBECTL_CREATES), run
+against both; every field kubesim stores from one must be the real API server's (which adds its
+defaults).
 """
 
 import argparse
@@ -38,6 +42,7 @@ import http.client
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import ssl
@@ -305,6 +310,78 @@ def compare(seq, results):
     return diffs
 
 
+# kubectl create commands (they send protobuf) and the object each makes; run in one namespace.
+KUBECTL_CREATES = [
+    ("deployment/idle", "create deployment idle --image nginx:1.27 --replicas 0 --port 8080 -- sleep 10"),
+    ("deployment/shop", "create deployment shop --image nginx --image busybox:1"),
+    ("pdb/none", "create pdb none --selector app=shop --min-available 0"),
+    ("pdb/quarter", "create pdb quarter --selector 'app=shop,tier in (a,b)' --max-unavailable 25%"),
+    ("job/once", "create job once --image busybox -- echo hi"),
+    ("service/front", "create service nodeport front --tcp 80:8080 --node-port 30080"),
+    ("service/back", "create service clusterip back --tcp 5432 --tcp 443:https"),
+    ("serviceaccount/robot", "create serviceaccount robot"),
+    ("role/reader", "create role reader --verb get,list --resource pods,deployments.apps --resource-name x"),
+    ("rolebinding/reads", "create rolebinding reads --role reader --serviceaccount NS:robot --user bob --group g"),
+    ("clusterrole/fidelity-health", "create clusterrole fidelity-health --verb get --non-resource-url /healthz"),
+    ("clusterrolebinding/fidelity-health", "create clusterrolebinding fidelity-health --clusterrole fidelity-health --user alice"),
+    ("priorityclass/fidelity-below", "create priorityclass fidelity-below --value -5 --description spare --preemption-policy Never"),
+    ("configmap/settings", "create configmap settings --from-literal a=b --from-literal mode=fast"),
+    ("secret/token", "create secret generic token --from-literal password=s3cr3t --type example.com/token"),
+]
+SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
+
+
+def leaves(v, path=""):
+    if isinstance(v, dict):
+        return [leaf for k, x in v.items() for leaf in leaves(x, f"{path}.{k}" if path else k)]
+    if isinstance(v, list):
+        return [leaf for i, x in enumerate(v) for leaf in leaves(x, f"{path}[{i}]")]
+    return [(path, v)]
+
+
+def kubectl_creates(kubeconfigs, work):
+    """Runs KUBECTL_CREATES against each backend (name -> kubeconfig); returns the problems: a
+    command that failed, or a field kubesim stores with another value than the real API server,
+    or stores where the real one has nothing. The first backend is compared with the others."""
+    ns = "fidelity-kubectl"
+    stored, problems = {}, []
+    for name, kubeconfig in kubeconfigs.items():
+        env = dict(os.environ, KUBECONFIG=kubeconfig, KUBECACHEDIR=os.path.join(work, f"kubectl-cache-{name}"))
+
+        def kubectl(args):
+            try:
+                return subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True, timeout=60)
+            except FileNotFoundError:
+                raise SystemExit("kubectl not found: scripts/setup.sh builds it (make test runs it)")
+
+        kubectl(["create", "namespace", ns])
+        stored[name] = {}
+        for what, command in KUBECTL_CREATES:
+            r = kubectl(["-n", ns, *shlex.split(command.replace("NS", ns))])
+            if r.returncode != 0:
+                problems.append(f"{name}: kubectl {command}: {r.stderr.strip()}")
+                continue
+            got = kubectl(["get", what, "-n", ns, "-o", "json"])
+            if got.returncode != 0:
+                problems.append(f"{name}: kubectl get {what}: {got.stderr.strip()}")
+                continue
+            obj = json.loads(got.stdout)
+            obj.pop("status", None)
+            for key in SERVER_SET:
+                obj["metadata"].pop(key, None)
+            stored[name][what] = dict(leaves(obj))
+    first, *others = stored
+    for other in others:
+        for what in stored[first]:
+            theirs = stored[other].get(what)
+            if theirs is None:
+                continue
+            for path, value in stored[first][what].items():
+                if theirs.get(path, "<absent>") != value:
+                    problems.append(f"kubectl {what}, {path}: {first} {value!r}, {other} {theirs.get(path, '<absent>')!r}")
+    return problems
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kubesim", required=True, help="the kubesim binary")
@@ -343,6 +420,12 @@ def main():
             for key in known:
                 if key[0] == seq["name"] and key not in seen:
                     stale.append(f"{key[0]}, step {key[1]}, {key[2]}: listed in differences.json but kubesim now agrees")
+        creates = kubectl_creates({"kubesim": os.path.join(work, "kubesim.kubeconfig"),
+                                   "real": os.path.join(real_dir, "kubeconfig")}, work)
+        for p in creates:
+            print("KUBECTL " + p)
+        print(f"fidelity: {len(KUBECTL_CREATES)} kubectl create commands (protobuf) on each backend; "
+              f"{len(creates)} fields or commands that differ")
         for u in unexplained:
             print("DIFFERENCE " + u)
         for s in stale:
@@ -350,7 +433,7 @@ def main():
         ran = len([s for s in corpus if not args.only or args.only in s["name"]])
         print(f"fidelity: {ran} sequences, {steps} requests on each backend; "
               f"{len(unexplained)} unexplained differences, {explained} explained (differences.json), {len(stale)} stale")
-        return 1 if unexplained or stale else 0
+        return 1 if unexplained or stale or creates else 0
     finally:
         if sim:
             sim.send_signal(signal.SIGTERM)

@@ -3,6 +3,7 @@
 #include "core/strings.hpp"
 #include "delete_options.hpp"
 #include "events.hpp"
+#include "protobuf.hpp"
 #include "table.hpp"
 #include "yaml_json.hpp"
 
@@ -129,17 +130,12 @@ std::string unsupported_field_message(const ResourceType& rt, std::string_view f
   return fmt::format(R"("{}" is not a known field selector: only "metadata.name", "metadata.namespace")", f);
 }
 
-// A create's body. kubectl sends built-in objects as protobuf; of those kubesim decodes the
-// Namespace, ConfigMap and Secret (kubectl create namespace, configmap, secret). Anything else is
-// refused clearly instead of read as broken JSON.
+// A create's body. kubectl's create commands send built-in objects as protobuf, which kubesim
+// decodes for the kinds it knows (protobuf.hpp); anything else is refused clearly instead of
+// read as broken JSON.
 Result<Doc> parse_create_body(const HttpRequest& r, const ResourceType& rt) {
   if (!r.content_type.starts_with("application/vnd.kubernetes.protobuf")) return parse_body(r);
-  if (rt.group.empty() && rt.plural == "namespaces") return decode_namespace_protobuf(r.body);
-  if (rt.group.empty() && (rt.plural == "configmaps" || rt.plural == "secrets")) return decode_config_protobuf(r.body, rt.kind);
-  return Error::api(
-      415, "UnsupportedMediaType",
-      fmt::format("kubesim reads protobuf bodies only for namespaces, configmaps, secrets and DeleteOptions, not {}: send JSON",
-                  rt.plural));
+  return decode_object_protobuf(r.body, rt.group, rt.kind);
 }
 
 }  // namespace

@@ -348,6 +348,75 @@ TEST_CASE("deletes take options as JSON, query or kubectl's protobuf envelope", 
   CHECK(json.status == 200);
 }
 
+namespace {
+// Protobuf as kubectl writes it, for the cases kubectl itself never sends.
+std::string varint(uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out += static_cast<char>((v & 0x7f) | 0x80);
+  return out + static_cast<char>(v);
+}
+std::string pb_bytes(uint32_t field, std::string_view v) { return varint(uint64_t(field) << 3 | 2) + varint(v.size()) + std::string(v); }
+std::string pb_varint(uint32_t field, uint64_t v) { return varint(uint64_t(field) << 3) + varint(v); }
+std::string pb_envelope(std::string_view api_version, std::string_view kind, std::string_view raw) {
+  return std::string("k8s\0", 4) + pb_bytes(1, pb_bytes(1, api_version) + pb_bytes(2, kind)) + pb_bytes(2, raw);
+}
+constexpr const char* kProtobuf = "application/vnd.kubernetes.protobuf";
+}  // namespace
+
+TEST_CASE("protobuf creates: pointer fields keep their zero, other zeros are left out, unknown fields are refused", "[api]") {
+  TestCluster t;
+  // Deployment{metadata{name d}, spec{replicas 0, template{spec{containers[{name c, image i,
+  // resources{requests{cpu: 100m}}}], hostPID false}}, minReadySeconds 0, paused false}}, with
+  // the zero values gogo-protobuf writes for fields that are not pointers.
+  const std::string container = pb_bytes(1, "c") + pb_bytes(2, "i") + pb_bytes(5, "") +
+                                pb_bytes(8, pb_bytes(2, pb_bytes(1, "cpu") + pb_bytes(2, pb_bytes(1, "100m")))) + pb_varint(16, 0);
+  const std::string pod_spec = pb_bytes(2, container) + pb_bytes(3, "") + pb_varint(12, 0);
+  const std::string spec = pb_varint(1, 0) +
+                           pb_bytes(3, pb_bytes(1, pb_bytes(11, pb_bytes(1, "app") + pb_bytes(2, "d"))) + pb_bytes(2, pod_spec)) +
+                           pb_bytes(2, pb_bytes(1, pb_bytes(1, "app") + pb_bytes(2, "d"))) + pb_varint(5, 0) + pb_varint(7, 0);
+  const std::string meta = pb_bytes(1, pb_bytes(1, "d") + pb_bytes(2, "") + pb_varint(7, 0) + pb_bytes(8, ""));
+  auto created = t.request("POST", "/apis/apps/v1/namespaces/default/deployments",
+                           pb_envelope("apps/v1", "Deployment", meta + pb_bytes(2, spec)), kProtobuf);
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+  CHECK(body_field(created, {"spec", "replicas"}) == "0");
+  CHECK(body_field(created, {"spec", "minReadySeconds"}) == "<absent>");
+  CHECK(body_field(created, {"spec", "paused"}) == "<absent>");
+  CHECK(body_field(created, {"metadata", "generateName"}) == "<absent>");
+  CHECK(body_field(created, {"spec", "template", "spec", "containers"}) ==
+        R"([{"name":"c","image":"i","resources":{"requests":{"cpu":"100m"}}}])");
+  CHECK(body_field(created, {"spec", "template", "spec", "hostPID"}) == "<absent>");
+
+  // PodSpec's affinity (18) is outside what kubesim reads: refused, naming it, not dropped.
+  const std::string affinity = pb_bytes(2, pb_bytes(3, pb_bytes(2, pb_bytes(2, pb_bytes(1, "c") + pb_bytes(2, "i")) + pb_bytes(18, ""))));
+  auto refused = t.request("POST", "/apis/apps/v1/namespaces/default/deployments",
+                           pb_envelope("apps/v1", "Deployment", pb_bytes(1, pb_bytes(1, "e")) + affinity), kProtobuf);
+  CHECK(refused.status == 415);
+  CHECK(
+      body_field(refused, {"message"}) ==
+      "kubesim does not read field 18 of PodSpec (at spec.template.spec) of a Deployment sent as protobuf: send JSON (kubectl create -f)");
+  CHECK(t.get("/apis/apps/v1/namespaces/default/deployments/e").status == 404);
+
+  // A kind kubesim has no protobuf schema for, a body of another kind, and a cut-off body.
+  auto replica_set = t.request("POST", "/apis/apps/v1/namespaces/default/replicasets",
+                               pb_envelope("apps/v1", "ReplicaSet", pb_bytes(1, pb_bytes(1, "r"))), kProtobuf);
+  CHECK(replica_set.status == 415);
+  CHECK(body_field(replica_set, {"message"}) == "kubesim does not read a ReplicaSet sent as protobuf: send JSON (kubectl create -f)");
+  auto other = t.request("POST", "/apis/apps/v1/namespaces/default/deployments",
+                         pb_envelope("v1", "Service", pb_bytes(1, pb_bytes(1, "s"))), kProtobuf);
+  CHECK(other.status == 400);
+  CHECK(body_field(other, {"message"}) == "the protobuf body is a Service, not a Deployment");
+  std::string cut = pb_envelope("apps/v1", "Deployment", meta + pb_bytes(2, spec));
+  cut.resize(cut.size() - 3);
+  CHECK(t.request("POST", "/apis/apps/v1/namespaces/default/deployments", cut, kProtobuf).status == 400);
+  // A negative int32 is ten bytes of two's complement.
+  auto low = t.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
+                       pb_envelope("scheduling.k8s.io/v1", "PriorityClass", pb_bytes(1, pb_bytes(1, "low")) + pb_varint(2, uint64_t(-5))),
+                       kProtobuf);
+  REQUIRE(low.status == 201);
+  CHECK(body_field(low, {"value"}) == "-5");
+}
+
 TEST_CASE("events are one storage with two API views", "[api]") {
   TestCluster t;
   auto created = t.post("/apis/events.k8s.io/v1/namespaces/default/events",

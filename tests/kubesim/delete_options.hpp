@@ -22,12 +22,6 @@ struct DeleteOptions {
 Result<DeleteOptions> decode_delete_options(std::string_view content_type, std::string_view body,
                                             const std::map<std::string, std::string>& query);
 
-// A Namespace sent as protobuf, as `kubectl create namespace` does, decoded to its JSON form
-// (name, generateName, labels, annotations, spec.finalizers; other fields are not read).
-Result<Doc> decode_namespace_protobuf(std::string_view body);
-// A ConfigMap or Secret (kind) in kubectl's protobuf envelope, as the JSON object it stands for.
-Result<Doc> decode_config_protobuf(std::string_view body, std::string_view kind);
-
 // A SelfSubjectAccessReview, SubjectAccessReview or SelfSubjectRulesReview sent as protobuf, as
 // `kubectl auth can-i` does, decoded to its JSON form (spec only: resource or non-resource
 // attributes, user, groups; the rules review's namespace).

@@ -172,6 +172,58 @@ TEST_CASE("kubectl gets nodes, applies a CRD and a custom resource, and shows it
   REQUIRE(h.k("delete widget w1").status == 0);
 }
 
+TEST_CASE("kubectl create sends built-in objects as protobuf, and kubesim stores what they say", "[http][kubectl]") {
+  Harness h(demo());
+  auto run = [&](const std::string& args) {
+    auto r = h.k(args);
+    INFO(args << ": " << r.output);
+    CHECK(r.status == 0);
+  };
+  auto get = [&](const std::string& what, const std::string& path) { return h.k("get " + what + " -o jsonpath=" + path).output; };
+  run("create namespace team-b");
+  // A Deployment with a command and a port; replicas 0 is a value, not an absent field. The
+  // Deployment controller creates the other one's pods.
+  run("create deployment idle -n team-b --image nginx:1.27 --replicas 0 --port 8080 -- sleep 10");
+  CHECK(get("deploy idle -n team-b", "'{.spec.replicas}/{.spec.selector.matchLabels.app}/{.spec.template.metadata.labels.app}'") ==
+        "0/idle/idle");
+  CHECK(get("deploy idle -n team-b",
+            "'{.spec.template.spec.containers[0].name}/{.spec.template.spec.containers[0].image}/"
+            "{.spec.template.spec.containers[0].command}/{.spec.template.spec.containers[0].ports[0].containerPort}'") ==
+        "nginx/nginx:1.27/[\"sleep\",\"10\"]/8080");
+  run("create deployment shop -n team-b --image nginx --image busybox:1");
+  CHECK(get("deploy shop -n team-b", "'{.spec.replicas}/{.spec.strategy.type}/{.spec.template.spec.containers[*].image}'") ==
+        "1/RollingUpdate/nginx busybox:1");
+  auto ready = h.k("rollout status deploy/shop -n team-b --timeout=20s");
+  INFO(ready.output);
+  CHECK(ready.status == 0);
+  // Budgets: minAvailable 0 is kept; a percentage and a set-based selector.
+  run("create pdb none -n team-b --selector app=shop --min-available 0");
+  CHECK(get("pdb none -n team-b", "'{.spec.minAvailable}/{.spec.selector.matchLabels.app}'") == "0/shop");
+  run("create pdb quarter -n team-b --selector 'app=shop,tier in (a,b)' --max-unavailable 25%");
+  CHECK(get("pdb quarter -n team-b",
+            "'{.spec.maxUnavailable}/{.spec.selector.matchExpressions[0].operator}/"
+            "{.spec.selector.matchExpressions[0].values}'") == "25%/In/[\"a\",\"b\"]");
+  run("create job once -n team-b --image busybox -- echo hi");
+  CHECK(get("job once -n team-b", "'{.spec.template.spec.containers[0].command}'") == "[\"echo\",\"hi\"]");
+  run("create service nodeport front -n team-b --tcp 80:8080 --tcp 443:https --node-port 30080");
+  CHECK(get("svc front -n team-b", "'{.spec.type}/{.spec.ports[0].targetPort}/{.spec.ports[1].targetPort}/{.spec.ports[0].nodePort}'") ==
+        "NodePort/8080/https/30080");
+  run("create serviceaccount robot -n team-b");
+  run("create role reader -n team-b --verb get,list --resource pods,deployments.apps --resource-name x");
+  CHECK(get("role reader -n team-b", "'{.rules[0].verbs}/{.rules[*].apiGroups}/{.rules[0].resourceNames}'") ==
+        "[\"get\",\"list\"]/[\"\"] [\"apps\"]/[\"x\"]");
+  run("create rolebinding reads -n team-b --role reader --serviceaccount team-b:robot --user bob");
+  CHECK(get("rolebinding reads -n team-b", "'{.roleRef.kind}/{.roleRef.name}/{.subjects[*].kind}'") == "Role/reader/User ServiceAccount");
+  // The binding is enforced: the service account may get pod x in team-b, and no other.
+  CHECK(trim(h.k("auth can-i get pods/x -n team-b --as system:serviceaccount:team-b:robot").output) == "yes");
+  CHECK(trim(h.k("auth can-i get pods/y -n team-b --as system:serviceaccount:team-b:robot").output) == "no");
+  run("create clusterrole health --verb get --non-resource-url /healthz");
+  run("create clusterrolebinding health --clusterrole health --user alice");
+  CHECK(get("clusterrolebinding health", "'{.roleRef.name}/{.subjects[0].name}'") == "health/alice");
+  run("create priorityclass below --value -5 --description spare --preemption-policy Never");
+  CHECK(get("priorityclass below", "'{.value}/{.description}/{.preemptionPolicy}'") == "-5/spare/Never");
+}
+
 TEST_CASE("kubectl drain evicts through the eviction API, respecting the PodDisruptionBudget", "[http][kubectl]") {
   Harness h(demo());
   REQUIRE(eventually([&] { return h.k("get pods -n shop").output.find("Pending") == std::string::npos; }));
