@@ -74,6 +74,11 @@ class SimWorkloads {
   Result<ObjectPtr> create_pod(const Value& owner, const ResourceType& owner_type, const Value& tmpl, std::string name,
                                std::string generate_name, std::string node);
   bool write_status(const ResourceType& rt, const std::string& key, const std::function<void(Value&, Alloc&)>& fn);
+  static int64_t max_unavailable(const Value& deployment, int64_t replicas);
+  // A status condition of the workload kind (type, status, reason, message, lastUpdateTime, and
+  // lastTransitionTime when the status changes).
+  void set_condition(Value& status, std::string_view type, std::string_view value, std::string_view reason, const std::string& message,
+                     Alloc& a);
 
   Cluster& cluster_;
   std::map<std::string, std::set<std::string>> pods_by_owner_;  // owner uid -> pod keys

@@ -196,6 +196,16 @@ TEST_CASE("kubectl create sends built-in objects as protobuf, and kubesim stores
   auto ready = h.k("rollout status deploy/shop -n team-b --timeout=20s");
   INFO(ready.output);
   CHECK(ready.status == 0);
+  // The deployment controller's conditions, which scripts wait on.
+  auto available = h.k("wait --for=condition=Available deploy/shop -n team-b --timeout=20s");
+  INFO(available.output);
+  CHECK(available.status == 0);
+  auto progressing = [&] { return get("deploy shop -n team-b", "'{.status.conditions[?(@.type==\"Progressing\")].reason}'"); };
+  CHECK(progressing() == "NewReplicaSetAvailable");
+  run("rollout pause deploy/shop -n team-b");
+  CHECK(progressing() == "DeploymentPaused");
+  run("rollout resume deploy/shop -n team-b");
+  CHECK(progressing() == "NewReplicaSetAvailable");
   // Budgets: minAvailable 0 is kept; a percentage and a set-based selector.
   run("create pdb none -n team-b --selector app=shop --min-available 0");
   CHECK(get("pdb none -n team-b", "'{.spec.minAvailable}/{.spec.selector.matchLabels.app}'") == "0/shop");

@@ -249,13 +249,70 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
     });
     changed |= static_cast<bool>(r);
   }
+  // The conditions the deployment controller keeps (kubectl wait --for=condition=Available):
+  // Available once no more replicas are missing than the strategy's maxUnavailable allows;
+  // Progressing, complete once every replica is updated and available, Unknown while paused.
+  // There is no progress deadline.
+  const bool available = ready >= replicas - max_unavailable(d, replicas);
+  const bool complete = updated == replicas && total == replicas && ready == replicas;
+  const bool paused = json_bool(d, {"spec", "paused"});
   changed |= write_status(*reg.deployments(), key, [&](Value& st, Alloc& a) {
     set_int(st, "replicas", total, a);
     set_int(st, "updatedReplicas", updated, a);
     set_int(st, "readyReplicas", ready, a);
     set_int(st, "availableReplicas", ready, a);
+    if (total > ready) set_int(st, "unavailableReplicas", total - ready, a);  // omitted when 0, as by the API server
+    else drop_field(st, "unavailableReplicas");
+    if (available) set_condition(st, "Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", a);
+    else set_condition(st, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", a);
+    if (paused) set_condition(st, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", a);
+    else if (complete)
+      set_condition(st, "Progressing", "True", "NewReplicaSetAvailable",
+                    fmt::format("ReplicaSet \"{}\" has successfully progressed.", rs_name), a);
+    else set_condition(st, "Progressing", "True", "ReplicaSetUpdated", fmt::format("ReplicaSet \"{}\" is progressing.", rs_name), a);
   });
   return changed;
+}
+
+// The replicas a Deployment may have unavailable: none for Recreate; for RollingUpdate its
+// maxUnavailable (a percentage rounds down), 1 when both it and maxSurge come to 0, at most the
+// replicas.
+int64_t SimWorkloads::max_unavailable(const Value& d, int64_t replicas) {
+  if (json_string(d, {"spec", "strategy", "type"}) == "Recreate") return 0;
+  auto resolve = [&](std::string_view field, bool round_up) -> int64_t {
+    const Value* v = json_path(d, {"spec", "strategy", "rollingUpdate", field});
+    if (!v) return round_up ? (replicas * 25 + 99) / 100 : replicas * 25 / 100;  // the 25 % default
+    if (v->IsInt64()) return v->GetInt64();
+    std::string_view text = v->IsString() ? std::string_view(v->GetString()) : std::string_view();
+    if (!text.ends_with('%')) return 0;
+    const int64_t percent = parse_int(text.substr(0, text.size() - 1)).value_or(0);
+    return round_up ? (replicas * percent + 99) / 100 : replicas * percent / 100;
+  };
+  int64_t unavailable = resolve("maxUnavailable", false);
+  if (unavailable == 0 && resolve("maxSurge", true) == 0) unavailable = 1;
+  return std::min(unavailable, replicas);
+}
+
+void SimWorkloads::set_condition(Value& status, std::string_view type, std::string_view value, std::string_view reason,
+                                 const std::string& message, Alloc& a) {
+  Value& conds = ensure_array(status, "conditions", a);
+  Value* found = nullptr;
+  for (auto& c : conds.GetArray())
+    if (json_string(c, {"type"}) == type) found = &c;
+  if (!found) {
+    Value c(rapidjson::kObjectType);
+    set_str(c, "type", type, a);
+    conds.PushBack(c, a);
+    found = &conds[conds.Size() - 1];
+  }
+  const std::string stamp = format_time(cluster_.now());
+  const bool flipped = json_string(*found, {"status"}) != value;
+  if (flipped) set_str(*found, "lastTransitionTime", stamp, a);
+  if (flipped || json_string(*found, {"reason"}) != reason || json_string(*found, {"message"}) != message)
+    set_str(*found, "lastUpdateTime", stamp, a);
+  set_str(*found, "status", value, a);
+  set_str(*found, "reason", reason, a);
+  set_str(*found, "message", message, a);
 }
 
 bool SimWorkloads::sync_replicaset(const std::string& key) {
