@@ -429,16 +429,7 @@ void Cluster::delete_namespace_contents(std::string_view ns) {
 Result<ObjectPtr> Cluster::set_node_condition(std::string_view node, std::string_view type, std::string_view status,
                                               std::string_view reason, std::string_view message) {
   return mutate(*registry().nodes(), node, [&](Value& o, Alloc& a) {
-    Value& conds = ensure_array(ensure_object(o, "status", a), "conditions", a);
-    Value* found = nullptr;
-    for (auto& c : conds.GetArray())
-      if (json_string(c, {"type"}) == type) found = &c;
-    if (!found) {
-      Value c(rapidjson::kObjectType);
-      set_str(c, "type", type, a);
-      conds.PushBack(c, a);
-      found = &conds[conds.Size() - 1];
-    }
+    Value* found = &ensure_condition(ensure_object(o, "status", a), type, a);
     if (json_string(*found, {"status"}) != status) set_str(*found, "lastTransitionTime", format_time(now()), a);
     set_str(*found, "status", status, a);
     set_str(*found, "reason", reason, a);

@@ -91,6 +91,16 @@ Value& ensure_array(Value& obj, std::string_view key, Alloc& a) {
   return set(obj, key, Value(rapidjson::kArrayType), a);
 }
 
+Value& ensure_condition(Value& status, std::string_view type, Alloc& a) {
+  Value& conds = ensure_array(status, "conditions", a);
+  for (auto& c : conds.GetArray())
+    if (json_string(c, {"type"}) == type) return c;
+  Value c(rapidjson::kObjectType);
+  set_str(c, "type", type, a);
+  conds.PushBack(c, a);
+  return conds[conds.Size() - 1];
+}
+
 void drop_field(Value& obj, std::string_view key) {
   if (obj.IsObject()) obj.EraseMember(json_key(key));  // EraseMember keeps the order; RemoveMember swaps
 }

@@ -55,6 +55,8 @@ void set_int(Value& obj, std::string_view key, int64_t n, Alloc& a);
 void set_bool(Value& obj, std::string_view key, bool b, Alloc& a);
 Value& ensure_object(Value& obj, std::string_view key, Alloc& a);
 Value& ensure_array(Value& obj, std::string_view key, Alloc& a);
+// The entry of status's conditions with this type, added (holding only its type) when missing.
+Value& ensure_condition(Value& status, std::string_view type, Alloc& a);
 void drop_field(Value& obj, std::string_view key);
 Value copy_of(const Value& v, Alloc& a);
 

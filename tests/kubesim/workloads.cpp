@@ -295,16 +295,7 @@ int64_t SimWorkloads::max_unavailable(const Value& d, int64_t replicas) {
 
 void SimWorkloads::set_condition(Value& status, std::string_view type, std::string_view value, std::string_view reason,
                                  const std::string& message, Alloc& a) {
-  Value& conds = ensure_array(status, "conditions", a);
-  Value* found = nullptr;
-  for (auto& c : conds.GetArray())
-    if (json_string(c, {"type"}) == type) found = &c;
-  if (!found) {
-    Value c(rapidjson::kObjectType);
-    set_str(c, "type", type, a);
-    conds.PushBack(c, a);
-    found = &conds[conds.Size() - 1];
-  }
+  Value* found = &ensure_condition(status, type, a);
   const std::string stamp = format_time(cluster_.now());
   const bool flipped = json_string(*found, {"status"}) != value;
   if (flipped) set_str(*found, "lastTransitionTime", stamp, a);
