@@ -25,6 +25,11 @@ Manager::Manager(asio::any_io_executor executor, std::shared_ptr<kube::Client> c
       options_(std::move(options)),
       wake_(executor_) {}
 
+struct Manager::SignalWatch {
+  explicit SignalWatch(asio::any_io_executor executor) : set(executor, SIGINT, SIGTERM) {}
+  asio::signal_set set;
+};
+
 Manager::~Manager() = default;
 
 void Manager::add_runnable(std::string name, std::function<asio::awaitable<void>()> run, std::function<void()> stop) {
@@ -92,10 +97,12 @@ asio::awaitable<int> Manager::run() {
     logger.error("cannot start", {{"error", r.error()}});
     co_return 1;
   }
-  std::optional<asio::signal_set> signals;
   if (options_.handle_signals) {
-    signals.emplace(executor_, SIGINT, SIGTERM);
-    signals->async_wait([this](const boost::system::error_code& ec, int sig) {
+    // Caught until the manager is gone, not only while run() runs: a SIGTERM that comes while the
+    // process finishes stopping (after a lost lease, while what was in flight winds down) must
+    // not end it by the signal's default action, its exit status and the rest of its stop lost.
+    signals_ = std::make_unique<SignalWatch>(executor_);
+    signals_->set.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       logger.info("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
       shutdown();
@@ -179,7 +186,7 @@ asio::awaitable<int> Manager::run() {
   for (auto& r : runnables_) r.stop();
   if (metrics_server_) metrics_server_->stop();
   if (probe_server_) probe_server_->stop();
-  if (signals) signals->cancel();
+  if (signals_) signals_->set.cancel();  // later signals are caught and dropped
   timers_.stop();
   co_return exit_code;
 }

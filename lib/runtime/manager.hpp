@@ -94,6 +94,9 @@ class Manager {
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<HttpServer> metrics_server_;
   std::unique_ptr<HttpServer> probe_server_;
+  // SIGTERM and SIGINT, caught from run() on until the manager is gone (manager.cpp).
+  struct SignalWatch;
+  std::unique_ptr<SignalWatch> signals_;
   Signal wake_;
   bool shutdown_requested_ = false;
   bool lost_lease_ = false;

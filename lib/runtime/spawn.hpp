@@ -7,6 +7,8 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <string>
 
@@ -29,13 +31,25 @@ void spawn(const Executor& ex, boost::asio::awaitable<void> work, std::string wh
   boost::asio::co_spawn(ex, std::move(work), [what = std::move(what)](std::exception_ptr e) { log_exception(what, e); });
 }
 
-// As spawn, cancellable through signal (emit a terminal cancellation to stop it).
+// Whether the work ended by being cancelled (operation_aborted): how a cancelled task stops.
+inline bool ended_by_cancellation(std::exception_ptr e) {
+  if (!e) return false;
+  try {
+    std::rethrow_exception(e);
+  } catch (const boost::system::system_error& x) {
+    return x.code() == boost::asio::error::operation_aborted;
+  } catch (...) {}
+  return false;
+}
+
+// As spawn, cancellable through signal (emit a terminal cancellation to stop it). Ending by that
+// cancellation is not logged as a failure.
 template <class Executor>
 void spawn(const Executor& ex, boost::asio::awaitable<void> work, std::string what, boost::asio::cancellation_signal& signal,
            std::function<void()> on_done = {}) {
   boost::asio::co_spawn(ex, std::move(work),
                         boost::asio::bind_cancellation_slot(signal.slot(), [what = std::move(what), on_done](std::exception_ptr e) {
-                          log_exception(what, e);
+                          if (!ended_by_cancellation(e)) log_exception(what, e);
                           if (on_done) on_done();
                         }));
 }

@@ -1430,6 +1430,36 @@ TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e
   CHECK(follower->exit_status() == 0);
 }
 
+TEST_CASE("a SIGTERM while the operator stops after losing its lease ends it with its own exit status, not the signal's", "[e2e]") {
+  Env env;
+  // A drain in progress: its evictions are refused and retried every second.
+  auto refused = kubesim::FaultRule::answer("create", "pods/eviction", 429);
+  refused.retry_after_seconds = 1;
+  env.sim->faults().add(refused);
+  env.apply("policy", policy_yaml("default", "", "30s"));
+  auto a =
+      env.start("a", "--leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s --leader-elect-retry-period 500ms");
+  INFO(a->log());
+  REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 30s, 10ms));
+  // Its lease updates now take 12 s to be answered: at the renew deadline it gives up leading and
+  // stops, with an update still in flight, which its shutdown waits for (up to 5 s) before it exits.
+  kubesim::FaultRule slow;
+  slow.verb = "update";
+  slow.resource = "leases";
+  slow.delay_ms = 12000;
+  env.sim->faults().add(slow);
+  REQUIRE(eventually([&] { return a->log().find("stopping: leadership lost") != std::string::npos; }, 20s, 5ms));
+  // Past the manager's own stop, in that wait, the kubelet's SIGTERM comes (the pod is deleted).
+  std::this_thread::sleep_for(600ms);
+  REQUIRE(a->alive());
+  a->stop(SIGTERM);
+  // It goes on stopping and exits as it would have: 1, leadership lost. Not killed by the signal.
+  CHECK(a->exit_status() == 1);
+  CHECK(a->log().find("stopped exitCode=1") != std::string::npos);
+  // Its drain and workers, cancelled as it gave up leading, stopped as asked: not a failure to log.
+  CHECK(a->log().find("a background task failed") == std::string::npos);
+}
+
 TEST_CASE("a leader whose lease renewals stall stops evicting before another instance can take the lease", "[e2e]") {
   Env env;
   // Evictions are refused and retried every second: the drain keeps sending them.
