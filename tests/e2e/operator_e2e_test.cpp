@@ -1430,24 +1430,44 @@ TEST_CASE("a leader failover in the middle of a drain does not drain twice", "[e
   CHECK(follower->exit_status() == 0);
 }
 
-TEST_CASE("a SIGTERM while the operator stops after losing its lease ends it with its own exit status, not the signal's", "[e2e]") {
-  Env env;
-  // A drain in progress: its evictions are refused and retried every second.
+namespace {
+
+// Leader election that gives up within seconds: a 2 s renew deadline.
+constexpr const char* kQuickLeases =
+    "--leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s --leader-elect-retry-period 500ms";
+
+// Instance "a", leading, in a drain that never ends: every eviction is refused (429) and tried
+// again each second.
+auto leader_in_endless_drain(Env& env) {
   auto refused = kubesim::FaultRule::answer("create", "pods/eviction", 429);
   refused.retry_after_seconds = 1;
   env.sim->faults().add(refused);
   env.apply("policy", policy_yaml("default", "", "30s"));
-  auto a =
-      env.start("a", "--leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s --leader-elect-retry-period 500ms");
+  auto a = env.start("a", kQuickLeases);
   INFO(a->log());
   REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 30s, 10ms));
-  // Its lease updates now take 12 s to be answered: at the renew deadline it gives up leading and
-  // stops, with an update still in flight, which its shutdown waits for (up to 5 s) before it exits.
+  return a;
+}
+
+// From now on lease updates (only those of `user_agent`, when given) take 12 s to be answered.
+void stall_lease_updates(Env& env, const std::string& user_agent = {}) {
   kubesim::FaultRule slow;
   slow.verb = "update";
   slow.resource = "leases";
+  slow.user_agent = user_agent;
   slow.delay_ms = 12000;
   env.sim->faults().add(slow);
+}
+
+}  // namespace
+
+TEST_CASE("a SIGTERM while the operator stops after losing its lease ends it with its own exit status, not the signal's", "[e2e]") {
+  Env env;
+  auto a = leader_in_endless_drain(env);
+  INFO(a->log());
+  // At the renew deadline it gives up leading and stops, with a lease update still in flight,
+  // which its shutdown waits for (up to 5 s) before it exits.
+  stall_lease_updates(env);
   REQUIRE(eventually([&] { return a->log().find("stopping: leadership lost") != std::string::npos; }, 20s, 5ms));
   // Past the manager's own stop, in that wait, the kubelet's SIGTERM comes (the pod is deleted).
   std::this_thread::sleep_for(600ms);
@@ -1462,26 +1482,14 @@ TEST_CASE("a SIGTERM while the operator stops after losing its lease ends it wit
 
 TEST_CASE("a leader whose lease renewals stall stops evicting before another instance can take the lease", "[e2e]") {
   Env env;
-  // Evictions are refused and retried every second: the drain keeps sending them.
-  auto refused = kubesim::FaultRule::answer("create", "pods/eviction", 429);
-  refused.retry_after_seconds = 1;
-  env.sim->faults().add(refused);
-  env.apply("policy", policy_yaml("default", "", "30s"));
-  const std::string flags =
-      "--leader-elect --leader-elect-lease-duration 3s --leader-elect-renew-deadline 2s --leader-elect-retry-period 500ms";
-  auto a = env.start("a", flags);
+  // The drain keeps sending evictions.
+  auto a = leader_in_endless_drain(env);
   INFO(a->log());
-  REQUIRE(eventually([&] { return !env.operator_requests("/eviction").empty(); }, 30s, 10ms));
   const std::string first = env.lease_holder();
   REQUIRE(!first.empty());
-  auto b = env.start("b", flags);
-  // From now on the leader's lease updates take 12 s to be answered.
-  kubesim::FaultRule slow;
-  slow.verb = "update";
-  slow.resource = "leases";
-  slow.user_agent = first;
-  slow.delay_ms = 12000;
-  env.sim->faults().add(slow);
+  auto b = env.start("b", kQuickLeases);
+  // The leader's lease updates, not the other's.
+  stall_lease_updates(env, first);
   auto evictions_by_first = [&] {
     size_t n = 0;
     for (const auto& r : env.sim->audit())
