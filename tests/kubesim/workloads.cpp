@@ -5,6 +5,7 @@
 #include "disruption.hpp"
 
 #include "core/strings.hpp"
+#include "model/meta.hpp"
 #include "model/node.hpp"
 #include "model/pod.hpp"
 
@@ -281,12 +282,12 @@ int64_t SimWorkloads::max_unavailable(const Value& d, int64_t replicas) {
   if (json_string(d, {"spec", "strategy", "type"}) == "Recreate") return 0;
   auto resolve = [&](std::string_view field, bool round_up) -> int64_t {
     const Value* v = json_path(d, {"spec", "strategy", "rollingUpdate", field});
-    if (!v) return round_up ? (replicas * 25 + 99) / 100 : replicas * 25 / 100;  // the 25 % default
-    if (v->IsInt64()) return v->GetInt64();
-    std::string_view text = v->IsString() ? std::string_view(v->GetString()) : std::string_view();
-    if (!text.ends_with('%')) return 0;
-    const int64_t percent = parse_int(text.substr(0, text.size() - 1)).value_or(0);
-    return round_up ? (replicas * percent + 99) / 100 : replicas * percent / 100;
+    model::IntOrString value{true, 25};  // absent: the default
+    if (v) value = {};                   // neither an integer nor a percentage: 0
+    if (v && v->IsInt()) value = {false, v->GetInt()};
+    if (v && v->IsString())
+      if (auto parsed = model::IntOrString::parse(v->GetString()); parsed && parsed->is_percent) value = *parsed;
+    return value.scaled(static_cast<int32_t>(replicas), round_up);
   };
   int64_t unavailable = resolve("maxUnavailable", false);
   if (unavailable == 0 && resolve("maxSurge", true) == 0) unavailable = 1;
