@@ -380,7 +380,6 @@ class Decoder {
         if (!r.skip(wire)) return fail();
         continue;
       }
-      const std::string path = at.empty() ? std::string(f->json) : fmt::format("{}.{}", at, f->json);
       Value v;
       if (wire == 0) {
         uint64_t n;
@@ -402,7 +401,7 @@ class Decoder {
           if (!map_entry(s, f->type, ensure_object(out, f->json, a_))) return false;
           continue;
         }
-        if (!value(s, *f, v, path)) return false;
+        if (!value(s, *f, v, at)) return false;
         if (v.IsNull()) continue;
       } else {
         return fail();
@@ -419,8 +418,9 @@ class Decoder {
     return false;
   }
 
-  // A length-delimited value of field f into v; v stays null when the value is to be left out.
-  bool value(std::string_view s, const Field& f, Value& v, const std::string& path) {
+  // A length-delimited value of field f, of the message at `at`, into v; v stays null when the
+  // value is to be left out.
+  bool value(std::string_view s, const Field& f, Value& v, const std::string& at) {
     switch (f.type) {
       case Type::kString:
         if (!s.empty() || f.pointer || f.repeated) v = str(s, a_);
@@ -429,7 +429,7 @@ class Decoder {
         return int_or_string(s, v);
       case Type::kMessage: {
         Value obj(rapidjson::kObjectType);
-        if (!message(s, f.message(), obj, path)) return false;
+        if (!message(s, f.message(), obj, at.empty() ? std::string(f.json) : fmt::format("{}.{}", at, f.json))) return false;
         if (obj.MemberCount() || f.pointer || f.repeated) v = std::move(obj);
         return true;
       }
