@@ -5,11 +5,13 @@
 #include "schema.hpp"
 
 #include "core/strings.hpp"
+#include "model/meta.hpp"
 #include "model/quantity.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 
 namespace spotshift::kubesim {
@@ -319,13 +321,49 @@ Result<void> Cluster::admit_node(const ResourceType& /*rt*/, Value& obj, Alloc& 
   return {};
 }
 
+// minAvailable and maxUnavailable as the API server takes them: an int32 or a string (anything
+// else cannot be decoded: 400), then validated as a non-negative integer or a percentage of at
+// most 100 % written as digits and '%'. Every failing field is named, as the API server does.
 Result<void> Cluster::admit_pdb(const ResourceType& rt, Value& obj, Alloc& /*a*/, const Value* /*old*/, bool /*load*/) {
   const std::string name(name_of(obj));
-  if (json_path(obj, {"spec", "minAvailable"}) && json_path(obj, {"spec", "maxUnavailable"}))
-    return invalid(
-        rt, name,
-        {{"FieldValueInvalid", "spec",
-          fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set", go_pdb_spec(*json_path(obj, {"spec"})))}});
+  Value* spec = get_mut(obj, "spec");
+  if (!spec || !spec->IsObject()) return {};
+  std::vector<StatusCause> causes;
+  std::vector<std::pair<std::string_view, const Value*>> set;
+  for (std::string_view field : {"minAvailable", "maxUnavailable"}) {
+    if (const Value* given = get_mut(*spec, field); given && given->IsNull()) drop_field(*spec, field);  // null: left out
+    const Value* v = json_member(*spec, field);
+    if (!v) continue;
+    if (!v->IsString() && !v->IsInt()) {
+      const std::string what = v->IsNumber() ? "number " + to_json(*v) : v->IsBool() ? "bool" : v->IsArray() ? "array" : "object";
+      return bad_request(
+          fmt::format("PodDisruptionBudget in version \"v1\" cannot be handled as a PodDisruptionBudget: json: cannot unmarshal {} into "
+                      "Go struct field PodDisruptionBudgetSpec.spec.{} of type int32",
+                      what, field));
+    }
+    set.emplace_back(field, v);
+  }
+  if (set.size() == 2)
+    causes.push_back({"FieldValueInvalid", "spec",
+                      fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set", go_pdb_spec(*spec))});
+  for (const auto& [field, v] : set) {
+    const std::string path = fmt::format("spec.{}", field);
+    if (v->IsInt()) {
+      if (v->GetInt() < 0)
+        causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: must be greater than or equal to 0", v->GetInt())});
+      continue;
+    }
+    const std::string_view text(v->GetString(), v->GetStringLength());
+    const std::string_view digits = text.empty() ? text : text.substr(0, text.size() - 1);
+    if (text.size() < 2 || text.back() != '%' || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      causes.push_back({"FieldValueInvalid", path,
+                        fmt::format("Invalid value: {}: a valid percent string must be a numeric string followed by an ending '%' (e.g. "
+                                    "'1%',  or '93%', regex used for validation is '[0-9]+%')",
+                                    to_json(*v))});
+    else if (auto parsed = model::IntOrString::parse(text); !parsed || parsed->value > 100)
+      causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: must not be greater than 100%", to_json(*v))});
+  }
+  if (!causes.empty()) return invalid(rt, name, std::move(causes));
   return {};
 }
 

@@ -120,6 +120,69 @@ TEST_CASE("the status subresource and generation behave like the apiserver's", "
   CHECK(body_field(noop, {"metadata", "resourceVersion"}) == rv);  // a no-op write does not bump it
 }
 
+// The (field, message) of each cause of a 422.
+static std::vector<std::pair<std::string, std::string>> causes_of(const HttpResponse& r) {
+  Doc d = parse(r.body);
+  std::vector<std::pair<std::string, std::string>> out;
+  if (const Value* causes = json_path(d, {"details", "causes"}); causes && causes->IsArray())
+    for (const auto& c : causes->GetArray()) out.emplace_back(json_string(c, {"field"}), json_string(c, {"message"}));
+  return out;
+}
+
+TEST_CASE("a budget's minAvailable and maxUnavailable are validated as the API server does", "[api]") {
+  TestCluster t;
+  const std::string path = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+  auto budget = [](std::string_view name, std::string_view fields) {
+    return fmt::format(R"({{"metadata":{{"name":"{}"}},"spec":{{{},"selector":{{"matchLabels":{{"a":"b"}}}}}}}})", name, fields);
+  };
+  const std::string percent_only =
+      ": a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is "
+      "'[0-9]+%')";
+  using Causes = std::vector<std::pair<std::string, std::string>>;
+  for (const auto& [fields, field, value] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{R"("minAvailable":"abc")", "spec.minAvailable", R"("abc")"},
+                                                                      {R"("minAvailable":"5")", "spec.minAvailable", R"("5")"},
+                                                                      {R"("maxUnavailable":"-5%")", "spec.maxUnavailable", R"("-5%")"},
+                                                                      {R"("maxUnavailable":"+5%")", "spec.maxUnavailable", R"("+5%")"},
+                                                                      {R"("maxUnavailable":"%")", "spec.maxUnavailable", R"("%")"}}) {
+    INFO(fields);
+    auto r = t.post(path, budget("x", fields));
+    CHECK(r.status == 422);
+    CHECK(causes_of(r) == Causes{{field, "Invalid value: " + value + percent_only}});
+  }
+  auto over = t.post(path, budget("x", R"("minAvailable":"150%")"));
+  CHECK(body_field(over, {"message"}) ==
+        R"(PodDisruptionBudget.policy "x" is invalid: spec.minAvailable: Invalid value: "150%": must not be greater than 100%)");
+  auto negative = t.post(path, budget("x", R"("minAvailable":-1)"));
+  CHECK(body_field(negative, {"message"}) ==
+        R"(PodDisruptionBudget.policy "x" is invalid: spec.minAvailable: Invalid value: -1: must be greater than or equal to 0)");
+  // Every failing field is named, after the two being set at once.
+  auto both = t.post(path, budget("x", R"("minAvailable":"x","maxUnavailable":"200%")"));
+  CHECK(both.status == 422);
+  const Causes both_causes = causes_of(both);
+  REQUIRE(both_causes.size() == 3);
+  CHECK(both_causes[0].first == "spec");
+  CHECK(both_causes[1] == std::pair<std::string, std::string>{"spec.minAvailable", R"(Invalid value: "x")" + percent_only});
+  CHECK(both_causes[2] ==
+        std::pair<std::string, std::string>{"spec.maxUnavailable", R"(Invalid value: "200%": must not be greater than 100%)"});
+  // What cannot be decoded into an int32 or a string is a bad request.
+  for (const char* value : {"2.5", "3000000000", "true", "{}"}) {
+    INFO(value);
+    auto r = t.post(path, budget("x", fmt::format(R"("maxUnavailable":{})", value)));
+    CHECK(r.status == 400);
+    CHECK(body_field(r, {"message"}).find("into Go struct field PodDisruptionBudgetSpec.spec.maxUnavailable of type int32") !=
+          std::string::npos);
+  }
+  // Leading zeros and 100 % are fine; null is the field left out; an update is checked too.
+  auto padded = t.post(path, budget("padded", R"("minAvailable":"05%","maxUnavailable":null)"));
+  CHECK(padded.status == 201);
+  CHECK(body_field(padded, {"spec", "maxUnavailable"}) == "<absent>");
+  CHECK(t.post(path, budget("whole", R"("maxUnavailable":"100%")")).status == 201);
+  auto patched = t.request("PATCH", path + "/whole", R"({"spec":{"maxUnavailable":"101%"}})", "application/merge-patch+json");
+  CHECK(patched.status == 422);
+  CHECK(body_field(t.get(path + "/whole"), {"spec", "maxUnavailable"}) == "100%");
+}
+
 TEST_CASE("the scale subresource reads and writes spec.replicas as an autoscaling/v1 Scale", "[api]") {
   TestCluster t;
   const std::string deploy = "/apis/apps/v1/namespaces/default/deployments";

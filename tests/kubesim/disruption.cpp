@@ -77,18 +77,12 @@ PdbStatus compute_pdb_status(const Cluster& cluster, const Value& pdb) {
     if (pod_ready(p->doc)) ++st.current_healthy;
   }
 
-  const Value* min_available = json_path(pdb, {"spec", "minAvailable"});
-  const Value* max_unavailable = json_path(pdb, {"spec", "maxUnavailable"});
-  auto percent = [](const Value* v) -> std::optional<int> {
-    if (!v || !v->IsString()) return std::nullopt;
-    std::string s = v->GetString();
-    if (s.empty() || s.back() != '%') return std::nullopt;
-    return std::atoi(s.c_str());
-  };
-  bool needs_scale = max_unavailable || percent(min_available);
-  if (!needs_scale) {
+  // Admission let through only an integer or a percentage (admit_pdb).
+  const std::optional<model::IntOrString> min_available = int_or_percent(json_path(pdb, {"spec", "minAvailable"}));
+  const std::optional<model::IntOrString> max_unavailable = int_or_percent(json_path(pdb, {"spec", "maxUnavailable"}));
+  if (!max_unavailable && !(min_available && min_available->is_percent)) {
     st.expected_pods = static_cast<int32_t>(pods.size());
-    st.desired_healthy = min_available && min_available->IsInt() ? min_available->GetInt() : 0;
+    st.desired_healthy = min_available ? min_available->value : 0;
   } else {
     // The sum of the scales of the distinct controllers of the selected pods.
     std::map<std::string, int32_t> scale;
@@ -123,15 +117,9 @@ PdbStatus compute_pdb_status(const Cluster& cluster, const Value& pdb) {
       scale[std::string(json_string(holder->doc, {"metadata", "uid"}))] = scaled && scaled->IsInt() ? scaled->GetInt() : 1;
     }
     for (const auto& [uid, n] : scale) st.expected_pods += n;
-    if (max_unavailable) {
-      int32_t mu = 0;
-      if (auto pct = percent(max_unavailable)) mu = static_cast<int32_t>((int64_t(*pct) * st.expected_pods + 99) / 100);
-      else if (max_unavailable->IsInt()) mu = max_unavailable->GetInt();
-      st.desired_healthy = std::max(0, st.expected_pods - mu);
-    } else {
-      int pct = *percent(min_available);
-      st.desired_healthy = static_cast<int32_t>((int64_t(pct) * st.expected_pods + 99) / 100);
-    }
+    // Percentages round up, for either field (the disruption controller's rounding).
+    if (max_unavailable) st.desired_healthy = std::max(0, st.expected_pods - max_unavailable->scaled(st.expected_pods, true));
+    else st.desired_healthy = min_available->scaled(st.expected_pods, true);
   }
   st.disruptions_allowed = st.expected_pods == 0 ? 0 : std::max(0, st.current_healthy - st.desired_healthy);
   st.reason = st.disruptions_allowed > 0 ? "SufficientPods" : "InsufficientPods";

@@ -125,4 +125,13 @@ std::optional<model::LabelSelector> label_selector_of(const Value& obj, std::str
   return selector;
 }
 
+std::optional<model::IntOrString> int_or_percent(const Value* v) {
+  if (!v || v->IsNull()) return std::nullopt;
+  if (v->IsInt()) return model::IntOrString{false, v->GetInt()};
+  if (v->IsString())
+    if (auto parsed = model::IntOrString::parse(std::string_view(v->GetString(), v->GetStringLength())); parsed && parsed->is_percent)
+      return *parsed;
+  return model::IntOrString{};
+}
+
 }  // namespace spotshift::kubesim

@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "model/json.hpp"
+#include "model/meta.hpp"
 
 #include <rapidjson/document.h>
 
@@ -68,5 +69,10 @@ std::string_view namespace_of(const Value& obj);
 // A metav1.LabelSelector member of obj, read by the operator's decoder; nothing when it is
 // absent, null or invalid.
 std::optional<model::LabelSelector> label_selector_of(const Value& obj, std::string_view key);
+
+// An intstr.IntOrString field as the controllers read it: nothing when absent or null; an
+// integer; a string that is a percentage; 0 for anything else (a string without '%' is not a
+// number to them).
+std::optional<model::IntOrString> int_or_percent(const Value* v);
 
 }  // namespace spotshift::kubesim

@@ -281,12 +281,8 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
 int64_t SimWorkloads::max_unavailable(const Value& d, int64_t replicas) {
   if (json_string(d, {"spec", "strategy", "type"}) == "Recreate") return 0;
   auto resolve = [&](std::string_view field, bool round_up) -> int64_t {
-    const Value* v = json_path(d, {"spec", "strategy", "rollingUpdate", field});
-    model::IntOrString value{true, 25};  // absent: the default
-    if (v) value = {};                   // neither an integer nor a percentage: 0
-    if (v && v->IsInt()) value = {false, v->GetInt()};
-    if (v && v->IsString())
-      if (auto parsed = model::IntOrString::parse(v->GetString()); parsed && parsed->is_percent) value = *parsed;
+    const model::IntOrString value =  // absent: the default
+        int_or_percent(json_path(d, {"spec", "strategy", "rollingUpdate", field})).value_or(model::IntOrString{true, 25});
     return value.scaled(static_cast<int32_t>(replicas), round_up);
   };
   int64_t unavailable = resolve("maxUnavailable", false);
