@@ -146,7 +146,13 @@ void default_workload(const ResourceType& rt, Value& spec, Alloc& a) {
   if (kind != "DaemonSet") default_field(spec, "replicas", Value(1), a);
   if (kind != "ReplicaSet") default_field(spec, "revisionHistoryLimit", Value(10), a);
   if (kind == "Deployment") {
-    default_field(spec, "strategy", rolling_update({{"maxUnavailable", json_key("25%")}, {"maxSurge", json_key("25%")}}, a), a);
+    // Field by field: the type defaults to RollingUpdate, and a rolling update's two bounds to 25 %.
+    Value& strategy = ensure_object(spec, "strategy", a);
+    if (json_string(strategy, {"type"}).empty()) set_str(strategy, "type", "RollingUpdate", a);
+    if (json_string(strategy, {"type"}) == "RollingUpdate") {
+      Value& rolling = ensure_object(strategy, "rollingUpdate", a);
+      for (const char* bound : {"maxUnavailable", "maxSurge"}) default_field(rolling, bound, json_key("25%"), a);
+    }
     default_field(spec, "progressDeadlineSeconds", Value(600), a);
   } else if (kind == "DaemonSet") {
     default_field(spec, "updateStrategy", rolling_update({{"maxUnavailable", Value(1)}, {"maxSurge", Value(0)}}, a), a);
@@ -186,6 +192,116 @@ std::string go_pdb_spec(const Value& spec) {
   return fmt::format(R"({{"MinAvailable":{},"Selector":{},"MaxUnavailable":{},"UnhealthyPodEvictionPolicy":{}}})",
                      json(json_member(spec, "minAvailable")), selector, json(json_member(spec, "maxUnavailable")),
                      json(json_member(spec, "unhealthyPodEvictionPolicy")));
+}
+
+// A field the API server decodes into an int32 (or an intstr.IntOrString, an int32 or a
+// string): anything else is a 400, as its JSON decoder answers.
+Error undecodable(std::string_view kind, std::string_view go_struct, std::string_view path, const Value& v) {
+  const std::string what = v.IsNumber()   ? "number " + to_json(v)
+                           : v.IsBool()   ? "bool"
+                           : v.IsString() ? "string"
+                           : v.IsArray()  ? "array"
+                                          : "object";
+  return Cluster::bad_request(
+      fmt::format("{} in version \"v1\" cannot be handled as a {}: json: cannot unmarshal {} into Go struct field "
+                  "{}.{} of type int32",
+                  kind, kind, what, go_struct, path));
+}
+
+// An intstr.IntOrString member of obj (at prefix + field): nullptr when absent, and null is
+// taken out (a field left out); 400 when it is neither an int32 nor a string.
+Result<const Value*> int_or_string_field(Value& obj, std::string_view field, std::string_view kind, std::string_view go_struct,
+                                         std::string_view prefix) {
+  if (const Value* given = get_mut(obj, field); given && given->IsNull()) drop_field(obj, field);
+  const Value* v = json_member(obj, field);
+  if (v && !v->IsString() && !v->IsInt()) return undecodable(kind, go_struct, fmt::format("{}{}", prefix, field), *v);
+  return v;
+}
+
+// Digits and '%', the form of a percentage the API server validates against ([0-9]+%).
+bool percent_form(const Value& v) {
+  if (!v.IsString()) return false;
+  const std::string_view text(v.GetString(), v.GetStringLength());
+  return text.size() >= 2 && text.back() == '%' && std::all_of(text.begin(), text.end() - 1, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// ValidatePositiveIntOrPercent: a non-negative integer, or a percentage.
+void check_int_or_percent(const Value& v, const std::string& path, std::vector<StatusCause>& causes) {
+  if (v.IsInt() && v.GetInt() < 0)
+    causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: must be greater than or equal to 0", v.GetInt())});
+  else if (v.IsString() && !percent_form(v))
+    causes.push_back({"FieldValueInvalid", path,
+                      fmt::format("Invalid value: {}: a valid percent string must be a numeric string followed by an ending '%' (e.g. "
+                                  "'1%',  or '93%', regex used for validation is '[0-9]+%')",
+                                  to_json(v))});
+}
+
+// IsNotMoreThan100Percent: only a percentage is looked at.
+void check_at_most_100_percent(const Value& v, const std::string& path, std::vector<StatusCause>& causes) {
+  if (!percent_form(v)) return;
+  if (auto p = model::IntOrString::parse(std::string_view(v.GetString(), v.GetStringLength())); !p || p->value > 100)
+    causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: must not be greater than 100%", to_json(v))});
+}
+
+// What ValidateDeploymentSpec and its siblings check of the fields the simulator acts on: the
+// replica count, the selector (required, not empty, matching the template's labels) and, for a
+// Deployment, its rolling update's maxUnavailable and maxSurge.
+Result<void> validate_workload(const ResourceType& rt, const std::string& name, Value& spec) {
+  const std::string& kind = rt.kind;
+  std::vector<StatusCause> causes;
+  if (const Value* replicas = json_member(spec, "replicas"); replicas && kind != "DaemonSet") {
+    if (!replicas->IsInt()) return undecodable(kind, kind + "Spec", "spec.replicas", *replicas);
+    if (replicas->GetInt() < 0)
+      causes.push_back(
+          {"FieldValueInvalid", "spec.replicas", fmt::format("Invalid value: {}: must be greater than or equal to 0", replicas->GetInt())});
+  }
+  const Value* selector = json_member(spec, "selector");
+  const auto parsed = label_selector_of(spec, "selector");
+  if (!selector) {
+    causes.push_back({"FieldValueRequired", "spec.selector", "Required value"});
+  } else if (parsed && parsed->empty()) {
+    std::string lower = kind;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    causes.push_back({"FieldValueInvalid", "spec.selector", fmt::format("Invalid value: {{}}: empty selector is invalid for {}", lower)});
+  }
+  if (!selector || (parsed && !parsed->empty())) {
+    const Value* tmpl = json_member(spec, "template");
+    if (tmpl && (!parsed || !parsed->matches(labels_of(*tmpl)))) {
+      const Value* labels = json_path(*tmpl, {"metadata", "labels"});
+      causes.push_back({"FieldValueInvalid", "spec.template.metadata.labels",
+                        fmt::format("Invalid value: {}: `selector` does not match template `labels`",
+                                    labels && labels->IsObject() ? canonical_json(*labels) : "null")});
+    }
+  }
+  Value* strategy = kind == "Deployment" ? get_mut(spec, "strategy") : nullptr;
+  if (Value* rolling = strategy ? get_mut(*strategy, "rollingUpdate") : nullptr; rolling && rolling->IsObject()) {
+    if (json_string(*strategy, {"type"}) == "Recreate") {
+      causes.push_back(
+          {"FieldValueForbidden", "spec.strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` is 'Recreate'"});
+    } else {
+      const std::string_view prefix = "spec.strategy.rollingUpdate.";
+      auto unavailable = int_or_string_field(*rolling, "maxUnavailable", kind, "RollingUpdateDeployment", prefix);
+      if (!unavailable) return unavailable.error();
+      auto surge = int_or_string_field(*rolling, "maxSurge", kind, "RollingUpdateDeployment", prefix);
+      if (!surge) return surge.error();
+      const std::string unavailable_path = fmt::format("{}maxUnavailable", prefix);
+      if (*unavailable) check_int_or_percent(**unavailable, unavailable_path, causes);
+      if (*surge) check_int_or_percent(**surge, fmt::format("{}maxSurge", prefix), causes);
+      // getIntOrPercentValue: the integer, or the digits before a '%'; 0 for what does not parse.
+      auto value = [](const Value* v) -> int64_t {
+        if (!v || v->IsInt()) return v ? v->GetInt() : 0;
+        std::string_view text(v->GetString(), v->GetStringLength());
+        if (text.ends_with('%')) text.remove_suffix(1);
+        return parse_int(text).value_or(0);
+      };
+      if (*unavailable && *surge && value(*unavailable) == 0 && value(*surge) == 0)
+        causes.push_back({"FieldValueInvalid", unavailable_path,
+                          fmt::format("Invalid value: {}: may not be 0 when `maxSurge` is 0", to_json(**unavailable))});
+      if (*unavailable) check_at_most_100_percent(**unavailable, unavailable_path, causes);
+    }
+  }
+  if (!causes.empty()) return Cluster::invalid(rt, name, std::move(causes));
+  return {};
 }
 
 }  // namespace
@@ -321,47 +437,24 @@ Result<void> Cluster::admit_node(const ResourceType& /*rt*/, Value& obj, Alloc& 
   return {};
 }
 
-// minAvailable and maxUnavailable as the API server takes them: an int32 or a string (anything
-// else cannot be decoded: 400), then validated as a non-negative integer or a percentage of at
-// most 100 % written as digits and '%'. Every failing field is named, as the API server does.
 Result<void> Cluster::admit_pdb(const ResourceType& rt, Value& obj, Alloc& /*a*/, const Value* /*old*/, bool /*load*/) {
   const std::string name(name_of(obj));
   Value* spec = get_mut(obj, "spec");
   if (!spec || !spec->IsObject()) return {};
-  std::vector<StatusCause> causes;
   std::vector<std::pair<std::string_view, const Value*>> set;
   for (std::string_view field : {"minAvailable", "maxUnavailable"}) {
-    if (const Value* given = get_mut(*spec, field); given && given->IsNull()) drop_field(*spec, field);  // null: left out
-    const Value* v = json_member(*spec, field);
-    if (!v) continue;
-    if (!v->IsString() && !v->IsInt()) {
-      const std::string what = v->IsNumber() ? "number " + to_json(*v) : v->IsBool() ? "bool" : v->IsArray() ? "array" : "object";
-      return bad_request(
-          fmt::format("PodDisruptionBudget in version \"v1\" cannot be handled as a PodDisruptionBudget: json: cannot unmarshal {} into "
-                      "Go struct field PodDisruptionBudgetSpec.spec.{} of type int32",
-                      what, field));
-    }
-    set.emplace_back(field, v);
+    auto v = int_or_string_field(*spec, field, "PodDisruptionBudget", "PodDisruptionBudgetSpec", "spec.");
+    if (!v) return v.error();
+    if (*v) set.emplace_back(field, *v);
   }
+  std::vector<StatusCause> causes;
   if (set.size() == 2)
     causes.push_back({"FieldValueInvalid", "spec",
                       fmt::format("Invalid value: {}: minAvailable and maxUnavailable cannot be both set", go_pdb_spec(*spec))});
   for (const auto& [field, v] : set) {
     const std::string path = fmt::format("spec.{}", field);
-    if (v->IsInt()) {
-      if (v->GetInt() < 0)
-        causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: must be greater than or equal to 0", v->GetInt())});
-      continue;
-    }
-    const std::string_view text(v->GetString(), v->GetStringLength());
-    const std::string_view digits = text.empty() ? text : text.substr(0, text.size() - 1);
-    if (text.size() < 2 || text.back() != '%' || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      causes.push_back({"FieldValueInvalid", path,
-                        fmt::format("Invalid value: {}: a valid percent string must be a numeric string followed by an ending '%' (e.g. "
-                                    "'1%',  or '93%', regex used for validation is '[0-9]+%')",
-                                    to_json(*v))});
-    else if (auto parsed = model::IntOrString::parse(text); !parsed || parsed->value > 100)
-      causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: must not be greater than 100%", to_json(*v))});
+    check_int_or_percent(*v, path, causes);
+    check_at_most_100_percent(*v, path, causes);
   }
   if (!causes.empty()) return invalid(rt, name, std::move(causes));
   return {};
@@ -378,8 +471,9 @@ Result<void> Cluster::admit_namespace(const ResourceType& /*rt*/, Value& obj, Al
 }
 
 Result<void> Cluster::admit_workload(const ResourceType& rt, Value& obj, Alloc& a, const Value* /*old*/, bool /*load*/) {
-  default_workload(rt, ensure_object(obj, "spec", a), a);
-  return {};
+  Value& spec = ensure_object(obj, "spec", a);
+  default_workload(rt, spec, a);
+  return validate_workload(rt, std::string(name_of(obj)), spec);
 }
 
 Result<void> Cluster::admit_crd(const ResourceType& rt, Value& obj, Alloc& a, const Value* /*old*/, bool /*load*/) {

@@ -12,14 +12,6 @@ namespace spotshift::kubesim {
 
 namespace {
 
-model::Labels labels_of(const Value& obj) {
-  model::Labels out;
-  if (const Value* l = json_path(obj, {"metadata", "labels"}); l && l->IsObject())
-    for (auto it = l->MemberBegin(); it != l->MemberEnd(); ++it)
-      if (it->value.IsString()) out.set(it->name.GetString(), it->value.GetString());
-  return out;
-}
-
 const Value* controller_ref(const Value& obj) {
   const Value* refs = json_path(obj, {"metadata", "ownerReferences"});
   if (!refs || !refs->IsArray()) return nullptr;

@@ -114,6 +114,16 @@ Value copy_of(const Value& v, Alloc& a) {
 std::string_view name_of(const Value& obj) { return json_string(obj, {"metadata", "name"}); }
 std::string_view namespace_of(const Value& obj) { return json_string(obj, {"metadata", "namespace"}); }
 
+model::Labels labels_of(const Value& obj) {
+  model::Labels out;
+  if (const Value* l = json_path(obj, {"metadata", "labels"}); l && l->IsObject())
+    for (auto it = l->MemberBegin(); it != l->MemberEnd(); ++it)
+      if (it->value.IsString())
+        out.set(std::string_view(it->name.GetString(), it->name.GetStringLength()),
+                std::string_view(it->value.GetString(), it->value.GetStringLength()));
+  return out;
+}
+
 std::optional<model::LabelSelector> label_selector_of(const Value& obj, std::string_view key) {
   const Value* v = json_member(obj, key);
   if (!v) return std::nullopt;

@@ -65,6 +65,8 @@ Value copy_of(const Value& v, Alloc& a);
 inline const Value* meta(const Value& obj) { return json_member(obj, "metadata"); }
 std::string_view name_of(const Value& obj);
 std::string_view namespace_of(const Value& obj);
+// metadata.labels (string values only).
+model::Labels labels_of(const Value& obj);
 
 // A metav1.LabelSelector member of obj, read by the operator's decoder; nothing when it is
 // absent, null or invalid.

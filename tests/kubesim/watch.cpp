@@ -7,16 +7,6 @@
 
 namespace spotshift::kubesim {
 
-model::Labels labels_of(const Value& obj) {
-  model::Labels out;
-  if (const Value* l = json_path(obj, {"metadata", "labels"}); l && l->IsObject())
-    for (auto it = l->MemberBegin(); it != l->MemberEnd(); ++it)
-      if (it->value.IsString())
-        out.set(std::string_view(it->name.GetString(), it->name.GetStringLength()),
-                std::string_view(it->value.GetString(), it->value.GetStringLength()));
-  return out;
-}
-
 std::optional<std::string> field_value(const Value& obj, std::string_view path) {
   if (path == "source") path = "source.component";  // events: "source" selects source.component
   const Value* cur = &obj;

@@ -56,6 +56,5 @@ class WatchStream {
 
 // Field values for field selectors, read from the object by path ("spec.nodeName").
 std::optional<std::string> field_value(const Value& obj, std::string_view field);
-model::Labels labels_of(const Value& obj);
 
 }  // namespace spotshift::kubesim

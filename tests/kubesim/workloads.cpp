@@ -308,7 +308,7 @@ bool SimWorkloads::sync_replicaset(const std::string& key) {
   auto rs = cluster_.store().get(*reg.replicasets(), key);
   if (!rs) return false;
   const Value& r = rs->doc;
-  int64_t want = json_int(r, {"spec", "replicas"}).value_or(1);
+  const int64_t want = std::max<int64_t>(0, json_int(r, {"spec", "replicas"}).value_or(1));  // admission refuses < 0
   std::vector<ObjectPtr> live;
   for (const auto& p : owned_pods(std::string(json_string(r, {"metadata", "uid"}))))
     if (active(p->doc)) live.push_back(p);
