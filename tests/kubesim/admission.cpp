@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace spotshift::kubesim {
 
@@ -81,50 +82,71 @@ void strip_mutable_pod_fields(Value& spec) {
       for (auto& c : cs->GetArray()) drop_field(c, "image");
 }
 
-Result<void> check_quantities(const ResourceType& rt, std::string_view name, const Value& spec) {
-  std::vector<StatusCause> causes;
+// validateContainers and validateInitContainers, container by container: a name (an RFC 1123
+// label, unique among the pod's containers, init containers included; a scenario's pods may
+// leave it out), but no image (nothing runs one, and the tests' pods have none); then
+// validateResourceRequirements: each limit, then each request, is a quantity, not negative, and
+// whole for an extended resource; a request is at most its limit, and for a resource that cannot
+// be overcommitted (extended resources, hugepages) has one, equal.
+void check_containers(const Value& spec, bool load, std::vector<StatusCause>& causes) {
   // A quantity as written: a string, or a bare number.
   auto text_of = [](const Value& v) { return v.IsString() ? std::string(v.GetString()) : to_json(v); };
+  auto extended = [](std::string_view resource) {
+    return resource.find('/') != std::string_view::npos && resource.find("kubernetes.io/") == std::string_view::npos;
+  };
+  std::set<std::string_view> names;
   for (const char* list : {"containers", "initContainers"}) {
     const Value* cs = json_member(spec, list);
     if (!cs || !cs->IsArray()) continue;
     for (rapidjson::SizeType i = 0; i < cs->Size(); ++i) {
-      for (const char* kind : {"requests", "limits"}) {
+      const std::string container = fmt::format("spec.{}[{}]", list, i);
+      const std::string_view name = json_string((*cs)[i], {"name"});
+      if (name.empty() && !load) causes.push_back({"FieldValueRequired", container + ".name", "Required value"});
+      for (const std::string& e : dns_name_errors(name.empty() ? "x" : name, false))
+        causes.push_back({"FieldValueInvalid", container + ".name", fmt::format("Invalid value: {}: {}", json_quote(name), e)});
+      if (!name.empty() && !names.insert(name).second)
+        causes.push_back({"FieldValueDuplicate", container + ".name", fmt::format("Duplicate value: {}", json_quote(name))});
+      const std::string at = container + ".resources";
+      std::map<std::string, model::Quantity, std::less<>> limit_of;
+      for (const char* kind : {"limits", "requests"}) {
         const Value* rl = json_path((*cs)[i], {"resources", kind});
         if (!rl || !rl->IsObject()) continue;
         for (auto it = rl->MemberBegin(); it != rl->MemberEnd(); ++it) {
-          std::string text = text_of(it->value);
-          if (auto q = model::Quantity::parse(text); !q)
-            causes.push_back({"FieldValueInvalid", fmt::format("spec.{}[{}].resources.{}[{}]", list, i, kind, it->name.GetString()),
-                              fmt::format("Invalid value: \"{}\": {}", text, q.error().message)});
+          const std::string_view resource(it->name.GetString(), it->name.GetStringLength());
+          const std::string field = fmt::format("{}.{}[{}]", at, kind, resource);
+          const std::string text = text_of(it->value);
+          auto q = model::Quantity::parse(text);
+          if (!q) {
+            causes.push_back({"FieldValueInvalid", field, fmt::format("Invalid value: \"{}\": {}", text, q.error().message)});
+            continue;
+          }
+          if (q->sign() < 0)
+            causes.push_back(
+                {"FieldValueInvalid", field, fmt::format("Invalid value: \"{}\": must be greater than or equal to 0", q->to_string())});
+          if (extended(resource) && q->milli_value() % 1000 != 0)
+            causes.push_back({"FieldValueInvalid", field, fmt::format("Invalid value: \"{}\": must be an integer", q->to_string())});
+          if (std::string_view(kind) == "limits") {
+            limit_of.emplace(resource, *q);
+            continue;
+          }
+          const bool overcommit = !extended(resource) && !resource.starts_with("hugepages-");
+          if (auto limit = limit_of.find(resource); limit == limit_of.end()) {
+            if (!overcommit)
+              causes.push_back(
+                  {"FieldValueRequired", at + ".limits", "Required value: Limit must be set for non overcommitable resources"});
+          } else if (!overcommit && *q != limit->second) {
+            causes.push_back({"FieldValueInvalid", at + ".requests",
+                              fmt::format("Invalid value: \"{}\": must be equal to {} limit of {}", q->to_string(), resource,
+                                          limit->second.to_string())});
+          } else if (*q > limit->second) {
+            causes.push_back({"FieldValueInvalid", at + ".requests",
+                              fmt::format("Invalid value: \"{}\": must be less than or equal to {} limit of {}", q->to_string(), resource,
+                                          limit->second.to_string())});
+          }
         }
-      }
-      // Extended resources and hugepages cannot be overcommitted: a request needs a limit, and
-      // the two must be equal (the API server's validateResourceRequirements).
-      const Value* requests = json_path((*cs)[i], {"resources", "requests"});
-      const Value* limits = json_path((*cs)[i], {"resources", "limits"});
-      if (!requests || !requests->IsObject()) continue;
-      for (auto it = requests->MemberBegin(); it != requests->MemberEnd(); ++it) {
-        std::string_view resource(it->name.GetString(), it->name.GetStringLength());
-        const bool native = resource.find('/') == std::string_view::npos || resource.find("kubernetes.io/") != std::string_view::npos;
-        if (native && !resource.starts_with("hugepages-")) continue;
-        const Value* limit = limits && limits->IsObject() ? json_member(*limits, resource) : nullptr;
-        if (!limit) {
-          causes.push_back({"FieldValueRequired", fmt::format("spec.{}[{}].resources.limits", list, i),
-                            "Required value: Limit must be set for non overcommitable resources"});
-          continue;
-        }
-        auto rq = model::Quantity::parse(text_of(it->value));
-        auto lq = model::Quantity::parse(text_of(*limit));
-        if (rq && lq && *rq != *lq)
-          causes.push_back(
-              {"FieldValueInvalid", fmt::format("spec.{}[{}].resources.requests", list, i),
-               fmt::format("Invalid value: \"{}\": must be equal to {} limit of {}", rq->to_string(), resource, lq->to_string())});
       }
     }
   }
-  if (!causes.empty()) return Cluster::invalid(rt, name, std::move(causes));
-  return {};
 }
 
 // Sets v if absent.
@@ -243,6 +265,134 @@ void check_at_most_100_percent(const Value& v, const std::string& path, std::vec
     causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: must not be greater than 100%", to_json(v))});
 }
 
+// A list of quoted values, as field.NotSupported lists them.
+std::string supported(std::initializer_list<std::string_view> values) {
+  std::vector<std::string> quoted;
+  for (auto v : values) quoted.push_back(fmt::format("\"{}\"", v));
+  return fmt::format("supported values: {}", fmt::join(quoted, ", "));
+}
+
+// validateTaintEffect: one of the three effects; empty only where allowed.
+void check_taint_effect(const Value& owner, const std::string& path, bool allow_empty, std::vector<StatusCause>& causes) {
+  const std::string_view effect = json_string(owner, {"effect"});
+  if (effect.empty()) {
+    if (!allow_empty) causes.push_back({"FieldValueRequired", path, "Required value"});
+    return;
+  }
+  if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute")
+    causes.push_back({"FieldValueNotSupported", path,
+                      fmt::format("Unsupported value: \"{}\": {}", effect, supported({"NoSchedule", "PreferNoSchedule", "NoExecute"}))});
+}
+
+// The matchExpressions of a label selector, or of a node selector term (which also has Gt and
+// Lt), as ValidateLabelSelectorRequirement and validateNodeSelectorRequirement check them.
+void check_requirements(const Value* expressions, const std::string& path, bool node, std::vector<StatusCause>& causes) {
+  if (!expressions || !expressions->IsArray()) return;
+  for (rapidjson::SizeType i = 0; i < expressions->Size(); ++i) {
+    const Value& e = (*expressions)[i];
+    const std::string at = fmt::format("{}[{}]", path, i);
+    const std::string_view op = json_string(e, {"operator"});
+    const Value* values = json_member(e, "values");
+    const size_t count = values && values->IsArray() ? values->Size() : 0;
+    if (op == "In" || op == "NotIn") {
+      if (count == 0)
+        causes.push_back({"FieldValueRequired", at + ".values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"});
+    } else if (op == "Exists" || op == "DoesNotExist") {
+      if (count > 0)
+        causes.push_back(
+            {"FieldValueForbidden", at + ".values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"});
+    } else if (node && (op == "Gt" || op == "Lt")) {
+      if (count != 1)
+        causes.push_back(
+            {"FieldValueRequired", at + ".values", "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"});
+    } else {
+      causes.push_back({"FieldValueInvalid", at + ".operator", fmt::format("Invalid value: \"{}\": not a valid selector operator", op)});
+    }
+  }
+}
+
+// A pod's affinity: the node selector terms and the pod (anti-)affinity terms' label selectors.
+void check_affinity(const Value& spec, std::vector<StatusCause>& causes) {
+  const Value* affinity = json_member(spec, "affinity");
+  if (!affinity) return;
+  const std::string base = "spec.affinity";
+  constexpr std::string_view kRequired = "requiredDuringSchedulingIgnoredDuringExecution";
+  constexpr std::string_view kPreferred = "preferredDuringSchedulingIgnoredDuringExecution";
+  if (const Value* node = json_member(*affinity, "nodeAffinity")) {
+    const std::string at = base + ".nodeAffinity";
+    if (const Value* terms = json_path(*node, {kRequired, "nodeSelectorTerms"}); terms && terms->IsArray())
+      for (rapidjson::SizeType i = 0; i < terms->Size(); ++i)
+        check_requirements(json_member((*terms)[i], "matchExpressions"),
+                           fmt::format("{}.{}.nodeSelectorTerms[{}].matchExpressions", at, kRequired, i), true, causes);
+    if (const Value* preferred = json_member(*node, kPreferred); preferred && preferred->IsArray())
+      for (rapidjson::SizeType i = 0; i < preferred->Size(); ++i)
+        check_requirements(json_path((*preferred)[i], {"preference", "matchExpressions"}),
+                           fmt::format("{}.{}[{}].preference.matchExpressions", at, kPreferred, i), true, causes);
+  }
+  for (std::string_view kind : {"podAffinity", "podAntiAffinity"}) {
+    const Value* pod = json_member(*affinity, kind);
+    if (!pod) continue;
+    const std::string at = fmt::format("{}.{}", base, kind);
+    if (const Value* required = json_member(*pod, kRequired); required && required->IsArray())
+      for (rapidjson::SizeType i = 0; i < required->Size(); ++i)
+        check_requirements(json_path((*required)[i], {"labelSelector", "matchExpressions"}),
+                           fmt::format("{}.{}[{}].labelSelector.matchExpressions", at, kRequired, i), false, causes);
+    if (const Value* preferred = json_member(*pod, kPreferred); preferred && preferred->IsArray())
+      for (rapidjson::SizeType i = 0; i < preferred->Size(); ++i)
+        check_requirements(json_path((*preferred)[i], {"podAffinityTerm", "labelSelector", "matchExpressions"}),
+                           fmt::format("{}.{}[{}].podAffinityTerm.labelSelector.matchExpressions", at, kPreferred, i), false, causes);
+  }
+}
+
+// ValidateTolerations, but for the syntax of keys and values.
+void check_tolerations(const Value& spec, std::vector<StatusCause>& causes) {
+  const Value* tolerations = json_member(spec, "tolerations");
+  if (!tolerations || !tolerations->IsArray()) return;
+  for (rapidjson::SizeType i = 0; i < tolerations->Size(); ++i) {
+    const Value& t = (*tolerations)[i];
+    const std::string at = fmt::format("spec.tolerations[{}]", i);
+    const std::string_view key = json_string(t, {"key"}), op = json_string(t, {"operator"}), effect = json_string(t, {"effect"});
+    if (key.empty() && op != "Exists")
+      causes.push_back({"FieldValueInvalid", at + ".operator",
+                        fmt::format("Invalid value: \"{}\": operator must be Exists when `key` is empty, which means \"match all values "
+                                    "and all keys\"",
+                                    op)});
+    if (json_member(t, "tolerationSeconds") && effect != "NoExecute")
+      causes.push_back({"FieldValueInvalid", at + ".effect",
+                        fmt::format("Invalid value: \"{}\": effect must be 'NoExecute' when `tolerationSeconds` is set", effect)});
+    if (op == "Exists") {
+      if (const std::string_view value = json_string(t, {"value"}); !value.empty())
+        causes.push_back({"FieldValueInvalid", at + ".operator",
+                          fmt::format("Invalid value: \"{}\": value must be empty when `operator` is 'Exists'", value)});
+    } else if (!op.empty() && op != "Equal") {
+      causes.push_back(
+          {"FieldValueNotSupported", at + ".operator", fmt::format("Unsupported value: \"{}\": {}", op, supported({"Equal", "Exists"}))});
+    }
+    check_taint_effect(t, at + ".effect", true, causes);
+  }
+}
+
+// validateNodeTaints: every effect given and known; one taint per key and effect.
+void check_node_taints(const Value& node, std::vector<StatusCause>& causes) {
+  const Value* taints = json_path(node, {"spec", "taints"});
+  if (!taints || !taints->IsArray()) return;
+  std::set<std::pair<std::string_view, std::string_view>> seen;
+  for (rapidjson::SizeType i = 0; i < taints->Size(); ++i) {
+    const Value& t = (*taints)[i];
+    const std::string at = fmt::format("metadata.taints[{}]", i);  // sic: the API server's path
+    check_taint_effect(t, at + ".effect", false, causes);
+    const std::string_view key = json_string(t, {"key"}), effect = json_string(t, {"effect"});
+    if (!seen.insert({key, effect}).second) {
+      const Value* added = json_member(t, "timeAdded");
+      causes.push_back(
+          {"FieldValueDuplicate", at,
+           fmt::format(R"(Duplicate value: {{"Key":{},"Value":{},"Effect":{},"TimeAdded":{}}}: taints must be unique by key and )"
+                       "effect pair",
+                       json_quote(key), json_quote(json_string(t, {"value"})), json_quote(effect), added ? to_json(*added) : "null")});
+    }
+  }
+}
+
 // What ValidateDeploymentSpec and its siblings check of the fields the simulator acts on: the
 // replica count, the selector (required, not empty, matching the template's labels) and, for a
 // Deployment, its rolling update's maxUnavailable and maxSurge.
@@ -316,6 +466,7 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
       {{"", "Namespace"}, &Cluster::admit_namespace},
       {{"", "Secret"}, &Cluster::admit_secret},
       {{"policy", "PodDisruptionBudget"}, &Cluster::admit_pdb},
+      {{"scheduling.k8s.io", "PriorityClass"}, &Cluster::admit_priority_class},
       {{"apps", "Deployment"}, &Cluster::admit_workload},
       {{"apps", "ReplicaSet"}, &Cluster::admit_workload},
       {{"apps", "StatefulSet"}, &Cluster::admit_workload},
@@ -333,7 +484,11 @@ Result<void> Cluster::admit_pod(const ResourceType& rt, Value& obj, Alloc& a, co
   const Value* containers = json_member(*spec, "containers");
   if (!containers || !containers->IsArray() || containers->Size() == 0)
     return invalid(rt, name, {{"FieldValueRequired", "spec.containers", "Required value"}});
-  if (auto r = check_quantities(rt, name, *spec); !r) return r;
+  std::vector<StatusCause> causes;
+  check_containers(*spec, load, causes);
+  check_affinity(*spec, causes);
+  check_tolerations(*spec, causes);
+  if (!causes.empty()) return invalid(rt, name, std::move(causes));
   if (old) {
     Value a_spec, b_spec;
     if (const Value* os = json_member(*old, "spec")) a_spec.CopyFrom(*os, a);
@@ -386,8 +541,11 @@ Result<void> Cluster::admit_pod(const ResourceType& rt, Value& obj, Alloc& a, co
   return {};
 }
 
-Result<void> Cluster::admit_node(const ResourceType& /*rt*/, Value& obj, Alloc& a, const Value* old, bool /*load*/) {
+Result<void> Cluster::admit_node(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool /*load*/) {
   const std::string name(name_of(obj));
+  std::vector<StatusCause> causes;
+  check_node_taints(obj, causes);
+  if (!causes.empty()) return invalid(rt, name, std::move(causes));
   if (old) return {};  // the simulated kubelet registers a node once
   // The simulated kubelet registers its node Ready, with allocatable defaulting to capacity.
   Value& st = ensure_object(obj, "status", a);
@@ -456,6 +614,33 @@ Result<void> Cluster::admit_pdb(const ResourceType& rt, Value& obj, Alloc& /*a*/
     check_int_or_percent(*v, path, causes);
     check_at_most_100_percent(*v, path, causes);
   }
+  check_requirements(json_path(*spec, {"selector", "matchExpressions"}), "spec.selector.matchExpressions", false, causes);
+  if (!causes.empty()) return invalid(rt, name, std::move(causes));
+  return {};
+}
+
+// ValidatePriorityClass: 'system-' names are the system's, a user's value is at most 10^9, and
+// preemptionPolicy (default PreemptLowerPriority) is one of two.
+Result<void> Cluster::admit_priority_class(const ResourceType& rt, Value& obj, Alloc& a, const Value* /*old*/, bool /*load*/) {
+  const std::string name(name_of(obj));
+  const Value* value = json_member(obj, "value");
+  if (value && !value->IsInt()) return undecodable("PriorityClass", "PriorityClass", "value", *value);
+  std::vector<StatusCause> causes;
+  constexpr int64_t kHighestUserDefinable = 1000000000;
+  if (name.starts_with("system-")) {
+    if (name != "system-node-critical" && name != "system-cluster-critical")
+      causes.push_back({"FieldValueForbidden", "metadata.name",
+                        fmt::format("Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: {} is "
+                                    "not a known system priority class",
+                                    name)});
+  } else if (value && value->GetInt() > kHighestUserDefinable) {
+    causes.push_back({"FieldValueForbidden", "value",
+                      fmt::format("Forbidden: maximum allowed value of a user defined priority is {}", kHighestUserDefinable)});
+  }
+  if (json_string(obj, {"preemptionPolicy"}).empty()) set_str(obj, "preemptionPolicy", "PreemptLowerPriority", a);
+  if (const std::string_view policy = json_string(obj, {"preemptionPolicy"}); policy != "PreemptLowerPriority" && policy != "Never")
+    causes.push_back({"FieldValueNotSupported", "preemptionPolicy",
+                      fmt::format("Unsupported value: {}: {}", json_quote(policy), supported({"PreemptLowerPriority", "Never"}))});
   if (!causes.empty()) return invalid(rt, name, std::move(causes));
   return {};
 }

@@ -225,6 +225,57 @@ TEST_CASE("workloads are validated as the API server does: replicas, selector, r
   CHECK(scaled.status == 422);
 }
 
+TEST_CASE("tolerations, affinity, container names, taints and priority classes are validated as the API server does", "[api]") {
+  TestCluster t;
+  using Causes = std::vector<std::pair<std::string, std::string>>;
+  auto pod = [&](std::string_view name, std::string_view spec) {
+    return t.post("/api/v1/namespaces/default/pods",
+                  fmt::format(R"({{"metadata":{{"name":"{}"}},"spec":{{{}"containers":[{{"name":"c"}}]}}}})", name, spec));
+  };
+  CHECK(
+      causes_of(pod("t", R"("tolerations":[{"key":"a","operator":"Exists","value":"v"},{"key":"b","operator":"Maybe"},)"
+                         R"({"operator":"Equal"},{"key":"d","tolerationSeconds":5,"effect":"NoSchedule"}],)")) ==
+      Causes{{"spec.tolerations[0].operator", R"(Invalid value: "v": value must be empty when `operator` is 'Exists')"},
+             {"spec.tolerations[1].operator", R"(Unsupported value: "Maybe": supported values: "Equal", "Exists")"},
+             {"spec.tolerations[2].operator", R"(Invalid value: "Equal": operator must be Exists when `key` is empty, which means )"
+                                              R"("match all values and all keys")"},
+             {"spec.tolerations[3].effect", R"(Invalid value: "NoSchedule": effect must be 'NoExecute' when `tolerationSeconds` is set)"}});
+  const std::string term =
+      "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions";
+  CHECK(causes_of(pod(
+            "a", R"("affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[)"
+                 R"({"matchExpressions":[{"key":"a","operator":"Foo"},{"key":"b","operator":"In"},{"key":"c","operator":"Gt"}]}]}}},)")) ==
+        Causes{{term + "[0].operator", R"(Invalid value: "Foo": not a valid selector operator)"},
+               {term + "[1].values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"},
+               {term + "[2].values", "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"}});
+  auto twins =
+      t.post("/api/v1/namespaces/default/pods", R"({"metadata":{"name":"twins"},"spec":{"containers":[{"name":"c"},{"name":"c"}]}})");
+  CHECK(causes_of(twins) == Causes{{"spec.containers[1].name", R"(Duplicate value: "c")"}});
+  // A node's taints, on an update too (the operator's taint writes go through this).
+  REQUIRE(t.post("/api/v1/nodes", R"({"metadata":{"name":"n"}})").status == 201);
+  auto taints = t.request("PATCH", "/api/v1/nodes/n",
+                          R"({"spec":{"taints":[{"key":"a","effect":"Sometimes"},{"key":"b"},{"key":"c","effect":"NoSchedule"},)"
+                          R"({"key":"c","value":"y","effect":"NoSchedule"}]}})",
+                          "application/merge-patch+json");
+  CHECK(causes_of(taints) ==
+        Causes{{"metadata.taints[0].effect",
+                R"(Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute")"},
+               {"metadata.taints[1].effect", "Required value"},
+               {"metadata.taints[3]", R"(Duplicate value: {"Key":"c","Value":"y","Effect":"NoSchedule","TimeAdded":null}: taints must be )"
+                                      "unique by key and effect pair"}});
+  const std::string classes = "/apis/scheduling.k8s.io/v1/priorityclasses";
+  CHECK(causes_of(t.post(classes, R"({"metadata":{"name":"high"},"value":1000000001})")) ==
+        Causes{{"value", "Forbidden: maximum allowed value of a user defined priority is 1000000000"}});
+  CHECK(causes_of(t.post(classes, R"({"metadata":{"name":"system-mine"},"value":1,"preemptionPolicy":"Sometimes"})")) ==
+        Causes{{"metadata.name",
+                "Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine "
+                "is not a known system priority class"},
+               {"preemptionPolicy", R"(Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never")"}});
+  auto top = t.post(classes, R"({"metadata":{"name":"top"},"value":1000000000})");
+  CHECK(top.status == 201);
+  CHECK(body_field(top, {"preemptionPolicy"}) == "PreemptLowerPriority");
+}
+
 TEST_CASE("the scale subresource reads and writes spec.replicas as an autoscaling/v1 Scale", "[api]") {
   TestCluster t;
   const std::string deploy = "/apis/apps/v1/namespaces/default/deployments";

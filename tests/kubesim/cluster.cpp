@@ -2,6 +2,8 @@
 
 #include "schema.hpp"
 
+#include "core/strings.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,19 +11,6 @@
 namespace spotshift::kubesim {
 
 namespace {
-
-bool is_dns_subdomain(std::string_view s, bool allow_dots) {
-  if (s.empty() || s.size() > (allow_dots ? 253u : 63u)) return false;
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!alnum(s.front()) || !alnum(s.back())) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (alnum(c) || c == '-') continue;
-    if (c == '.' && allow_dots && alnum(s[i - 1]) && alnum(s[i + 1])) continue;
-    return false;
-  }
-  return true;
-}
 
 // Everything but metadata and status: what bumps metadata.generation.
 bool spec_changed(const Value& a, const Value& b) {
@@ -71,6 +60,26 @@ bool has_finalizers(const Value& obj) {
 }
 
 }  // namespace
+
+std::vector<std::string> dns_name_errors(std::string_view s, bool allow_dots) {
+  std::vector<std::string> out;
+  const size_t most = allow_dots ? 253 : 63;
+  if (s.size() > most) out.push_back(fmt::format("must be no more than {} characters", most));
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  bool ok = !s.empty() && alnum(s.front()) && alnum(s.back());
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    const char c = s[i];
+    ok = alnum(c) || c == '-' || (c == '.' && allow_dots && alnum(s[i - 1]) && alnum(s[i + 1]));
+  }
+  if (!ok)
+    out.push_back(allow_dots ? "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+                               "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+                               "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+                             : "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+                               "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+                               "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
+  return out;
+}
 
 Cluster::Cluster(SimClock& clock, ClusterOptions options)
     : clock_(clock), options_(options), store_(options.history_limit), rng_(std::random_device{}()) {
@@ -212,13 +221,12 @@ Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_v
     }
     set_str(m, "name", name, a);
   }
-  bool label_name = &rt == registry_.namespaces();
-  if (!is_dns_subdomain(name, !label_name) && !rt.group.starts_with("events") && &rt != registry_.events())
-    return invalid(rt, name,
-                   {{"FieldValueInvalid", "metadata.name",
-                     fmt::format("Invalid value: \"{}\": a lowercase RFC 1123 {} must consist of lower case alphanumeric "
-                                 "characters, '-'{}, and must start and end with an alphanumeric character",
-                                 name, label_name ? "label" : "subdomain", label_name ? "" : " or '.'")}});
+  if (!rt.group.starts_with("events") && &rt != registry_.events()) {
+    std::vector<StatusCause> causes;
+    for (const std::string& e : dns_name_errors(name, &rt != registry_.namespaces()))
+      causes.push_back({"FieldValueInvalid", "metadata.name", fmt::format("Invalid value: {}: {}", json_quote(name), e)});
+    if (!causes.empty()) return invalid(rt, name, std::move(causes));
+  }
   if (store_.get(rt, Store::key_of(rt, ns, name)))
     return Error::api(409, "AlreadyExists", fmt::format("{} \"{}\" already exists", rt.qualified_plural(), name));
 

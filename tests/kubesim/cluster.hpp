@@ -19,6 +19,10 @@
 
 namespace spotshift::kubesim {
 
+// What IsDNS1123Subdomain (dots allowed, up to 253 characters) or IsDNS1123Label (no dots, up to
+// 63) finds wrong with a name, in the API server's words: the length first, then the form.
+std::vector<std::string> dns_name_errors(std::string_view name, bool allow_dots);
+
 struct ClusterOptions {
   size_t history_limit = 100000;
   Duration kubelet_start_delay = std::chrono::seconds(1);  // bound pod -> Running and Ready
@@ -128,6 +132,7 @@ class Cluster {
   Result<void> admit_pod(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   Result<void> admit_node(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   Result<void> admit_pdb(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
+  Result<void> admit_priority_class(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   Result<void> admit_namespace(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   Result<void> admit_workload(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
   Result<void> admit_crd(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load);
