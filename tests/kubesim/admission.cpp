@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -265,6 +266,90 @@ void check_at_most_100_percent(const Value& v, const std::string& path, std::vec
     causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: must not be greater than 100%", to_json(v))});
 }
 
+// [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?: a label key's name part, and a non-empty label value.
+bool label_form(std::string_view s) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  return !s.empty() && alnum(s.front()) && alnum(s.back()) &&
+         std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+constexpr std::string_view kNamePartForm =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  "
+    "or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+// IsQualifiedName, as a label key: an optional DNS subdomain prefix and '/', then a name part.
+std::vector<std::string> label_key_errors(std::string_view key) {
+  std::vector<std::string> out;
+  std::string_view name = key;
+  if (const size_t slash = key.find('/'); slash != std::string_view::npos) {
+    if (key.find('/', slash + 1) != std::string_view::npos) {
+      out.push_back(
+          fmt::format("a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')", kNamePartForm));
+      return out;
+    }
+    const std::string_view prefix = key.substr(0, slash);
+    name = key.substr(slash + 1);
+    if (prefix.empty()) out.push_back("prefix part must be non-empty");
+    else if (prefix.size() > 253) out.push_back("prefix part must be no more than 253 bytes");
+    else
+      for (const std::string& e : dns_name_errors(prefix, true)) out.push_back("prefix part " + e);
+  }
+  if (name.empty()) out.push_back("name part must be non-empty");
+  else if (name.size() > 63) out.push_back("name part must be no more than 63 bytes");
+  if (!label_form(name)) out.push_back(fmt::format("name part {}", kNamePartForm));
+  return out;
+}
+
+// IsValidLabelValue.
+std::vector<std::string> label_value_errors(std::string_view value) {
+  std::vector<std::string> out;
+  if (value.size() > 63) out.push_back("must be no more than 63 bytes");
+  if (!value.empty() && !label_form(value))
+    out.push_back(
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+        "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
+        "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')");
+  return out;
+}
+
+void add_invalid(std::string_view value, const std::string& path, const std::vector<std::string>& errors,
+                 std::vector<StatusCause>& causes) {
+  for (const std::string& e : errors)
+    causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: {}", json_quote(value), e)});
+}
+
+// ValidateLabels: a map of label keys to label values (metadata.labels, a node selector, matchLabels).
+void check_labels(const Value* labels, const std::string& path, std::vector<StatusCause>& causes) {
+  if (!labels || !labels->IsObject()) return;
+  for (auto it = labels->MemberBegin(); it != labels->MemberEnd(); ++it) {
+    const std::string_view key(it->name.GetString(), it->name.GetStringLength());
+    add_invalid(key, path, label_key_errors(key), causes);
+    if (it->value.IsString()) {
+      const std::string_view value(it->value.GetString(), it->value.GetStringLength());
+      add_invalid(value, path, label_value_errors(value), causes);
+    }
+  }
+}
+
+// A ConfigMap's or Secret's keys: IsConfigMapKey.
+void check_data_keys(const Value& obj, std::vector<StatusCause>& causes) {
+  for (const char* field : {"data", "binaryData", "stringData"}) {
+    const Value* data = json_member(obj, field);
+    if (!data || !data->IsObject()) continue;
+    for (auto it = data->MemberBegin(); it != data->MemberEnd(); ++it) {
+      const std::string_view key(it->name.GetString(), it->name.GetStringLength());
+      const bool ok = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' || c == '.';
+      });
+      if (!ok)
+        add_invalid(key, fmt::format("{}[{}]", std::string_view(field) == "stringData" ? "data" : field, key),  // merged into data
+                    {"a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or "
+                     "'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"},
+                    causes);
+    }
+  }
+}
+
 // A list of quoted values, as field.NotSupported lists them.
 std::string supported(std::initializer_list<std::string_view> values) {
   std::vector<std::string> quoted;
@@ -291,6 +376,7 @@ void check_requirements(const Value* expressions, const std::string& path, bool 
   for (rapidjson::SizeType i = 0; i < expressions->Size(); ++i) {
     const Value& e = (*expressions)[i];
     const std::string at = fmt::format("{}[{}]", path, i);
+    const std::string_view key = json_string(e, {"key"});
     const std::string_view op = json_string(e, {"operator"});
     const Value* values = json_member(e, "values");
     const size_t count = values && values->IsArray() ? values->Size() : 0;
@@ -308,6 +394,13 @@ void check_requirements(const Value* expressions, const std::string& path, bool 
     } else {
       causes.push_back({"FieldValueInvalid", at + ".operator", fmt::format("Invalid value: \"{}\": not a valid selector operator", op)});
     }
+    add_invalid(key, at + ".key", label_key_errors(key), causes);
+    if (values && values->IsArray())
+      for (rapidjson::SizeType v = 0; v < values->Size(); ++v)
+        if ((*values)[v].IsString()) {
+          const std::string_view value((*values)[v].GetString(), (*values)[v].GetStringLength());
+          add_invalid(value, fmt::format("{}.values[{}]", at, v), label_value_errors(value), causes);
+        }
   }
 }
 
@@ -473,6 +566,12 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
       {{"apps", "DaemonSet"}, &Cluster::admit_workload},
       {{"apiextensions.k8s.io", "CustomResourceDefinition"}, &Cluster::admit_crd},
   };
+  // What ValidateObjectMeta checks of every kind (the name is checked on create), and the keys of
+  // a ConfigMap or Secret.
+  std::vector<StatusCause> causes;
+  check_labels(json_path(obj, {"metadata", "labels"}), "metadata.labels", causes);
+  if (rt.group.empty() && (rt.kind == "ConfigMap" || rt.kind == "Secret")) check_data_keys(obj, causes);
+  if (!causes.empty()) return invalid(rt, std::string(name_of(obj)), std::move(causes));
   auto it = kByKind.find({std::string_view(rt.group), std::string_view(rt.kind)});
   return it == kByKind.end() ? Result<void>{} : (this->*(it->second))(rt, obj, a, old, load);
 }
@@ -486,6 +585,7 @@ Result<void> Cluster::admit_pod(const ResourceType& rt, Value& obj, Alloc& a, co
     return invalid(rt, name, {{"FieldValueRequired", "spec.containers", "Required value"}});
   std::vector<StatusCause> causes;
   check_containers(*spec, load, causes);
+  check_labels(json_member(*spec, "nodeSelector"), "spec.nodeSelector", causes);
   check_affinity(*spec, causes);
   check_tolerations(*spec, causes);
   if (!causes.empty()) return invalid(rt, name, std::move(causes));
@@ -615,6 +715,7 @@ Result<void> Cluster::admit_pdb(const ResourceType& rt, Value& obj, Alloc& /*a*/
     check_at_most_100_percent(*v, path, causes);
   }
   check_requirements(json_path(*spec, {"selector", "matchExpressions"}), "spec.selector.matchExpressions", false, causes);
+  check_labels(json_path(*spec, {"selector", "matchLabels"}), "spec.selector.matchLabels", causes);
   if (!causes.empty()) return invalid(rt, name, std::move(causes));
   return {};
 }

@@ -274,6 +274,21 @@ TEST_CASE("tolerations, affinity, container names, taints and priority classes a
   auto top = t.post(classes, R"({"metadata":{"name":"top"},"value":1000000000})");
   CHECK(top.status == 201);
   CHECK(body_field(top, {"preemptionPolicy"}) == "PreemptLowerPriority");
+  // Labels (of any kind, a node selector, matchLabels) and a ConfigMap's keys.
+  const std::string name_part =
+      "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
+      "'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+  auto labelled = t.post("/api/v1/namespaces/default/configmaps",
+                         R"({"metadata":{"name":"l","labels":{"/x":"a","Ex.com/y":"b","ok":"-v"}},"data":{"a b":"c"}})");
+  const Causes label_causes = causes_of(labelled);
+  REQUIRE(label_causes.size() == 4);
+  CHECK(label_causes[0] == std::pair<std::string, std::string>{"metadata.labels", R"(Invalid value: "/x": prefix part must be non-empty)"});
+  CHECK(label_causes[1].second.starts_with(R"(Invalid value: "Ex.com/y": prefix part a lowercase RFC 1123 subdomain must consist)"));
+  CHECK(label_causes[2].second.starts_with(R"(Invalid value: "-v": a valid label must be an empty string or consist of)"));
+  CHECK(label_causes[3].first == "data[a b]");
+  CHECK(causes_of(pod("s", R"("nodeSelector":{"a b":"c"},)")) == Causes{{"spec.nodeSelector", R"(Invalid value: "a b": )" + name_part}});
+  CHECK(t.post("/api/v1/namespaces/default/configmaps", R"({"metadata":{"name":"m","labels":{"example.com/ok":""}},"data":{"k.1":"v"}})")
+            .status == 201);
 }
 
 TEST_CASE("the scale subresource reads and writes spec.replicas as an autoscaling/v1 Scale", "[api]") {
