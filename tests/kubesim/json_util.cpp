@@ -79,6 +79,11 @@ void set_str(Value& obj, std::string_view key, std::string_view s, Alloc& a) { s
 void set_int(Value& obj, std::string_view key, int64_t n, Alloc& a) { set(obj, key, Value(n), a); }
 void set_bool(Value& obj, std::string_view key, bool b, Alloc& a) { set(obj, key, Value(b), a); }
 
+void set_count(Value& obj, std::string_view key, int64_t n, Alloc& a) {
+  if (n != 0) set_int(obj, key, n, a);
+  else drop_field(obj, key);
+}
+
 Value& ensure_object(Value& obj, std::string_view key, Alloc& a) {
   auto it = obj.FindMember(json_key(key));
   if (it != obj.MemberEnd() && it->value.IsObject()) return it->value;

@@ -54,6 +54,8 @@ Value& set(Value& obj, std::string_view key, Value&& v, Alloc& a);
 void set_str(Value& obj, std::string_view key, std::string_view s, Alloc& a);
 void set_int(Value& obj, std::string_view key, int64_t n, Alloc& a);
 void set_bool(Value& obj, std::string_view key, bool b, Alloc& a);
+// An `omitempty` integer: set, or left out when 0 (as the API server writes it).
+void set_count(Value& obj, std::string_view key, int64_t n, Alloc& a);
 Value& ensure_object(Value& obj, std::string_view key, Alloc& a);
 Value& ensure_array(Value& obj, std::string_view key, Alloc& a);
 // The entry of status's conditions with this type, added (holding only its type) when missing.

@@ -258,12 +258,12 @@ bool SimWorkloads::sync_deployment(const std::string& key) {
   const bool complete = updated == replicas && total == replicas && ready == replicas;
   const bool paused = json_bool(d, {"spec", "paused"});
   changed |= write_status(*reg.deployments(), key, [&](Value& st, Alloc& a) {
-    set_int(st, "replicas", total, a);
-    set_int(st, "updatedReplicas", updated, a);
-    set_int(st, "readyReplicas", ready, a);
-    set_int(st, "availableReplicas", ready, a);
-    if (total > ready) set_int(st, "unavailableReplicas", total - ready, a);  // omitted when 0, as by the API server
-    else drop_field(st, "unavailableReplicas");
+    // DeploymentStatus: every count omitempty.
+    set_count(st, "replicas", total, a);
+    set_count(st, "updatedReplicas", updated, a);
+    set_count(st, "readyReplicas", ready, a);
+    set_count(st, "availableReplicas", ready, a);
+    set_count(st, "unavailableReplicas", std::max<int64_t>(0, total - ready), a);
     if (available) set_condition(st, "Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", a);
     else set_condition(st, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", a);
     if (paused) set_condition(st, "Progressing", "Unknown", "DeploymentPaused", "Deployment is paused", a);
@@ -332,10 +332,10 @@ bool SimWorkloads::sync_replicaset(const std::string& key) {
   for (const auto& p : live) ready += pod_ready(p->doc) ? 1 : 0;
   int64_t count = std::min<int64_t>(static_cast<int64_t>(live.size()), std::max<int64_t>(want, static_cast<int64_t>(live.size())));
   changed |= write_status(*reg.replicasets(), key, [&](Value& st, Alloc& a) {
-    set_int(st, "replicas", count, a);
-    set_int(st, "fullyLabeledReplicas", count, a);
-    set_int(st, "readyReplicas", ready, a);
-    set_int(st, "availableReplicas", ready, a);
+    set_int(st, "replicas", count, a);  // ReplicaSetStatus: the others omitempty
+    set_count(st, "fullyLabeledReplicas", count, a);
+    set_count(st, "readyReplicas", ready, a);
+    set_count(st, "availableReplicas", ready, a);
   });
   return changed;
 }
@@ -394,12 +394,13 @@ bool SimWorkloads::sync_daemonset(const std::string& key) {
       changed |= static_cast<bool>(cluster_.remove(*reg.pods(), namespace_of(pods[i]->doc), name_of(pods[i]->doc), {}));
   }
   changed |= write_status(*reg.daemonsets(), key, [&](Value& st, Alloc& a) {
-    set_int(st, "desiredNumberScheduled", desired, a);
+    set_int(st, "desiredNumberScheduled", desired, a);  // DaemonSetStatus: these four always written
     set_int(st, "currentNumberScheduled", current, a);
-    set_int(st, "updatedNumberScheduled", current, a);
     set_int(st, "numberReady", ready, a);
-    set_int(st, "numberAvailable", ready, a);
     set_int(st, "numberMisscheduled", 0, a);
+    set_count(st, "updatedNumberScheduled", current, a);
+    set_count(st, "numberAvailable", ready, a);
+    set_count(st, "numberUnavailable", std::max<int64_t>(0, desired - ready), a);
   });
   return changed;
 }
@@ -433,10 +434,10 @@ bool SimWorkloads::sync_statefulset(const std::string& key) {
     if (ordinal >= want && active(p->doc)) changed |= static_cast<bool>(cluster_.remove(*reg.pods(), ns, pn, {}));
   }
   changed |= write_status(*reg.statefulsets(), key, [&](Value& st, Alloc& a) {
-    set_int(st, "replicas", count, a);
-    set_int(st, "currentReplicas", count, a);
-    set_int(st, "readyReplicas", ready, a);
+    set_int(st, "replicas", count, a);  // StatefulSetStatus: replicas and availableReplicas always written
     set_int(st, "availableReplicas", ready, a);
+    set_count(st, "currentReplicas", count, a);
+    set_count(st, "readyReplicas", ready, a);
   });
   return changed;
 }
