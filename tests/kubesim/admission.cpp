@@ -118,7 +118,7 @@ void check_containers(const Value& spec, bool load, std::vector<StatusCause>& ca
           const std::string text = text_of(it->value);
           auto q = model::Quantity::parse(text);
           if (!q) {
-            causes.push_back({"FieldValueInvalid", field, fmt::format("Invalid value: \"{}\": {}", text, q.error().message)});
+            causes.push_back({"FieldValueInvalid", field, fmt::format("Invalid value: {}: {}", json_quote(text), q.error().message)});
             continue;
           }
           if (q->sign() < 0)
@@ -365,8 +365,9 @@ void check_taint_effect(const Value& owner, const std::string& path, bool allow_
     return;
   }
   if (effect != "NoSchedule" && effect != "PreferNoSchedule" && effect != "NoExecute")
-    causes.push_back({"FieldValueNotSupported", path,
-                      fmt::format("Unsupported value: \"{}\": {}", effect, supported({"NoSchedule", "PreferNoSchedule", "NoExecute"}))});
+    causes.push_back(
+        {"FieldValueNotSupported", path,
+         fmt::format("Unsupported value: {}: {}", json_quote(effect), supported({"NoSchedule", "PreferNoSchedule", "NoExecute"}))});
 }
 
 // The matchExpressions of a label selector, or of a node selector term (which also has Gt and
@@ -392,7 +393,8 @@ void check_requirements(const Value* expressions, const std::string& path, bool 
         causes.push_back(
             {"FieldValueRequired", at + ".values", "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"});
     } else {
-      causes.push_back({"FieldValueInvalid", at + ".operator", fmt::format("Invalid value: \"{}\": not a valid selector operator", op)});
+      causes.push_back(
+          {"FieldValueInvalid", at + ".operator", fmt::format("Invalid value: {}: not a valid selector operator", json_quote(op))});
     }
     add_invalid(key, at + ".key", label_key_errors(key), causes);
     if (values && values->IsArray())
@@ -447,19 +449,19 @@ void check_tolerations(const Value& spec, std::vector<StatusCause>& causes) {
     const std::string_view key = json_string(t, {"key"}), op = json_string(t, {"operator"}), effect = json_string(t, {"effect"});
     if (key.empty() && op != "Exists")
       causes.push_back({"FieldValueInvalid", at + ".operator",
-                        fmt::format("Invalid value: \"{}\": operator must be Exists when `key` is empty, which means \"match all values "
+                        fmt::format("Invalid value: {}: operator must be Exists when `key` is empty, which means \"match all values "
                                     "and all keys\"",
-                                    op)});
+                                    json_quote(op))});
     if (json_member(t, "tolerationSeconds") && effect != "NoExecute")
       causes.push_back({"FieldValueInvalid", at + ".effect",
-                        fmt::format("Invalid value: \"{}\": effect must be 'NoExecute' when `tolerationSeconds` is set", effect)});
+                        fmt::format("Invalid value: {}: effect must be 'NoExecute' when `tolerationSeconds` is set", json_quote(effect))});
     if (op == "Exists") {
       if (const std::string_view value = json_string(t, {"value"}); !value.empty())
         causes.push_back({"FieldValueInvalid", at + ".operator",
-                          fmt::format("Invalid value: \"{}\": value must be empty when `operator` is 'Exists'", value)});
+                          fmt::format("Invalid value: {}: value must be empty when `operator` is 'Exists'", json_quote(value))});
     } else if (!op.empty() && op != "Equal") {
-      causes.push_back(
-          {"FieldValueNotSupported", at + ".operator", fmt::format("Unsupported value: \"{}\": {}", op, supported({"Equal", "Exists"}))});
+      causes.push_back({"FieldValueNotSupported", at + ".operator",
+                        fmt::format("Unsupported value: {}: {}", json_quote(op), supported({"Equal", "Exists"}))});
     }
     check_taint_effect(t, at + ".effect", true, causes);
   }
