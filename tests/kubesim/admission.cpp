@@ -551,6 +551,42 @@ Result<void> validate_workload(const ResourceType& rt, const std::string& name, 
 
 }  // namespace
 
+// ValidateEventCreate for events.k8s.io/v1, in its order: the namespaces agree; a new event (one with an eventTime) names
+// its reporting controller (a qualified name) and instance, an action and a reason (each at most
+// 128 bytes), and a note of at most 1024 bytes; then an eventTime and a type of Normal or Warning.
+Result<void> validate_new_event(const ResourceType& rt, std::string_view ns, const Value& event) {
+  std::vector<StatusCause> causes;
+  // The object it is about is in the event's namespace; one without a namespace (a Node) only
+  // with an event in "default" (or none).
+  const std::string_view about = json_string(event, {"regarding", "namespace"});
+  if (about.empty() ? !ns.empty() && ns != "default" : about != ns)
+    causes.push_back({"FieldValueInvalid", "involvedObject.namespace",
+                      fmt::format("Invalid value: {}: does not match event.namespace", json_quote(about))});
+  const bool has_time = !json_string(event, {"eventTime"}).empty();
+  auto bounded = [&](std::string_view field, size_t most, bool required) {
+    const std::string_view v = json_string(event, {field});
+    if (required && v.empty()) causes.push_back({"FieldValueRequired", std::string(field), "Required value"});
+    if (v.size() > most)
+      causes.push_back({"FieldValueInvalid", std::string(field == "note" ? "message" : field),
+                        fmt::format(R"(Invalid value: "": can have at most {} characters)", most)});
+  };
+  if (has_time) {
+    const std::string_view controller = json_string(event, {"reportingController"});
+    if (controller.empty()) causes.push_back({"FieldValueRequired", "reportingController", "Required value"});
+    add_invalid(controller, "reportingController", label_key_errors(controller), causes);
+    bounded("reportingInstance", 128, true);
+    bounded("action", 128, true);
+    bounded("reason", 128, true);
+    bounded("note", 1024, false);
+  } else {
+    causes.push_back({"FieldValueRequired", "eventTime", "Required value"});
+  }
+  if (const std::string_view type = json_string(event, {"type"}); type != "Normal" && type != "Warning")
+    causes.push_back({"FieldValueInvalid", "type", fmt::format(R"(Invalid value: "": has invalid value: {})", type)});
+  if (!causes.empty()) return Cluster::invalid(rt, name_of(event), std::move(causes));
+  return {};
+}
+
 // Admission by kind, as the API server's registry strategies and admission plugins default and
 // validate each (the group and kind of a resource type; kinds not listed are stored as given).
 Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const Value* old, bool load) {

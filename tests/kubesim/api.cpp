@@ -114,7 +114,7 @@ Result<Doc> parse_body(const HttpRequest& r) {
   std::string_view ct = r.content_type;
   if (ct.find("yaml") != std::string_view::npos) return parse_yaml(r.body);
   Doc d;
-  if (auto p = parse_json(r.body, d); !p)
+  if (auto p = parse_json(go_utf8(r.body), d); !p)
     return Error::api(400, "BadRequest", fmt::format("the request body is not valid JSON: {}", p.error().message));
   return d;
 }
@@ -647,6 +647,12 @@ HttpResponse Api::create(const HttpRequest& req, const Target& t) {
   Doc obj = std::move(*body);
   Target named = t;  // errors name the object in their details
   named.name = std::string(name_of(obj));
+  if (t.rt->storage) {
+    // Validated as the internal core Event it is stored as: the API server's Status names that kind.
+    Target core = named;
+    core.rt = t.rt->storage;
+    if (auto valid = validate_new_event(*core.rt, t.ns, obj); !valid) return error(valid.error(), core);
+  }
   const ResourceType* store_as = stored_as(t.rt, obj);
   std::vector<std::string> warnings;
   auto created = cluster_.create(*store_as, t.ns, std::move(obj), write_options(req, &warnings));

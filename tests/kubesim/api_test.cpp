@@ -291,6 +291,49 @@ TEST_CASE("tolerations, affinity, container names, taints and priority classes a
             .status == 201);
 }
 
+TEST_CASE("events.k8s.io events are validated as the API server does, and a body is read as Go reads UTF-8", "[api]") {
+  TestCluster t;
+  auto event = [&](std::string_view ns, std::string_view name, std::string_view fields) {
+    return t.post(
+        fmt::format("/apis/events.k8s.io/v1/namespaces/{}/events", ns),
+        fmt::format(R"({{"metadata":{{"name":"{}"}},"regarding":{{"kind":"Node","name":"n","apiVersion":"v1"}}{}}})", name, fields));
+  };
+  const std::string good = R"(,"eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"spotshift.io/operator",)"
+                           R"("reportingInstance":"i","action":"Drain","reason":"DrainStarted","type":"Normal")";
+  CHECK(event("default", "ok", good + R"(,"note":")" + std::string(1024, 'x') + "\"").status == 201);
+  using Causes = std::vector<std::pair<std::string, std::string>>;
+  auto too_long = event("default", "long", good + R"(,"note":")" + std::string(1025, 'x') + "\"");
+  CHECK(body_field(too_long, {"message"}) == R"(Event "long" is invalid: message: Invalid value: "": can have at most 1024 characters)");
+  CHECK(body_field(too_long, {"details", "group"}) == "<absent>");  // the internal core Event, as the API server names it
+  // A Node's event belongs in "default"; the reporting fields are required with an eventTime.
+  CHECK(causes_of(event("kube-system", "elsewhere", good)) ==
+        Causes{{"involvedObject.namespace", R"(Invalid value: "": does not match event.namespace)"}});
+  CHECK(causes_of(event("default", "bare", R"(,"eventTime":"2026-01-01T00:00:00.000000Z","type":"Info")")) ==
+        Causes{{"reportingController", "Required value"},
+               {"reportingController", R"(Invalid value: "": name part must be non-empty)"},
+               {"reportingController",
+                R"(Invalid value: "": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an )"
+                R"(alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is )"
+                R"('([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]'))"},
+               {"reportingInstance", "Required value"},
+               {"action", "Required value"},
+               {"reason", "Required value"},
+               {"type", R"(Invalid value: "": has invalid value: Info)"}});
+  CHECK(causes_of(event("default", "old", R"(,"type":"Normal")")) == Causes{{"eventTime", "Required value"}});
+  // A byte that starts no UTF-8 sequence becomes U+FFFD (three bytes), as in Go's decoder: 1023
+  // bytes and half a character make a note of 1026 bytes, too long.
+  auto half = event("default", "half", good + R"(,"note":")" + std::string(1023, 'x') + "\xc3\"");
+  CHECK(body_field(half, {"message"}) == R"(Event "half" is invalid: message: Invalid value: "": can have at most 1024 characters)");
+  auto replaced = event("default", "replaced",
+                        good +
+                            ",\"note\":\"a\xc3"
+                            "b\xed\xa0\x80\xc3\xa9\"");
+  CHECK(replaced.status == 201);
+  CHECK(body_field(replaced, {"note"}) ==
+        "a\xef\xbf\xbd"
+        "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9");
+}
+
 TEST_CASE("the scale subresource reads and writes spec.replicas as an autoscaling/v1 Scale", "[api]") {
   TestCluster t;
   const std::string deploy = "/apis/apps/v1/namespaces/default/deployments";

@@ -23,6 +23,10 @@ namespace spotshift::kubesim {
 // 63) finds wrong with a name, in the API server's words: the length first, then the form.
 std::vector<std::string> dns_name_errors(std::string_view name, bool allow_dots);
 
+// What the API server checks of an events.k8s.io/v1 Event on create (its strict validation;
+// core/v1 Events are checked only for what kubesim needs to store them).
+Result<void> validate_new_event(const ResourceType& rt, std::string_view ns, const Value& event);
+
 struct ClusterOptions {
   size_t history_limit = 100000;
   Duration kubelet_start_delay = std::chrono::seconds(1);  // bound pod -> Running and Ready

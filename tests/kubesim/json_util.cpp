@@ -58,6 +58,44 @@ std::string to_json(const Value& v) {
   return out;
 }
 
+namespace {
+// The length of the valid UTF-8 sequence at p (utf8.DecodeRune's rules: no overlong forms, no
+// surrogates, nothing above U+10FFFF), or 0.
+size_t utf8_sequence(const unsigned char* p, size_t n) {
+  auto cont = [&](size_t i, unsigned char lo = 0x80, unsigned char hi = 0xBF) { return i < n && p[i] >= lo && p[i] <= hi; };
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
+  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+  if (c >= 0xE1 && c <= 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+}  // namespace
+
+std::string go_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::string out;
+  size_t copied = 0;  // s[0, copied) is in out, or out is empty and s is valid so far
+  for (size_t i = 0; i < s.size();) {
+    if (p[i] < 0x80) {
+      ++i;
+      continue;
+    }
+    if (const size_t n = utf8_sequence(p + i, s.size() - i); n > 0) {
+      i += n;
+      continue;
+    }
+    out.append(s.substr(copied, i - copied)).append("\xEF\xBF\xBD");  // U+FFFD for the one byte
+    copied = ++i;
+  }
+  if (copied == 0) return std::string(s);
+  return out.append(s.substr(copied));
+}
+
 Value* get_mut(Value& v, std::string_view key) {
   if (!v.IsObject()) return nullptr;
   auto it = v.FindMember(json_key(key));
