@@ -204,6 +204,13 @@ void append_json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // s[cut] continues a sequence
+  return s.substr(0, cut);
+}
+
 std::string json_quote(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);

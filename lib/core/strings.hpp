@@ -20,6 +20,10 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep);
 void append_json_string(std::string& out, std::string_view s);
 std::string json_quote(std::string_view s);
 
+// The longest prefix of s of at most max_bytes that does not end inside a UTF-8 sequence (a
+// limit the API server counts in bytes, met without cutting a character in two).
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes);
+
 // Percent-encodes everything outside RFC 3986's unreserved set.
 std::string url_encode(std::string_view s);
 // Decodes %XX; with plus_is_space (query strings), '+' becomes ' ' as kubectl relies on.

@@ -1,6 +1,7 @@
 #include "runtime/events.hpp"
 
 #include "core/log.hpp"
+#include "core/strings.hpp"
 
 #include <fmt/format.h>
 #include <rapidjson/stringbuffer.h>
@@ -64,7 +65,7 @@ void EventRecorder::record(const ObjectReference& regarding, const EventReason& 
     logger.warn("dropping an event: the queue is full", {{"reason", reason}});
     return;
   }
-  if (note.size() > 1024) note.resize(1024);
+  note.resize(utf8_prefix(note, 1024).size());  // the API server refuses a longer note (counted in bytes)
   queue_.push_back(Pending{regarding, related, std::string(type), std::string(reason), std::string(action), std::move(note), now});
   wake_.notify();
 }

@@ -50,6 +50,16 @@ TEST_CASE("split, trim and join", "[strings]") {
   CHECK(missing.error().message.find("/nonexistent/file") != std::string::npos);
 }
 
+TEST_CASE("utf8_prefix cuts at most so many bytes, never inside a character", "[strings]") {
+  CHECK(utf8_prefix("abc", 3) == "abc");
+  CHECK(utf8_prefix("abcd", 3) == "abc");
+  CHECK(utf8_prefix("a\xc3\xa9", 2) == "a");  // é is two bytes: not half of it
+  CHECK(utf8_prefix("a\xc3\xa9", 3) == "a\xc3\xa9");
+  CHECK(utf8_prefix("\xe2\x82\xac\xe2\x82\xac", 5) == "\xe2\x82\xac");  // two euro signs, three bytes each
+  CHECK(utf8_prefix("\xf0\x9f\x98\x80", 3).empty());
+  CHECK(utf8_prefix("", 0).empty());
+}
+
 TEST_CASE("read_file reads a regular file whole, an empty one, and a pipe to its end", "[strings]") {
   testing::TempDir dir;
   // Larger than one chunk, with NUL bytes and a length that is no multiple of it.

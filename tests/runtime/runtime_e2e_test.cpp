@@ -301,9 +301,16 @@ TEST_CASE("recorded events reach events.k8s.io, read well in kubectl events, and
   recorder.record(node, {"NodeNotDrainable", "Plan", EventType::kWarning},
                   "n00 is not drainable: pod shop/db-0 is pinned to on-demand nodes.");
   REQUIRE(run_until(ioc, [&] { return recorder.stats().created == 2 && recorder.stats().series_updates == 1; }));
+  // A note over the API server's 1024 bytes is cut, at a character boundary: a character cut in
+  // two would not be valid UTF-8 (and would come back longer, as U+FFFD).
+  std::string long_note = "x";
+  for (int i = 0; i < 600; ++i) long_note += "\xc3\xa9";  // é
+  recorder.record(node, {"LongNote", "Plan", EventType::kNormal}, long_note);
+  REQUIRE(run_until(ioc, [&] { return recorder.stats().created == 3 || recorder.stats().failed > 0; }));
+  CHECK(recorder.stats().failed == 0);
   for (int i = 0; i < 10; ++i) recorder.record(node, {"Spam", "Plan", EventType::kNormal}, "again " + std::to_string(i));
-  REQUIRE(run_until(ioc, [&] { return recorder.stats().recorded == 13; }));
-  CHECK(recorder.stats().dropped_spam == 6);  // DrainStarted took one of the 5 Normal tokens for n00
+  REQUIRE(run_until(ioc, [&] { return recorder.stats().recorded == 14; }));
+  CHECK(recorder.stats().dropped_spam == 7);  // DrainStarted and LongNote took two of the 5 Normal tokens for n00
   auto events =
       spotshift::testing::run(fmt::format("kubectl --kubeconfig {} --cache-dir {} events -A", dir.file("kubeconfig"), dir.file("cache")));
   INFO(events.output);
