@@ -39,7 +39,8 @@ struct EventReason {
 
 struct EventRecorderOptions {
   std::string reporting_controller = "spotshift.io/rescheduler";
-  std::string reporting_instance;
+  // The API server refuses an event without one; the operator sets its leader-election identity.
+  std::string reporting_instance = "spotshift";
   size_t queue_size = 1000;
   Duration series_flush_interval = std::chrono::minutes(30);
   Duration series_idle = std::chrono::minutes(6);

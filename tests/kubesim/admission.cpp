@@ -551,9 +551,10 @@ Result<void> validate_workload(const ResourceType& rt, const std::string& name, 
 
 }  // namespace
 
-// ValidateEventCreate for events.k8s.io/v1, in its order: the namespaces agree; a new event (one with an eventTime) names
-// its reporting controller (a qualified name) and instance, an action and a reason (each at most
-// 128 bytes), and a note of at most 1024 bytes; then an eventTime and a type of Normal or Warning.
+// ValidateEventCreate for events.k8s.io/v1, in its order: the namespaces agree; a new event (one
+// with an eventTime) names its reporting controller (a qualified name) and instance, an action
+// and a reason (each at most 128 bytes), and has a note of at most 1024 bytes; then an eventTime
+// and a type of Normal or Warning.
 Result<void> validate_new_event(const ResourceType& rt, std::string_view ns, const Value& event) {
   std::vector<StatusCause> causes;
   // The object it is about is in the event's namespace; one without a namespace (a Node) only
