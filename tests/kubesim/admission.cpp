@@ -18,6 +18,12 @@
 
 namespace spotshift::kubesim {
 
+void add_invalid(std::string_view value, const std::string& path, const std::vector<std::string>& errors,
+                 std::vector<StatusCause>& causes) {
+  for (const std::string& e : errors)
+    causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: {}", json_quote(value), e)});
+}
+
 namespace {
 
 bool has_toleration(const Value& tolerations, std::string_view key, std::string_view effect) {
@@ -103,8 +109,7 @@ void check_containers(const Value& spec, bool load, std::vector<StatusCause>& ca
       const std::string container = fmt::format("spec.{}[{}]", list, i);
       const std::string_view name = json_string((*cs)[i], {"name"});
       if (name.empty() && !load) causes.push_back({"FieldValueRequired", container + ".name", "Required value"});
-      for (const std::string& e : dns_name_errors(name.empty() ? "x" : name, false))
-        causes.push_back({"FieldValueInvalid", container + ".name", fmt::format("Invalid value: {}: {}", json_quote(name), e)});
+      if (!name.empty()) add_invalid(name, container + ".name", dns_name_errors(name, false), causes);
       if (!name.empty() && !names.insert(name).second)
         causes.push_back({"FieldValueDuplicate", container + ".name", fmt::format("Duplicate value: {}", json_quote(name))});
       const std::string at = container + ".resources";
@@ -312,12 +317,6 @@ std::vector<std::string> label_value_errors(std::string_view value) {
   return out;
 }
 
-void add_invalid(std::string_view value, const std::string& path, const std::vector<std::string>& errors,
-                 std::vector<StatusCause>& causes) {
-  for (const std::string& e : errors)
-    causes.push_back({"FieldValueInvalid", path, fmt::format("Invalid value: {}: {}", json_quote(value), e)});
-}
-
 // ValidateLabels: a map of label keys to label values (metadata.labels, a node selector, matchLabels).
 void check_labels(const Value* labels, const std::string& path, std::vector<StatusCause>& causes) {
   if (!labels || !labels->IsObject()) return;
@@ -505,9 +504,8 @@ Result<void> validate_workload(const ResourceType& rt, const std::string& name, 
   if (!selector) {
     causes.push_back({"FieldValueRequired", "spec.selector", "Required value"});
   } else if (parsed && parsed->empty()) {
-    std::string lower = kind;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    causes.push_back({"FieldValueInvalid", "spec.selector", fmt::format("Invalid value: {{}}: empty selector is invalid for {}", lower)});
+    causes.push_back(
+        {"FieldValueInvalid", "spec.selector", fmt::format("Invalid value: {{}}: empty selector is invalid for {}", rt.singular)});
   }
   if (!selector || (parsed && !parsed->empty())) {
     const Value* tmpl = json_member(spec, "template");

@@ -114,7 +114,8 @@ Result<Doc> parse_body(const HttpRequest& r) {
   std::string_view ct = r.content_type;
   if (ct.find("yaml") != std::string_view::npos) return parse_yaml(r.body);
   Doc d;
-  if (auto p = parse_json(go_utf8(r.body), d); !p)
+  const std::optional<std::string> replaced = go_utf8(r.body);
+  if (auto p = parse_json(replaced ? *replaced : r.body, d); !p)
     return Error::api(400, "BadRequest", fmt::format("the request body is not valid JSON: {}", p.error().message));
   return d;
 }

@@ -186,37 +186,35 @@ TEST_CASE("a budget's minAvailable and maxUnavailable are validated as the API s
 TEST_CASE("workloads are validated as the API server does: replicas, selector, rolling update bounds", "[api]") {
   TestCluster t;
   const std::string tmpl = R"("template":{"metadata":{"labels":{"b":"2","a":"1"}},"spec":{"containers":[{"name":"c","image":"x"}]}})";
-  auto post = [&](std::string_view kind, std::string_view name, std::string_view fields) {
-    std::string plural = std::string(kind) + "s";
-    std::transform(plural.begin(), plural.end(), plural.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return t.post("/apis/apps/v1/namespaces/default/" + plural,
+  auto post = [&](std::string_view plural, std::string_view name, std::string_view fields) {
+    return t.post(fmt::format("/apis/apps/v1/namespaces/default/{}", plural),
                   fmt::format(R"({{"metadata":{{"name":"{}"}},"spec":{{{}{}{}}}}})", name, fields, fields.empty() ? "" : ",", tmpl));
   };
   using Causes = std::vector<std::pair<std::string, std::string>>;
   const std::string mismatch = R"(Invalid value: {"a":"1","b":"2"}: `selector` does not match template `labels`)";
   // A negative count used to reach the ReplicaSet controller, which then took a pod from an empty list.
-  auto negative = post("Deployment", "d", R"("replicas":-1)");
+  auto negative = post("deployments", "d", R"("replicas":-1)");
   CHECK(negative.status == 422);
   CHECK(causes_of(negative) == Causes{{"spec.replicas", "Invalid value: -1: must be greater than or equal to 0"},
                                       {"spec.selector", "Required value"},
                                       {"spec.template.metadata.labels", mismatch}});
-  CHECK(causes_of(post("ReplicaSet", "r", R"("replicas":-2,"selector":{"matchLabels":{"a":"1"}})")) ==
+  CHECK(causes_of(post("replicasets", "r", R"("replicas":-2,"selector":{"matchLabels":{"a":"1"}})")) ==
         Causes{{"spec.replicas", "Invalid value: -2: must be greater than or equal to 0"}});
-  CHECK(causes_of(post("StatefulSet", "s", R"("selector":{"matchLabels":{"a":"9"}})")) ==
+  CHECK(causes_of(post("statefulsets", "s", R"("selector":{"matchLabels":{"a":"9"}})")) ==
         Causes{{"spec.template.metadata.labels", mismatch}});
-  CHECK(causes_of(post("DaemonSet", "ds", R"("selector":{})")) ==
+  CHECK(causes_of(post("daemonsets", "ds", R"("selector":{})")) ==
         Causes{{"spec.selector", "Invalid value: {}: empty selector is invalid for daemonset"}});
-  CHECK(post("Deployment", "d", R"("replicas":2.5,"selector":{"matchLabels":{"a":"1"}})").status == 400);
+  CHECK(post("deployments", "d", R"("replicas":2.5,"selector":{"matchLabels":{"a":"1"}})").status == 400);
   // The rolling update's bounds: each one valid, not both 0, maxUnavailable at most 100 %.
   const std::string sel = R"("selector":{"matchLabels":{"a":"1"}},)";
-  CHECK(causes_of(post("Deployment", "d", sel + R"("strategy":{"rollingUpdate":{"maxUnavailable":"0%","maxSurge":0}})")) ==
+  CHECK(causes_of(post("deployments", "d", sel + R"("strategy":{"rollingUpdate":{"maxUnavailable":"0%","maxSurge":0}})")) ==
         Causes{{"spec.strategy.rollingUpdate.maxUnavailable", R"(Invalid value: "0%": may not be 0 when `maxSurge` is 0)"}});
-  CHECK(causes_of(post("Deployment", "d", sel + R"("strategy":{"rollingUpdate":{"maxUnavailable":"150%","maxSurge":"200%"}})")) ==
+  CHECK(causes_of(post("deployments", "d", sel + R"("strategy":{"rollingUpdate":{"maxUnavailable":"150%","maxSurge":"200%"}})")) ==
         Causes{{"spec.strategy.rollingUpdate.maxUnavailable", R"(Invalid value: "150%": must not be greater than 100%)"}});
-  CHECK(causes_of(post("Deployment", "d", sel + R"("strategy":{"type":"Recreate","rollingUpdate":{"maxSurge":1}})")) ==
+  CHECK(causes_of(post("deployments", "d", sel + R"("strategy":{"type":"Recreate","rollingUpdate":{"maxSurge":1}})")) ==
         Causes{{"spec.strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` is 'Recreate'"}});
   // A bound left out defaults to 25 %, and the type to RollingUpdate.
-  auto partial = post("Deployment", "d", sel + R"("replicas":0,"strategy":{"rollingUpdate":{"maxSurge":1}})");
+  auto partial = post("deployments", "d", sel + R"("replicas":0,"strategy":{"rollingUpdate":{"maxSurge":1}})");
   CHECK(partial.status == 201);
   CHECK(body_field(partial, {"spec", "strategy"}) == R"({"rollingUpdate":{"maxSurge":1,"maxUnavailable":"25%"},"type":"RollingUpdate"})");
   // An update is checked too.

@@ -2,8 +2,6 @@
 
 #include "schema.hpp"
 
-#include "core/strings.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -223,8 +221,7 @@ Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_v
   }
   if (!rt.group.starts_with("events") && &rt != registry_.events()) {
     std::vector<StatusCause> causes;
-    for (const std::string& e : dns_name_errors(name, &rt != registry_.namespaces()))
-      causes.push_back({"FieldValueInvalid", "metadata.name", fmt::format("Invalid value: {}: {}", json_quote(name), e)});
+    add_invalid(name, "metadata.name", dns_name_errors(name, &rt != registry_.namespaces()), causes);
     if (!causes.empty()) return invalid(rt, name, std::move(causes));
   }
   if (store_.get(rt, Store::key_of(rt, ns, name)))

@@ -22,6 +22,8 @@ namespace spotshift::kubesim {
 // What IsDNS1123Subdomain (dots allowed, up to 253 characters) or IsDNS1123Label (no dots, up to
 // 63) finds wrong with a name, in the API server's words: the length first, then the form.
 std::vector<std::string> dns_name_errors(std::string_view name, bool allow_dots);
+// One FieldValueInvalid cause at path for each of errors about value ("Invalid value: \"v\": e").
+void add_invalid(std::string_view value, const std::string& path, const std::vector<std::string>& errors, std::vector<StatusCause>& causes);
 
 // What the API server checks of an events.k8s.io/v1 Event on create (its strict validation;
 // core/v1 Events are checked only for what kubesim needs to store them).

@@ -76,10 +76,10 @@ size_t utf8_sequence(const unsigned char* p, size_t n) {
 }
 }  // namespace
 
-std::string go_utf8(std::string_view s) {
+std::optional<std::string> go_utf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   std::string out;
-  size_t copied = 0;  // s[0, copied) is in out, or out is empty and s is valid so far
+  size_t copied = 0;  // s[0, copied) is in out; 0 while s is valid so far
   for (size_t i = 0; i < s.size();) {
     if (p[i] < 0x80) {
       ++i;
@@ -92,7 +92,7 @@ std::string go_utf8(std::string_view s) {
     out.append(s.substr(copied, i - copied)).append("\xEF\xBF\xBD");  // U+FFFD for the one byte
     copied = ++i;
   }
-  if (copied == 0) return std::string(s);
+  if (copied == 0) return std::nullopt;
   return out.append(s.substr(copied));
 }
 

@@ -45,8 +45,9 @@ std::string to_json(const Value& v);
 std::string canonical_json(const Value& v);
 
 // s with every byte that does not start a valid UTF-8 sequence replaced by U+FFFD, as Go's JSON
-// decoder reads a body (so a string's length is what the API server counts); s itself when valid.
-std::string go_utf8(std::string_view s);
+// decoder reads a body (so a string's length is what the API server counts); nothing when s is
+// valid, as nearly every body is.
+std::optional<std::string> go_utf8(std::string_view s);
 
 // An empty view may have a null data(), which RapidJSON rejects: use "" instead.
 inline Value str(std::string_view s, Alloc& a) { return Value(s.empty() ? "" : s.data(), static_cast<rapidjson::SizeType>(s.size()), a); }
