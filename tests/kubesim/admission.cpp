@@ -155,17 +155,19 @@ void check_containers(const Value& spec, bool load, std::vector<StatusCause>& ca
   }
 }
 
-// Sets v if absent.
+// Sets v if absent or null (Go decodes null as the zero value, which the defaults replace).
 void default_field(Value& obj, std::string_view key, Value v, Alloc& a) {
-  if (!json_member(obj, key)) set(obj, key, std::move(v), a);
+  if (const Value* given = json_member(obj, key); !given || given->IsNull()) set(obj, key, std::move(v), a);
 }
 
-Value rolling_update(std::initializer_list<std::pair<std::string_view, Value>> fields, Alloc& a) {
-  Value strategy(rapidjson::kObjectType), rolling(rapidjson::kObjectType);
-  set_str(strategy, "type", "RollingUpdate", a);
-  for (const auto& [k, v] : fields) set(rolling, k, copy_of(v, a), a);
-  set(strategy, "rollingUpdate", std::move(rolling), a);
-  return strategy;
+// An update strategy field by field: the type defaults to RollingUpdate, and a rolling update's
+// absent fields to theirs.
+void default_strategy(Value& spec, std::string_view field, std::initializer_list<std::pair<std::string_view, Value>> fields, Alloc& a) {
+  Value& strategy = ensure_object(spec, field, a);
+  if (json_string(strategy, {"type"}).empty()) set_str(strategy, "type", "RollingUpdate", a);
+  if (json_string(strategy, {"type"}) != "RollingUpdate") return;
+  Value& rolling = ensure_object(strategy, "rollingUpdate", a);
+  for (const auto& [k, v] : fields) default_field(rolling, k, copy_of(v, a), a);
 }
 
 // The apps/v1 defaults (SetDefaults_Deployment and friends) of the fields kubectl shows.
@@ -174,52 +176,62 @@ void default_workload(const ResourceType& rt, Value& spec, Alloc& a) {
   if (kind != "DaemonSet") default_field(spec, "replicas", Value(1), a);
   if (kind != "ReplicaSet") default_field(spec, "revisionHistoryLimit", Value(10), a);
   if (kind == "Deployment") {
-    // Field by field: the type defaults to RollingUpdate, and a rolling update's two bounds to 25 %.
-    Value& strategy = ensure_object(spec, "strategy", a);
-    if (json_string(strategy, {"type"}).empty()) set_str(strategy, "type", "RollingUpdate", a);
-    if (json_string(strategy, {"type"}) == "RollingUpdate") {
-      Value& rolling = ensure_object(strategy, "rollingUpdate", a);
-      for (const char* bound : {"maxUnavailable", "maxSurge"}) default_field(rolling, bound, json_key("25%"), a);
-    }
+    default_strategy(spec, "strategy", {{"maxUnavailable", json_key("25%")}, {"maxSurge", json_key("25%")}}, a);
     default_field(spec, "progressDeadlineSeconds", Value(600), a);
   } else if (kind == "DaemonSet") {
-    default_field(spec, "updateStrategy", rolling_update({{"maxUnavailable", Value(1)}, {"maxSurge", Value(0)}}, a), a);
+    default_strategy(spec, "updateStrategy", {{"maxUnavailable", Value(1)}, {"maxSurge", Value(0)}}, a);
+    // The internal type's bounds are not pointers: whatever the type, a rolling update comes
+    // back with both, 0 where left out.
+    if (Value* strategy = get_mut(spec, "updateStrategy"); strategy && strategy->IsObject())
+      if (Value* rolling = get_mut(*strategy, "rollingUpdate"); rolling && rolling->IsObject())
+        for (const char* bound : {"maxUnavailable", "maxSurge"}) default_field(*rolling, bound, Value(0), a);
   } else if (kind == "StatefulSet") {
     default_field(spec, "podManagementPolicy", json_key("OrderedReady"), a);
-    default_field(spec, "updateStrategy", rolling_update({{"partition", Value(0)}}, a), a);
+    // SetDefaults_StatefulSet: a rolling update is added only with the type, and its partition
+    // (0) and maxUnavailable (1) defaulted whenever there is one.
+    Value& strategy = ensure_object(spec, "updateStrategy", a);
+    if (json_string(strategy, {"type"}).empty()) {
+      set_str(strategy, "type", "RollingUpdate", a);
+      ensure_object(strategy, "rollingUpdate", a);
+    }
+    if (Value* rolling = get_mut(strategy, "rollingUpdate");
+        rolling && rolling->IsObject() && json_string(strategy, {"type"}) == "RollingUpdate")
+      for (auto [field, value] : {std::pair{"partition", 0}, {"maxUnavailable", 1}}) default_field(*rolling, field, Value(value), a);
   }
 }
 
+// A metav1.LabelSelector as the API server quotes it in a message: JSON with its fields in
+// declaration order, matchLabels' keys sorted, empty lists and maps left out; null when unset.
+std::string go_label_selector(const Value* sel) {
+  if (!sel || !sel->IsObject()) return "null";
+  auto text = [](const Value* v) { return v && v->IsString() ? to_json(*v) : std::string(R"("")"); };
+  std::vector<std::string> parts;
+  if (const Value* ml = json_member(*sel, "matchLabels"); ml && ml->IsObject() && ml->MemberCount() > 0) {
+    std::map<std::string, std::string> sorted;
+    for (const auto& m : ml->GetObject()) sorted[m.name.GetString()] = to_json(m.value);
+    std::vector<std::string> kv;
+    for (const auto& [k, v] : sorted) kv.push_back(to_json(Value(rapidjson::StringRef(k.c_str()))) + ":" + v);
+    parts.push_back(fmt::format(R"("matchLabels":{{{}}})", fmt::join(kv, ",")));
+  }
+  if (const Value* me = json_member(*sel, "matchExpressions"); me && me->IsArray() && me->Size() > 0) {
+    std::vector<std::string> exprs;
+    for (const auto& e : me->GetArray()) {
+      std::string x = fmt::format(R"({{"key":{},"operator":{})", text(json_member(e, "key")), text(json_member(e, "operator")));
+      if (const Value* vals = json_member(e, "values"); vals && vals->IsArray() && vals->Size() > 0) x += R"(,"values":)" + to_json(*vals);
+      exprs.push_back(x + "}");
+    }
+    parts.push_back(fmt::format(R"("matchExpressions":[{}])", fmt::join(exprs, ",")));
+  }
+  return fmt::format("{{{}}}", fmt::join(parts, ","));
+}
+
 // The apiserver quotes an invalid PodDisruptionBudget spec as Go prints its internal type: the
-// fields by their Go names in declaration order, the selector as JSON (keys sorted), null for
-// what is unset.
+// fields by their Go names in declaration order, the selector as JSON, null for what is unset.
 std::string go_pdb_spec(const Value& spec) {
   auto json = [](const Value* v) { return v && !v->IsNull() ? to_json(*v) : std::string("null"); };
-  std::string selector = "null";
-  if (const Value* sel = json_member(spec, "selector"); sel && sel->IsObject()) {
-    std::vector<std::string> parts;
-    if (const Value* ml = json_member(*sel, "matchLabels"); ml && ml->IsObject() && ml->MemberCount() > 0) {
-      std::map<std::string, std::string> sorted;
-      for (const auto& m : ml->GetObject()) sorted[m.name.GetString()] = to_json(m.value);
-      std::vector<std::string> kv;
-      for (const auto& [k, v] : sorted) kv.push_back(to_json(Value(rapidjson::StringRef(k.c_str()))) + ":" + v);
-      parts.push_back(fmt::format(R"("matchLabels":{{{}}})", fmt::join(kv, ",")));
-    }
-    if (const Value* me = json_member(*sel, "matchExpressions"); me && me->IsArray() && me->Size() > 0) {
-      std::vector<std::string> exprs;
-      for (const auto& e : me->GetArray()) {
-        std::string x = fmt::format(R"({{"key":{},"operator":{})", json(json_member(e, "key")), json(json_member(e, "operator")));
-        if (const Value* vals = json_member(e, "values"); vals && vals->IsArray() && vals->Size() > 0)
-          x += R"(,"values":)" + to_json(*vals);
-        exprs.push_back(x + "}");
-      }
-      parts.push_back(fmt::format(R"("matchExpressions":[{}])", fmt::join(exprs, ",")));
-    }
-    selector = fmt::format("{{{}}}", fmt::join(parts, ","));
-  }
   return fmt::format(R"({{"MinAvailable":{},"Selector":{},"MaxUnavailable":{},"UnhealthyPodEvictionPolicy":{}}})",
-                     json(json_member(spec, "minAvailable")), selector, json(json_member(spec, "maxUnavailable")),
-                     json(json_member(spec, "unhealthyPodEvictionPolicy")));
+                     json(json_member(spec, "minAvailable")), go_label_selector(json_member(spec, "selector")),
+                     json(json_member(spec, "maxUnavailable")), json(json_member(spec, "unhealthyPodEvictionPolicy")));
 }
 
 // A field the API server decodes into an int32 (or an intstr.IntOrString, an int32 or a
@@ -405,6 +417,15 @@ void check_requirements(const Value* expressions, const std::string& path, bool 
   }
 }
 
+// ValidateLabelSelector on spec.selector. Every cause it adds is also an error of
+// LabelSelectorAsSelector: false then, the selector does not parse.
+bool check_spec_selector(const Value& spec, std::vector<StatusCause>& causes) {
+  const size_t before = causes.size();
+  check_requirements(json_path(spec, {"selector", "matchExpressions"}), "spec.selector.matchExpressions", false, causes);
+  check_labels(json_path(spec, {"selector", "matchLabels"}), "spec.selector.matchLabels", causes);
+  return causes.size() == before;
+}
+
 // A pod's affinity: the node selector terms and the pod (anti-)affinity terms' label selectors.
 void check_affinity(const Value& spec, std::vector<StatusCause>& causes) {
   const Value* affinity = json_member(spec, "affinity");
@@ -487,9 +508,80 @@ void check_node_taints(const Value& node, std::vector<StatusCause>& causes) {
   }
 }
 
+// getIntOrPercentValue: the integer, or the digits before a '%'; 0 for what is absent or does
+// not parse.
+int64_t int_or_percent_value(const Value* v) {
+  if (!v || v->IsInt()) return v ? v->GetInt() : 0;
+  std::string_view text(v->GetString(), v->GetStringLength());
+  if (text.ends_with('%')) text.remove_suffix(1);
+  return parse_int(text).value_or(0);
+}
+
+// A Deployment's strategy (ValidateDeploymentStrategy) or a DaemonSet's updateStrategy
+// (ValidateDaemonSetUpdateStrategy): a known type; for a Deployment, a rolling update only with
+// RollingUpdate; and the rolling update's bounds, each a non-negative integer or percentage. A
+// Deployment's maxUnavailable is at most 100 % and not 0 with maxSurge 0; a DaemonSet's bounds
+// are both at most 100 % and exactly one is not 0.
+Result<void> check_strategy(const std::string& kind, Value& spec, std::vector<StatusCause>& causes) {
+  const bool deployment = kind == "Deployment";
+  const std::string field = deployment ? "strategy" : "updateStrategy";
+  Value* strategy = get_mut(spec, field);
+  if (!strategy || !strategy->IsObject()) return {};
+  Value* rolling = get_mut(*strategy, "rollingUpdate");
+  if (rolling && !rolling->IsObject()) rolling = nullptr;
+  const std::string prefix = fmt::format("spec.{}.rollingUpdate.", field);
+  const Value *unavailable = nullptr, *surge = nullptr;
+  if (rolling) {
+    const std::string_view go_struct = deployment ? "RollingUpdateDeployment" : "RollingUpdateDaemonSet";
+    auto u = int_or_string_field(*rolling, "maxUnavailable", kind, go_struct, prefix);
+    if (!u) return u.error();
+    auto s = int_or_string_field(*rolling, "maxSurge", kind, go_struct, prefix);
+    if (!s) return s.error();
+    unavailable = *u;
+    surge = *s;
+  }
+  const std::string_view type = json_string(*strategy, {"type"});
+  if (type == (deployment ? "Recreate" : "OnDelete")) {
+    if (rolling && deployment)
+      causes.push_back({"FieldValueForbidden", prefix.substr(0, prefix.size() - 1),
+                        "Forbidden: may not be specified when strategy `type` is 'Recreate'"});
+    return {};
+  }
+  if (type != "RollingUpdate") {
+    // Quoted as Go marshals the internal type: fields by their Go names, an absent bound as 0.
+    auto bound = [](const Value* v) { return v ? to_json(*v) : std::string("0"); };
+    const std::string rolling_go =
+        rolling ? fmt::format(R"({{"MaxUnavailable":{},"MaxSurge":{}}})", bound(unavailable), bound(surge)) : "null";
+    causes.push_back({"FieldValueNotSupported", "spec." + field,
+                      fmt::format(R"(Unsupported value: {{"Type":{},"RollingUpdate":{}}}: {})", json_quote(type), rolling_go,
+                                  deployment ? supported({"Recreate", "RollingUpdate"}) : supported({"RollingUpdate", "OnDelete"}))});
+    return {};
+  }
+  if (!rolling) return {};  // defaulted
+  const std::string unavailable_path = prefix + "maxUnavailable", surge_path = prefix + "maxSurge";
+  if (unavailable) check_int_or_percent(*unavailable, unavailable_path, causes);
+  if (surge) check_int_or_percent(*surge, surge_path, causes);
+  const bool has_unavailable = int_or_percent_value(unavailable) != 0, has_surge = int_or_percent_value(surge) != 0;
+  if (deployment) {
+    if (unavailable && surge && !has_unavailable && !has_surge)
+      causes.push_back({"FieldValueInvalid", unavailable_path,
+                        fmt::format("Invalid value: {}: may not be 0 when `maxSurge` is 0", to_json(*unavailable))});
+    if (unavailable) check_at_most_100_percent(*unavailable, unavailable_path, causes);
+    return {};
+  }
+  if (unavailable) check_at_most_100_percent(*unavailable, unavailable_path, causes);
+  if (surge) check_at_most_100_percent(*surge, surge_path, causes);
+  if (has_unavailable && has_surge)
+    causes.push_back({"FieldValueInvalid", surge_path,
+                      fmt::format("Invalid value: {}: may not be set when maxUnavailable is non-zero", to_json(*surge))});
+  else if (!has_unavailable && !has_surge)
+    causes.push_back({"FieldValueRequired", unavailable_path, "Required value: cannot be 0 when maxSurge is 0"});
+  return {};
+}
+
 // What ValidateDeploymentSpec and its siblings check of the fields the simulator acts on: the
-// replica count, the selector (required, not empty, matching the template's labels) and, for a
-// Deployment, its rolling update's maxUnavailable and maxSurge.
+// replica count, the selector (required, not empty, valid, matching the template's labels) and,
+// for a Deployment or a DaemonSet, its update strategy.
 Result<void> validate_workload(const ResourceType& rt, const std::string& name, Value& spec) {
   const std::string& kind = rt.kind;
   std::vector<StatusCause> causes;
@@ -499,13 +591,21 @@ Result<void> validate_workload(const ResourceType& rt, const std::string& name, 
       causes.push_back(
           {"FieldValueInvalid", "spec.replicas", fmt::format("Invalid value: {}: must be greater than or equal to 0", replicas->GetInt())});
   }
+  // The selector is validated, then parsed: one that does not parse is "invalid", and only one
+  // that does (or none) is matched against the template's labels.
   const Value* selector = json_member(spec, "selector");
-  const auto parsed = label_selector_of(spec, "selector");
+  const bool valid_selector = !selector || check_spec_selector(spec, causes);
+  const auto parsed = valid_selector ? label_selector_of(spec, "selector") : std::nullopt;
   if (!selector) {
     causes.push_back({"FieldValueRequired", "spec.selector", "Required value"});
   } else if (parsed && parsed->empty()) {
     causes.push_back(
         {"FieldValueInvalid", "spec.selector", fmt::format("Invalid value: {{}}: empty selector is invalid for {}", rt.singular)});
+  } else if (!parsed && kind != "DaemonSet") {
+    // ValidateDaemonSetSpec says nothing more; ValidateStatefulSetSpec gives no detail.
+    causes.push_back(
+        {"FieldValueInvalid", "spec.selector",
+         fmt::format("Invalid value: {}{}", go_label_selector(selector), kind == "StatefulSet" ? "" : ": invalid label selector")});
   }
   if (!selector || (parsed && !parsed->empty())) {
     const Value* tmpl = json_member(spec, "template");
@@ -516,33 +616,8 @@ Result<void> validate_workload(const ResourceType& rt, const std::string& name, 
                                     labels && labels->IsObject() ? canonical_json(*labels) : "null")});
     }
   }
-  Value* strategy = kind == "Deployment" ? get_mut(spec, "strategy") : nullptr;
-  if (Value* rolling = strategy ? get_mut(*strategy, "rollingUpdate") : nullptr; rolling && rolling->IsObject()) {
-    if (json_string(*strategy, {"type"}) == "Recreate") {
-      causes.push_back(
-          {"FieldValueForbidden", "spec.strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` is 'Recreate'"});
-    } else {
-      const std::string_view prefix = "spec.strategy.rollingUpdate.";
-      auto unavailable = int_or_string_field(*rolling, "maxUnavailable", kind, "RollingUpdateDeployment", prefix);
-      if (!unavailable) return unavailable.error();
-      auto surge = int_or_string_field(*rolling, "maxSurge", kind, "RollingUpdateDeployment", prefix);
-      if (!surge) return surge.error();
-      const std::string unavailable_path = fmt::format("{}maxUnavailable", prefix);
-      if (*unavailable) check_int_or_percent(**unavailable, unavailable_path, causes);
-      if (*surge) check_int_or_percent(**surge, fmt::format("{}maxSurge", prefix), causes);
-      // getIntOrPercentValue: the integer, or the digits before a '%'; 0 for what does not parse.
-      auto value = [](const Value* v) -> int64_t {
-        if (!v || v->IsInt()) return v ? v->GetInt() : 0;
-        std::string_view text(v->GetString(), v->GetStringLength());
-        if (text.ends_with('%')) text.remove_suffix(1);
-        return parse_int(text).value_or(0);
-      };
-      if (*unavailable && *surge && value(*unavailable) == 0 && value(*surge) == 0)
-        causes.push_back({"FieldValueInvalid", unavailable_path,
-                          fmt::format("Invalid value: {}: may not be 0 when `maxSurge` is 0", to_json(**unavailable))});
-      if (*unavailable) check_at_most_100_percent(**unavailable, unavailable_path, causes);
-    }
-  }
+  if (kind == "Deployment" || kind == "DaemonSet")
+    if (auto checked = check_strategy(kind, spec, causes); !checked) return checked.error();
   if (!causes.empty()) return Cluster::invalid(rt, name, std::move(causes));
   return {};
 }
@@ -751,8 +826,7 @@ Result<void> Cluster::admit_pdb(const ResourceType& rt, Value& obj, Alloc& /*a*/
     check_int_or_percent(*v, path, causes);
     check_at_most_100_percent(*v, path, causes);
   }
-  check_requirements(json_path(*spec, {"selector", "matchExpressions"}), "spec.selector.matchExpressions", false, causes);
-  check_labels(json_path(*spec, {"selector", "matchLabels"}), "spec.selector.matchLabels", causes);
+  check_spec_selector(*spec, causes);
   if (!causes.empty()) return invalid(rt, name, std::move(causes));
   return {};
 }

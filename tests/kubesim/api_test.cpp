@@ -223,6 +223,69 @@ TEST_CASE("workloads are validated as the API server does: replicas, selector, r
   CHECK(scaled.status == 422);
 }
 
+TEST_CASE("a workload's selector that does not parse, and its update strategy, are refused as the API server refuses them", "[api]") {
+  TestCluster t;
+  const std::string tmpl = R"("template":{"metadata":{"labels":{"a":"1"}},"spec":{"containers":[{"name":"c","image":"x"}]}})";
+  auto post = [&](std::string_view plural, std::string_view fields) {
+    return t.post(fmt::format("/apis/apps/v1/namespaces/default/{}", plural),
+                  fmt::format(R"({{"metadata":{{"name":"w"}},"spec":{{{},{}}}}})", fields, tmpl));
+  };
+  using Causes = std::vector<std::pair<std::string, std::string>>;
+  // The selector's own errors, and "invalid label selector" instead of a mismatch with the template.
+  CHECK(causes_of(post("deployments", R"("selector":{"matchLabels":{"a":"1"},"matchExpressions":[{"key":"b","operator":"Foo"}]})")) ==
+        Causes{{"spec.selector.matchExpressions[0].operator", R"(Invalid value: "Foo": not a valid selector operator)"},
+               {"spec.selector",
+                R"(Invalid value: {"matchLabels":{"a":"1"},"matchExpressions":[{"key":"b","operator":"Foo"}]}: invalid label selector)"}});
+  CHECK(causes_of(post("replicasets", R"("selector":{"matchExpressions":[{"key":"a","operator":"In"}]})")) ==
+        Causes{{"spec.selector.matchExpressions[0].values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"},
+               {"spec.selector", R"(Invalid value: {"matchExpressions":[{"key":"a","operator":"In"}]}: invalid label selector)"}});
+  // A StatefulSet's gives no detail, and a DaemonSet's adds nothing to the selector's own errors.
+  CHECK(causes_of(post("statefulsets", R"("selector":{"matchLabels":{"a b":"1"}})")).back() ==
+        std::pair<std::string, std::string>{"spec.selector", R"(Invalid value: {"matchLabels":{"a b":"1"}})"});
+  CHECK(causes_of(post("daemonsets", R"("selector":{"matchExpressions":[{"key":"a","operator":"Exists","values":["1"]}]})")) ==
+        Causes{
+            {"spec.selector.matchExpressions[0].values", "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"}});
+  const std::string sel = R"("selector":{"matchLabels":{"a":"1"}},)";
+  // A Deployment's strategy of an unknown type, quoted as Go prints the internal type.
+  CHECK(causes_of(post("deployments", sel + R"("strategy":{"type":"Blue","rollingUpdate":{"maxSurge":2}})")) ==
+        Causes{{"spec.strategy", R"(Unsupported value: {"Type":"Blue","RollingUpdate":{"MaxUnavailable":0,"MaxSurge":2}}: )"
+                                 R"(supported values: "Recreate", "RollingUpdate")"}});
+  // A DaemonSet's: a known type, both bounds at most 100 %, exactly one of them not 0.
+  CHECK(causes_of(post("daemonsets", sel + R"("updateStrategy":{"type":"Green"})")) ==
+        Causes{{"spec.updateStrategy", R"(Unsupported value: {"Type":"Green","RollingUpdate":null}: )"
+                                       R"(supported values: "RollingUpdate", "OnDelete")"}});
+  CHECK(causes_of(post("daemonsets", sel + R"("updateStrategy":{"rollingUpdate":{"maxUnavailable":0}})")) ==
+        Causes{{"spec.updateStrategy.rollingUpdate.maxUnavailable", "Required value: cannot be 0 when maxSurge is 0"}});
+  CHECK(causes_of(post("daemonsets", sel + R"("updateStrategy":{"rollingUpdate":{"maxUnavailable":"110%","maxSurge":1}})")) ==
+        Causes{{"spec.updateStrategy.rollingUpdate.maxUnavailable", R"(Invalid value: "110%": must not be greater than 100%)"},
+               {"spec.updateStrategy.rollingUpdate.maxSurge", "Invalid value: 1: may not be set when maxUnavailable is non-zero"}});
+  // Defaulted field by field: a surge alone gets maxUnavailable 1 and is refused with it; with
+  // maxUnavailable 0 it is kept. OnDelete takes no defaults.
+  CHECK(causes_of(post("daemonsets", sel + R"("updateStrategy":{"rollingUpdate":{"maxSurge":"10%"}})")) ==
+        Causes{{"spec.updateStrategy.rollingUpdate.maxSurge", R"(Invalid value: "10%": may not be set when maxUnavailable is non-zero)"}});
+  auto surge = post("daemonsets", sel + R"("updateStrategy":{"rollingUpdate":{"maxSurge":"10%","maxUnavailable":0}})");
+  CHECK(surge.status == 201);
+  CHECK(body_field(surge, {"spec", "updateStrategy"}) ==
+        R"({"rollingUpdate":{"maxSurge":"10%","maxUnavailable":0},"type":"RollingUpdate"})");
+  auto on_delete =
+      t.post("/apis/apps/v1/namespaces/default/daemonsets",
+             fmt::format(R"({{"metadata":{{"name":"od"}},"spec":{{{}"updateStrategy":{{"type":"OnDelete"}},{}}}}})", sel, tmpl));
+  CHECK(on_delete.status == 201);
+  CHECK(body_field(on_delete, {"spec", "updateStrategy"}) == R"({"type":"OnDelete"})");
+  // A rolling update given with OnDelete comes back with both bounds (the internal type's are
+  // not pointers); a StatefulSet's rolling update gets a partition and maxUnavailable.
+  auto kept = t.post(
+      "/apis/apps/v1/namespaces/default/daemonsets",
+      fmt::format(
+          R"({{"metadata":{{"name":"kept"}},"spec":{{{}"updateStrategy":{{"type":"OnDelete","rollingUpdate":{{"maxSurge":1}}}},{}}}}})",
+          sel, tmpl));
+  CHECK(body_field(kept, {"spec", "updateStrategy", "rollingUpdate"}) == R"({"maxSurge":1,"maxUnavailable":0})");
+  auto stateful = t.post("/apis/apps/v1/namespaces/default/statefulsets",
+                         fmt::format(R"({{"metadata":{{"name":"s"}},"spec":{{"replicas":0,{}{}}}}})", sel, tmpl));
+  CHECK(body_field(stateful, {"spec", "updateStrategy"}) ==
+        R"({"type":"RollingUpdate","rollingUpdate":{"partition":0,"maxUnavailable":1}})");
+}
+
 TEST_CASE("tolerations, affinity, container names, taints and priority classes are validated as the API server does", "[api]") {
   TestCluster t;
   using Causes = std::vector<std::pair<std::string, std::string>>;
