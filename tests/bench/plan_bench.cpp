@@ -3,7 +3,8 @@
 //   plan_bench plan      a. a full plan at 5,000 nodes / 150,000 pods, plain and with 20 % of pods
 //                           under required anti-affinity or topology spread
 //   plan_bench gpu       a3. a full plan of the openb trace scaled to 5,000 GPU nodes and about
-//                           150,000 pods, default and packing profiles
+//                           150,000 pods, default and packing profiles (or the one named:
+//                           plan_bench gpu default)
 //   plan_bench decode    b. JSON decode throughput of a pod list into the model, one core
 //   plan_bench snapshot  b2. spotshift plan's load of a kubectl get -o json snapshot, a reader per core
 //                           (and one reader, for comparison)
@@ -78,7 +79,7 @@ void figure_plan() {
 // five times over, cut at 5,000; 30 % on-demand), its tasks drawn until they ask for the present
 // nodes' GPUs, then 100,000 small web pods; planned with the default profile and with the
 // packing profile (plan search on).
-void figure_gpu_plan() {
+void figure_gpu_plan(std::string_view only) {
   bench::OpenbOptions o;
   o.data_dir = bench::default_openb_dir();
   o.copies = 5;
@@ -98,6 +99,7 @@ void figure_gpu_plan() {
   packing.profile.scores = {sched::ScoreConfig{"Fragmentation", 100, {}}, sched::ScoreConfig{"BestFit", 1, {}}};
   for (const auto& [label, spec] :
        {std::pair<const char*, drain::PolicySpec>{"default", drain::default_policy_spec()}, {"packing", packing}}) {
+    if (!only.empty() && only != label) continue;
     drain::Plan plan;
     std::vector<double> runs;
     for (int i = 0; i < 3; ++i) {
@@ -537,9 +539,10 @@ int main(int argc, char** argv) {
     seeds.push_back(seed);
   }
   if (seeds.empty()) seeds = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::string_view profile = which == "gpu" && argc == 3 ? std::string_view(argv[2]) : "";
   if ((!all && which != "plan" && which != "gpu" && which != "decode" && which != "snapshot" && which != "memory" && which != "quality") ||
-      (which != "quality" && argc > 2)) {
-    std::fprintf(stderr, "usage: plan_bench [plan|gpu|decode|snapshot|memory|quality [seed...]]\n");
+      (which != "quality" && argc > 2 && profile.empty()) || (!profile.empty() && profile != "default" && profile != "packing")) {
+    std::fprintf(stderr, "usage: plan_bench [plan|gpu [default|packing]|decode|snapshot|memory|quality [seed...]]\n");
     return 2;
   }
   // memory first: a fresh heap measures best.
@@ -547,7 +550,7 @@ int main(int argc, char** argv) {
   if (all || which == "decode") figure_decode();
   if (all || which == "snapshot") figure_snapshot();
   if (all || which == "plan") figure_plan();
-  if (all || which == "gpu") figure_gpu_plan();
+  if (all || which == "gpu") figure_gpu_plan(profile);
   if (all || which == "quality") figure_quality(seeds);
   return 0;
 }
