@@ -579,6 +579,56 @@ Result<void> check_strategy(const std::string& kind, Value& spec, std::vector<St
   return {};
 }
 
+// ValidateStatefulSetUpdateStrategy: a known type, a rolling update only with RollingUpdate, its
+// partition not negative and its maxUnavailable a positive integer or percentage of at most 100 %.
+Result<void> check_stateful_strategy(Value& spec, std::vector<StatusCause>& causes) {
+  Value* strategy = get_mut(spec, "updateStrategy");
+  if (!strategy || !strategy->IsObject()) return {};
+  Value* rolling = get_mut(*strategy, "rollingUpdate");
+  if (rolling && !rolling->IsObject()) rolling = nullptr;
+  const std::string path = "spec.updateStrategy.rollingUpdate";
+  const Value *partition = nullptr, *unavailable = nullptr;
+  if (rolling) {
+    if (Value* given = get_mut(*rolling, "partition"); given && given->IsNull()) drop_field(*rolling, "partition");
+    partition = json_member(*rolling, "partition");
+    if (partition && !partition->IsInt())
+      return undecodable("StatefulSet", "RollingUpdateStatefulSetStrategy", path + ".partition", *partition);
+    auto u = int_or_string_field(*rolling, "maxUnavailable", "StatefulSet", "RollingUpdateStatefulSetStrategy", path + ".");
+    if (!u) return u.error();
+    unavailable = *u;
+  }
+  // Quoted as Go marshals the internal type: its partition is not a pointer.
+  auto rolling_go = [&] {
+    return rolling ? fmt::format(R"({{"Partition":{},"MaxUnavailable":{}}})", partition ? partition->GetInt() : 0,
+                                 unavailable ? to_json(*unavailable) : "null")
+                   : std::string("null");
+  };
+  const std::string_view type = json_string(*strategy, {"type"});
+  if (type == "OnDelete") {
+    if (rolling)
+      causes.push_back(
+          {"FieldValueInvalid", path, fmt::format("Invalid value: {}: only allowed for updateStrategy 'RollingUpdate'", rolling_go())});
+    return {};
+  }
+  if (type != "RollingUpdate") {
+    causes.push_back({"FieldValueInvalid", "spec.updateStrategy",
+                      fmt::format(R"(Invalid value: {{"Type":{},"RollingUpdate":{}}}: must be 'RollingUpdate' or 'OnDelete')",
+                                  json_quote(type), rolling_go())});
+    return {};
+  }
+  if (partition && partition->GetInt() < 0)
+    causes.push_back({"FieldValueInvalid", path + ".partition",
+                      fmt::format("Invalid value: {}: must be greater than or equal to 0", partition->GetInt())});
+  if (unavailable) {
+    const std::string at = path + ".maxUnavailable";
+    check_int_or_percent(*unavailable, at, causes);
+    if (int_or_percent_value(unavailable) == 0)
+      causes.push_back({"FieldValueInvalid", at, fmt::format("Invalid value: {}: cannot be 0", to_json(*unavailable))});
+    check_at_most_100_percent(*unavailable, at, causes);
+  }
+  return {};
+}
+
 // What ValidateDeploymentSpec and its siblings check of the fields the simulator acts on: the
 // replica count, the selector (required, not empty, valid, matching the template's labels) and,
 // for a Deployment or a DaemonSet, its update strategy.
@@ -618,6 +668,8 @@ Result<void> validate_workload(const ResourceType& rt, const std::string& name, 
   }
   if (kind == "Deployment" || kind == "DaemonSet")
     if (auto checked = check_strategy(kind, spec, causes); !checked) return checked.error();
+  if (kind == "StatefulSet")
+    if (auto checked = check_stateful_strategy(spec, causes); !checked) return checked.error();
   if (!causes.empty()) return Cluster::invalid(rt, name, std::move(causes));
   return {};
 }

@@ -259,6 +259,17 @@ TEST_CASE("a workload's selector that does not parse, and its update strategy, a
   CHECK(causes_of(post("daemonsets", sel + R"("updateStrategy":{"rollingUpdate":{"maxUnavailable":"110%","maxSurge":1}})")) ==
         Causes{{"spec.updateStrategy.rollingUpdate.maxUnavailable", R"(Invalid value: "110%": must not be greater than 100%)"},
                {"spec.updateStrategy.rollingUpdate.maxSurge", "Invalid value: 1: may not be set when maxUnavailable is non-zero"}});
+  // A StatefulSet's: a known type, a rolling update only with RollingUpdate, a partition not
+  // negative, a maxUnavailable not 0.
+  CHECK(causes_of(post("statefulsets", sel + R"("replicas":0,"updateStrategy":{"type":"OnDelete","rollingUpdate":{"partition":2}})")) ==
+        Causes{{"spec.updateStrategy.rollingUpdate",
+                R"(Invalid value: {"Partition":2,"MaxUnavailable":null}: only allowed for updateStrategy 'RollingUpdate')"}});
+  CHECK(causes_of(post("statefulsets", sel + R"("replicas":0,"updateStrategy":{"type":"Red"})")) ==
+        Causes{{"spec.updateStrategy", R"(Invalid value: {"Type":"Red","RollingUpdate":null}: must be 'RollingUpdate' or 'OnDelete')"}});
+  CHECK(
+      causes_of(post("statefulsets", sel + R"("replicas":0,"updateStrategy":{"rollingUpdate":{"partition":-1,"maxUnavailable":"0%"}})")) ==
+      Causes{{"spec.updateStrategy.rollingUpdate.partition", "Invalid value: -1: must be greater than or equal to 0"},
+             {"spec.updateStrategy.rollingUpdate.maxUnavailable", R"(Invalid value: "0%": cannot be 0)"}});
   // Defaulted field by field: a surge alone gets maxUnavailable 1 and is refused with it; with
   // maxUnavailable 0 it is kept. OnDelete takes no defaults.
   CHECK(causes_of(post("daemonsets", sel + R"("updateStrategy":{"rollingUpdate":{"maxSurge":"10%"}})")) ==
