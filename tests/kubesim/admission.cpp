@@ -676,6 +676,10 @@ Result<void> validate_workload(const ResourceType& rt, const std::string& name, 
 
 }  // namespace
 
+void check_metadata_labels(const Value& obj, std::vector<StatusCause>& causes) {
+  check_labels(json_path(obj, {"metadata", "labels"}), "metadata.labels", causes);
+}
+
 // ValidateEventCreate for events.k8s.io/v1, in its order: the namespaces agree; a new event (one
 // with an eventTime) names its reporting controller (a qualified name) and instance, an action
 // and a reason (each at most 128 bytes), and has a note of at most 1024 bytes; then an eventTime
@@ -733,7 +737,7 @@ Result<void> Cluster::admit(const ResourceType& rt, Value& obj, Alloc& a, const 
   // What ValidateObjectMeta checks of every kind (the name is checked on create), and the keys of
   // a ConfigMap or Secret.
   std::vector<StatusCause> causes;
-  check_labels(json_path(obj, {"metadata", "labels"}), "metadata.labels", causes);
+  check_metadata_labels(obj, causes);
   if (rt.group.empty() && (rt.kind == "ConfigMap" || rt.kind == "Secret")) check_data_keys(obj, causes);
   if (!causes.empty()) return invalid(rt, std::string(name_of(obj)), std::move(causes));
   auto it = kByKind.find({std::string_view(rt.group), std::string_view(rt.kind)});

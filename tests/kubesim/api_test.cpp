@@ -361,6 +361,17 @@ TEST_CASE("tolerations, affinity, container names, taints and priority classes a
   CHECK(causes_of(pod("s", R"("nodeSelector":{"a b":"c"},)")) == Causes{{"spec.nodeSelector", R"(Invalid value: "a b": )" + name_part}});
   CHECK(t.post("/api/v1/namespaces/default/configmaps", R"({"metadata":{"name":"m","labels":{"example.com/ok":""}},"data":{"k.1":"v"}})")
             .status == 201);
+  // A name that is not valid does not hide the labels' errors; a Namespace's name is one of its
+  // labels (kubernetes.io/metadata.name), whose values have at most 63 bytes too.
+  const Causes both =
+      causes_of(t.post("/api/v1/namespaces/default/configmaps", R"({"metadata":{"name":"Bad_Name","labels":{"k":"a b"}}})"));
+  REQUIRE(both.size() == 2);
+  CHECK(both[0].first == "metadata.name");
+  CHECK(both[1].first == "metadata.labels");
+  const std::string long_name(64, 'n');
+  CHECK(causes_of(t.post("/api/v1/namespaces", fmt::format(R"({{"metadata":{{"name":"{}"}}}})", long_name))) ==
+        Causes{{"metadata.name", fmt::format(R"(Invalid value: "{}": must be no more than 63 characters)", long_name)},
+               {"metadata.labels", fmt::format(R"(Invalid value: "{}": must be no more than 63 bytes)", long_name)}});
 }
 
 TEST_CASE("events.k8s.io events are validated as the API server does, and a body is read as Go reads UTF-8", "[api]") {

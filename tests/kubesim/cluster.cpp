@@ -222,7 +222,13 @@ Result<ObjectPtr> Cluster::create_internal(const ResourceType& rt, std::string_v
   if (!rt.group.starts_with("events") && &rt != registry_.events()) {
     std::vector<StatusCause> causes;
     add_invalid(name, "metadata.name", dns_name_errors(name, &rt != registry_.namespaces()), causes);
-    if (!causes.empty()) return invalid(rt, name, std::move(causes));
+    if (!causes.empty()) {
+      // ValidateObjectMeta goes on to the labels, among which a Namespace's name already is
+      // (kubernetes.io/metadata.name, added before validation).
+      if (&rt == registry_.namespaces()) set_str(ensure_object(m, "labels", a), "kubernetes.io/metadata.name", name, a);
+      check_metadata_labels(obj, causes);
+      return invalid(rt, name, std::move(causes));
+    }
   }
   if (store_.get(rt, Store::key_of(rt, ns, name)))
     return Error::api(409, "AlreadyExists", fmt::format("{} \"{}\" already exists", rt.qualified_plural(), name));

@@ -24,6 +24,8 @@ namespace spotshift::kubesim {
 std::vector<std::string> dns_name_errors(std::string_view name, bool allow_dots);
 // One FieldValueInvalid cause at path for each of errors about value ("Invalid value: \"v\": e").
 void add_invalid(std::string_view value, const std::string& path, const std::vector<std::string>& errors, std::vector<StatusCause>& causes);
+// ValidateLabels on an object's metadata.labels: each key and value.
+void check_metadata_labels(const Value& obj, std::vector<StatusCause>& causes);
 
 // What the API server checks of an events.k8s.io/v1 Event on create (its strict validation;
 // core/v1 Events are checked only for what kubesim needs to store them).
