@@ -649,8 +649,10 @@ Result<void> validate_workload(const ResourceType& rt, const std::string& name, 
   if (!selector) {
     causes.push_back({"FieldValueRequired", "spec.selector", "Required value"});
   } else if (parsed && parsed->empty()) {
+    // ValidateReplicaSetSpec says "deployment" too.
     causes.push_back(
-        {"FieldValueInvalid", "spec.selector", fmt::format("Invalid value: {{}}: empty selector is invalid for {}", rt.singular)});
+        {"FieldValueInvalid", "spec.selector",
+         fmt::format("Invalid value: {{}}: empty selector is invalid for {}", kind == "ReplicaSet" ? "deployment" : rt.singular)});
   } else if (!parsed && kind != "DaemonSet") {
     // ValidateDaemonSetSpec says nothing more; ValidateStatefulSetSpec gives no detail.
     causes.push_back(

@@ -204,6 +204,9 @@ TEST_CASE("workloads are validated as the API server does: replicas, selector, r
         Causes{{"spec.template.metadata.labels", mismatch}});
   CHECK(causes_of(post("daemonsets", "ds", R"("selector":{})")) ==
         Causes{{"spec.selector", "Invalid value: {}: empty selector is invalid for daemonset"}});
+  // (The API server names a Deployment for a ReplicaSet.)
+  CHECK(causes_of(post("replicasets", "rs", R"("selector":{})")) ==
+        Causes{{"spec.selector", "Invalid value: {}: empty selector is invalid for deployment"}});
   CHECK(post("deployments", "d", R"("replicas":2.5,"selector":{"matchLabels":{"a":"1"}})").status == 400);
   // The rolling update's bounds: each one valid, not both 0, maxUnavailable at most 100 %.
   const std::string sel = R"("selector":{"matchLabels":{"a":"1"}},)";
