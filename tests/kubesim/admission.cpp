@@ -161,13 +161,14 @@ void default_field(Value& obj, std::string_view key, Value v, Alloc& a) {
 }
 
 // An update strategy field by field: the type defaults to RollingUpdate, and a rolling update's
-// absent fields to theirs.
-void default_strategy(Value& spec, std::string_view field, std::initializer_list<std::pair<std::string_view, Value>> fields, Alloc& a) {
+// absent fields to theirs. Returns the strategy.
+Value& default_strategy(Value& spec, std::string_view field, std::initializer_list<std::pair<std::string_view, Value>> fields, Alloc& a) {
   Value& strategy = ensure_object(spec, field, a);
   if (json_string(strategy, {"type"}).empty()) set_str(strategy, "type", "RollingUpdate", a);
-  if (json_string(strategy, {"type"}) != "RollingUpdate") return;
+  if (json_string(strategy, {"type"}) != "RollingUpdate") return strategy;
   Value& rolling = ensure_object(strategy, "rollingUpdate", a);
   for (const auto& [k, v] : fields) default_field(rolling, k, copy_of(v, a), a);
+  return strategy;
 }
 
 // The apps/v1 defaults (SetDefaults_Deployment and friends) of the fields kubectl shows.
@@ -179,12 +180,11 @@ void default_workload(const ResourceType& rt, Value& spec, Alloc& a) {
     default_strategy(spec, "strategy", {{"maxUnavailable", json_key("25%")}, {"maxSurge", json_key("25%")}}, a);
     default_field(spec, "progressDeadlineSeconds", Value(600), a);
   } else if (kind == "DaemonSet") {
-    default_strategy(spec, "updateStrategy", {{"maxUnavailable", Value(1)}, {"maxSurge", Value(0)}}, a);
+    Value& strategy = default_strategy(spec, "updateStrategy", {{"maxUnavailable", Value(1)}, {"maxSurge", Value(0)}}, a);
     // The internal type's bounds are not pointers: whatever the type, a rolling update comes
     // back with both, 0 where left out.
-    if (Value* strategy = get_mut(spec, "updateStrategy"); strategy && strategy->IsObject())
-      if (Value* rolling = get_mut(*strategy, "rollingUpdate"); rolling && rolling->IsObject())
-        for (const char* bound : {"maxUnavailable", "maxSurge"}) default_field(*rolling, bound, Value(0), a);
+    if (Value* rolling = get_mut(strategy, "rollingUpdate"); rolling && rolling->IsObject())
+      for (const char* bound : {"maxUnavailable", "maxSurge"}) default_field(*rolling, bound, Value(0), a);
   } else if (kind == "StatefulSet") {
     default_field(spec, "podManagementPolicy", json_key("OrderedReady"), a);
     // SetDefaults_StatefulSet: a rolling update is added only with the type, and its partition
