@@ -8,7 +8,7 @@
 //                               plan's drainable ones, where the replacements went, Pending pods;
 //                               on kubesim or on the real control plane (scripts/realkube.sh)
 //                               (--seeds, --variants, --profiles, --steering, --backends,
-//                               --max-minutes, --keep; --help)
+//                               --drain-order, --max-minutes, --keep; --help)
 //
 // With no argument it runs all three. Each figure is one JSON line: {"name","value","unit","goal"};
 // details go to stderr.
@@ -324,8 +324,9 @@ struct RealizedCase {
   std::string name;
   bench::OpenbOptions scenario;
   bool packing = false;
-  bool steering = false;  // spec.steering Preferred, the operator serving the webhook
-  bool real = false;      // the real control plane (scripts/realkube.sh): kube-scheduler places the replacements
+  bool steering = false;    // spec.steering Preferred, the operator serving the webhook
+  bool real = false;        // the real control plane (scripts/realkube.sh): kube-scheduler places the replacements
+  std::string drain_order;  // spec.drainOrder when given; otherwise the profile's (ScarceResources with packing)
 };
 
 struct RealizedResult {
@@ -346,12 +347,14 @@ struct RealizedResult {
   std::string blocked;   // why the policy drains no more, when its Blocked condition says
 };
 
-std::string realized_policy(bool packing, bool steering) {
+std::string realized_policy(const RealizedCase& rc) {
   std::string spec = "  nodeDrainDelay: 1s\n  podEvictionTimeout: 60s\n  maxGracefulTermination: 30s\n";
-  if (steering) spec += "  steering: Preferred\n";
-  if (packing)
+  if (rc.steering) spec += "  steering: Preferred\n";
+  const std::string order = !rc.drain_order.empty() ? rc.drain_order : rc.packing ? "ScarceResources" : "";
+  if (!order.empty()) spec += "  drainOrder: " + order + "\n";
+  if (rc.packing)
     spec +=
-        "  drainOrder: ScarceResources\n  searchIterations: 2000\n  profile:\n    scores:\n"
+        "  searchIterations: 2000\n  profile:\n    scores:\n"
         "      - {name: Fragmentation, weight: 100}\n      - {name: BestFit, weight: 1}\n";
   return "apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata: {name: default}\nspec:\n" + spec;
 }
@@ -511,7 +514,7 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit, 
   if (!scenario) fail(scenario.error().message);
   testing::TempDir dir;
   dir.write("cluster.json", *scenario);
-  dir.write("policy.yaml", realized_policy(rc.packing, rc.steering));
+  dir.write("policy.yaml", realized_policy(rc));
   RealizedResult out;
 
   // The first plan, offline, on the same objects and policy.
@@ -639,7 +642,8 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit, 
 
 void figure_realized(const std::vector<std::string>& args) {
   if (!testing::tool_installed("kubectl")) fail("kubectl is not installed; run scripts/setup.sh (make bench does)");
-  std::string seeds = "1", variants = "single,multi", profiles = "default,packing", steering = "off", backends = "kubesim", keep;
+  std::string seeds = "1", variants = "single,multi", profiles = "default,packing", steering = "off", backends = "kubesim", keep,
+              drain_order;
   int minutes = 30;
   FlagSet flags("kubesim_bench realized", "Figure g: realized drains on openb clusters.");
   flags.add_string("seeds", &seeds, "The openb scenario's seeds, comma-separated.");
@@ -653,6 +657,9 @@ void figure_realized(const std::vector<std::string>& args) {
   flags.add_string("keep", &keep,
                    "A directory to keep each run's operator log, policy, cluster and first plan in, under the run's name "
                    "(default: none kept).");
+  flags.add_string("drain-order", &drain_order,
+                   "The policy's drainOrder (RequestedCPU, ScarceResources or HighestSavingsPerEviction) for every profile "
+                   "(default: the profile's own: the CRD's default with default, ScarceResources with packing).");
   flags.add_int("max-minutes", &minutes, "A run that is still draining after this long is reported as it stands.");
   if (auto code = flags.parse_command(args, std::cout, std::cerr)) std::exit(*code);
   for (auto seed : split(seeds, ','))
@@ -672,7 +679,9 @@ void figure_realized(const std::vector<std::string>& args) {
             rc.steering = steer == "preferred";
             if (backend != "kubesim" && backend != "real") fail(fmt::format("unknown backend \"{}\"", backend));
             rc.real = backend == "real";
-            rc.name = fmt::format("openb_seed{}_{}_{}{}{}", seed, variant, profile, rc.steering ? "_steered" : "", rc.real ? "_real" : "");
+            rc.drain_order = drain_order;
+            rc.name = fmt::format("openb_seed{}_{}_{}{}{}{}", seed, variant, profile, drain_order.empty() ? "" : "_" + drain_order,
+                                  rc.steering ? "_steered" : "", rc.real ? "_real" : "");
             RealizedResult r = run_realized(rc, std::chrono::minutes(minutes), keep);
             const double replacements = r.planned + r.other_spot + r.not_spot + r.pending + r.missing;
             std::fprintf(
