@@ -23,6 +23,8 @@ std::string plan_to_table(const Plan& plan) {
       fmt::format("{} on-demand node{}, {} spot node{}: {} drainable, {} not drainable, {} pod{} to move (planned in {:.1f} ms)\n",
                   s.on_demand_nodes, s.on_demand_nodes == 1 ? "" : "s", s.spot_nodes, s.spot_nodes == 1 ? "" : "s", s.drainable_nodes,
                   s.undrainable_nodes, s.pods_to_move, s.pods_to_move == 1 ? "" : "s", s.plan_millis);
+  out += fmt::format("Drain order: {}{}.\n", to_string(s.drain_order),
+                     s.scarce_resource.empty() ? "" : fmt::format(" (the scarce resource: {})", s.scarce_resource));
   if (s.hourly_savings)
     out += fmt::format("Draining them saves about {} per hour{}.\n", format_price(*s.hourly_savings),
                        s.unpriced_nodes ? fmt::format(" ({} of them without a price)", s.unpriced_nodes) : "");
@@ -146,6 +148,12 @@ std::string plan_to_json(const Plan& plan) {
                              {"searchedNodes", s.searched_nodes}}) {
     str(name);
     w.Int(value);
+  }
+  str("drainOrder");
+  str(to_string(s.drain_order));
+  if (!s.scarce_resource.empty()) {
+    str("scarceResource");
+    str(s.scarce_resource);
   }
   if (s.displaced_pods > 0) {
     str("displacedPods");

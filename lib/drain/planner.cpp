@@ -271,13 +271,27 @@ void sequence_by_places(const sched::ClusterSnapshot& snap, const sched::Framewo
 // Steps 3 to 5 of planner.hpp for the on-demand nodes of a pass, each node decided once. The
 // state every decision reads is set up once per plan: the profile's framework, the budgets, the
 // demand still to place, the Pending pods. The plan search (step 6) runs a second pass.
+}  // namespace
+
+DrainOrder effective_drain_order(DrainOrder order, const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand,
+                                 const model::InternedString& scarce) {
+  if (order != DrainOrder::kAuto) return order;
+  if (!scarce.empty())
+    for (int n : on_demand)
+      if (snap.node(n).used.scalar(scarce) > 0) return DrainOrder::kScarceResources;
+  return DrainOrder::kRequestedCpu;
+}
+
+namespace {
+
 class PlanPass {
  public:
   // `pods`: the input's pods the plan sees (without expendable ones).
-  PlanPass(const PlanInput& in, const std::vector<PodPtr>& pods, const PolicySpec& spec, const sched::ClusterSnapshot& snap,
-           const std::vector<int>& spot, std::vector<NodePtr> spot_nodes, model::InternedString scarce)
+  PlanPass(const PlanInput& in, const std::vector<PodPtr>& pods, const PolicySpec& spec, DrainOrder order,
+           const sched::ClusterSnapshot& snap, const std::vector<int>& spot, std::vector<NodePtr> spot_nodes, model::InternedString scarce)
       : in_(in),
         spec_(spec),
+        order_(order),
         snap_(snap),
         spot_(spot),
         scarce_(std::move(scarce)),
@@ -411,7 +425,7 @@ class PlanPass {
       }
     }
     std::stable_sort(moving.begin(), moving.end(), [&](const Candidate& a, const Candidate& b) {
-      if (spec_.drain_order == DrainOrder::kScarceResources && !scarce_.empty()) {
+      if (order_ == DrainOrder::kScarceResources && !scarce_.empty()) {
         int64_t sa = a.pod->requests.get(scarce_.view()), sb = b.pod->requests.get(scarce_.view());
         if (sa != sb) return sa > sb;
       }
@@ -484,6 +498,7 @@ class PlanPass {
 
   const PlanInput& in_;
   const PolicySpec& spec_;
+  const DrainOrder order_;  // the spec's, Auto resolved
   const sched::ClusterSnapshot& snap_;
   const std::vector<int>& spot_;
   const model::InternedString scarce_;
@@ -610,6 +625,9 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   // Step 2: sources least requested CPU first, or least scarcity-weighted demand. Targets, for
   // display: by free CPU as the profile ranks them.
   const auto scarce = sched::Demand::scarcest_extended_resource(snap);
+  const DrainOrder order = effective_drain_order(spec.drain_order, snap, on_demand, scarce);
+  plan.summary.drain_order = order;
+  if (order == DrainOrder::kScarceResources) plan.summary.scarce_resource = std::string(scarce.view());
   // on_demand reordered by a key per node (stable: ties keep their order).
   auto order_by = [&](const std::vector<double>& key, auto before) {
     std::vector<size_t> order(on_demand.size());
@@ -619,12 +637,12 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     for (size_t k : order) sorted.push_back(on_demand[k]);
     on_demand = std::move(sorted);
   };
-  if (spec.drain_order == DrainOrder::kScarceResources) {
+  if (order == DrainOrder::kScarceResources) {
     order_by(scarcity_keys(snap, on_demand, spot, scarce), std::less<double>());
   } else {
     std::stable_sort(on_demand.begin(), on_demand.end(),
                      [&](int a, int b) { return snap.node(a).used.cpu_milli < snap.node(b).used.cpu_milli; });
-    if (spec.drain_order == DrainOrder::kHighestSavingsPerEviction && spec.pricing) {
+    if (order == DrainOrder::kHighestSavingsPerEviction && spec.pricing) {
       // Price per pod that would have to move (every pod but those that stay: DaemonSet, static
       // and finished ones), highest first; nodes without a price after, by requested CPU.
       std::vector<double> key;
@@ -648,7 +666,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
   }
 
   // Steps 3 to 5.
-  PlanPass planner(in, pods, spec, snap, spot, std::move(spot_nodes), scarce);
+  PlanPass planner(in, pods, spec, order, snap, spot, std::move(spot_nodes), scarce);
   // The previous plan's nodes and targets. The evictor's re-check of one node carries out the
   // plan its drain started from: each pod is tried first on the spot node that plan chose.
   std::optional<Search> previous;
@@ -707,7 +725,7 @@ Plan make_plan(const PlanInput& in, const PolicySpec& spec) {
     plan.summary.searched_nodes = std::min(plan.summary.searched_nodes, static_cast<int>(plan.drainable.size()));
   }
   // Step 8: the drain sequence.
-  if (!in.only_node && framework && spec.drain_order != DrainOrder::kHighestSavingsPerEviction)
+  if (!in.only_node && framework && order != DrainOrder::kHighestSavingsPerEviction)
     sequence_by_places(snap, *framework, planner.cache(), spot, plan.drainable);
   plan.summary.pods_to_move = static_cast<int>(pods_to_move(plan.drainable));
   if (!expendable_pods.empty()) displace_expendable(snap, spot, expendable_pods, plan);

@@ -5,7 +5,9 @@
 //  1. Classify Ready nodes with the policy's selectors: on-demand (sources) and spot (targets).
 //     A node matching both is excluded with a reason; cordoned nodes are neither.
 //  2. Order on-demand nodes by requested CPU, least first (ties by name), or with drainOrder
-//     ScarceResources by their demand weighted by each resource's scarcity on the spot nodes.
+//     ScarceResources by their demand weighted by each resource's scarcity on the spot nodes;
+//     drainOrder Auto (the default) is ScarceResources when a pod on an on-demand node asks for
+//     the cluster's scarcest extended resource (GPUs, say), RequestedCPU otherwise.
 //     Pending pods the scheduler has not bound yet take room on the spot nodes first: on the
 //     node they are nominated to, or where they fit (one that fits nowhere takes none).
 //  3. For each, give every pod a verdict (drainability.hpp) and charge the Move pods against
@@ -145,7 +147,9 @@ struct PlanSummary {
   // no price.
   std::optional<double> hourly_savings;
   int unpriced_nodes = 0;
-  int displaced_pods = 0;  // expendable pods the drainable nodes' moves push out, all told
+  int displaced_pods = 0;                              // expendable pods the drainable nodes' moves push out, all told
+  DrainOrder drain_order = DrainOrder::kRequestedCpu;  // the order planned in (drainOrder Auto resolved)
+  std::string scarce_resource;                         // with ScarceResources: the scarcest extended resource, if any
   double plan_millis = 0;
 };
 
@@ -160,6 +164,12 @@ struct Plan {
 
 // Plans with a valid spec. Never fails: what cannot be done is a reason in the plan.
 Plan make_plan(const PlanInput& input, const PolicySpec& spec);
+
+// The order a plan takes its on-demand nodes in: `order` itself, or for DrainOrder::kAuto,
+// ScarceResources when a pod on one of `on_demand` (snapshot indexes) asks for `scarce` (the
+// cluster's scarcest extended resource, sched::Demand), RequestedCPU otherwise.
+DrainOrder effective_drain_order(DrainOrder order, const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand,
+                                 const model::InternedString& scarce);
 
 // The node classes of a policy, shared by the planner, the gates and the operator.
 enum class NodeClass : uint8_t { kNone, kOnDemand, kSpot, kBoth };

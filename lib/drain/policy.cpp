@@ -28,6 +28,8 @@ std::string_view to_string(DrainOrder o) {
       return "ScarceResources";
     case DrainOrder::kHighestSavingsPerEviction:
       return "HighestSavingsPerEviction";
+    case DrainOrder::kAuto:
+      return "Auto";
     case DrainOrder::kRequestedCpu:
       break;
   }
@@ -281,7 +283,8 @@ void decode_spec(model::JsonDecoder& d, model::JsonReader& r, PolicySpec& s) {
     } else if (key == "drainOrder") {
       choice(
           d, r, s.drain_order,
-          std::array<std::pair<std::string_view, DrainOrder>, 3>{{{"RequestedCPU", DrainOrder::kRequestedCpu},
+          std::array<std::pair<std::string_view, DrainOrder>, 4>{{{"Auto", DrainOrder::kAuto},
+                                                                  {"RequestedCPU", DrainOrder::kRequestedCpu},
                                                                   {"ScarceResources", DrainOrder::kScarceResources},
                                                                   {"HighestSavingsPerEviction", DrainOrder::kHighestSavingsPerEviction}}});
     } else if (key == "pricing") {

@@ -44,6 +44,10 @@ std::string_view to_string(GateScope s);
 
 // The order in which on-demand nodes are considered (each sees the placements of those before).
 enum class DrainOrder : uint8_t {
+  // ScarceResources when a pod on one of the policy's on-demand nodes asks for an extended
+  // resource (GPUs, for instance), RequestedCPU otherwise: resolved by each plan
+  // (effective_drain_order in planner.hpp).
+  kAuto,
   kRequestedCpu,     // least requested CPU first (k8s-spot-rescheduler's order)
   kScarceResources,  // least demand first, each resource weighted by how scarce it is on the spot nodes
   // Highest hourly price per pod to move first (spec.pricing); unpriced nodes after, least
@@ -122,7 +126,7 @@ struct PolicySpec {
   Handling host_path = Handling::kBlock;
   Handling kube_system_without_pdb = Handling::kBlock;
   GateScope unschedulable_pods_gate = GateScope::kAny;
-  DrainOrder drain_order = DrainOrder::kRequestedCpu;
+  DrainOrder drain_order = DrainOrder::kAuto;
   int search_iterations = 0;               // steps of the plan search (search.hpp); 0: no search
   std::optional<Pricing> pricing;          // absent: savings are not estimated
   std::optional<int> max_drains_per_hour;  // absent: no limit beyond nodeDrainDelay

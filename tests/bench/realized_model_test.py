@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """realized_model.py on a cluster small enough to reason about: three spot nodes with 8 GPUs,
 and three on-demand nodes, one running a 6-GPU and a 2-GPU pod, the others a 7-GPU pod each. The
-plan puts the 6-GPU and 2-GPU pods on one spot node and a 7-GPU pod on each of the others, and
-drains the first node first (least CPU; every pod fits on all three spot nodes, so the sequence
-keeps that order). kubesim's scheduler gives the 2-GPU pod the emptiest spot node instead of the
+plan in drainOrder RequestedCPU puts the 6-GPU and 2-GPU pods on one spot node and a 7-GPU pod
+on each of the others, and drains the first node first (least CPU; every pod fits on all three
+spot nodes, so the sequence keeps that order). kubesim's scheduler gives the 2-GPU pod the emptiest spot node instead of the
 6-GPU pod's, leaving 6 GPUs there, so one 7-GPU pod finds no room and its node is not drained;
-steered, the 2-GPU pod joins the 6-GPU pod and all three drain.
+steered, the 2-GPU pod joins the 6-GPU pod and all three drain. In the default drainOrder, Auto
+(ScarceResources here, since the pods ask for GPUs), the 7-GPU nodes drain first and the pair
+last, when the scheduler has one spot node left for both: all three drain without steering.
 
 Then a drain that stops halfway: one on-demand node runs a 2-GPU pod asking for more CPU and an
 8-GPU pod; the plan puts the 2-GPU pod on a spot node with 2 GPUs free and much of its CPU taken,
@@ -64,12 +66,12 @@ def expect(what, got, want):
     print(f"ok: {what} = {got!r}")
 
 
-def write(tmp, items):
+def write(tmp, items, spec="{drainOrder: RequestedCPU}"):
     snapshot, policy = os.path.join(tmp, "cluster.json"), os.path.join(tmp, "policy.yaml")
     with open(snapshot, "w") as f:
         json.dump({"apiVersion": "v1", "kind": "List", "items": items}, f)
     with open(policy, "w") as f:
-        f.write("apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata: {name: default}\nspec: {}\n")
+        f.write(f"apiVersion: spotshift.io/v1alpha1\nkind: ReschedulePolicy\nmetadata: {{name: default}}\nspec: {spec}\n")
     return snapshot, policy
 
 
@@ -94,6 +96,10 @@ def main():
         expect("emptied with steering", steered["emptied"], 3)
         expect("replacements on the planned node with steering", steered["onPlannedNode"], 4)
         expect("evictions on the first plan's nodes with steering", steered["evictionsOnFirstPlanNodes"], steered["firstPlanPods"])
+        snapshot, policy = write(tmp, paired, spec="{}")
+        auto = run(binary, snapshot, policy)
+        expect("drainOrder Auto: first plan drainable", auto["firstPlanDrainable"], 3)
+        expect("drainOrder Auto: emptied without steering", auto["emptied"], 3)
 
         snapshot, policy = write(tmp, halfway)
         off = run(binary, snapshot, policy)

@@ -422,10 +422,11 @@ TEST_CASE("drainOrder ScarceResources plans the nodes needing least of the scarc
   in.pods.push_back(replica("b", "b").cpu("1").scalar(kGpu, "1").on("od-b"));
   in.pods.push_back(replica("c", "c").cpu("1").scalar(kGpu, "1").on("od-c"));
 
-  Plan by_cpu = make_plan(in, default_policy_spec());
+  Plan by_cpu = make_plan(in, spec_from(R"({"drainOrder":"RequestedCPU"})").value());
   INFO(plan_to_table(by_cpu));
   REQUIRE(by_cpu.drainable.size() == 1);
   CHECK(by_cpu.drainable[0].node == "od-a");
+  CHECK(by_cpu.summary.drain_order == DrainOrder::kRequestedCpu);
 
   Plan scarce = make_plan(in, spec_from(R"({"drainOrder":"ScarceResources"})").value());
   INFO(plan_to_table(scarce));
@@ -433,6 +434,58 @@ TEST_CASE("drainOrder ScarceResources plans the nodes needing least of the scarc
   CHECK(scarce.drainable[0].node == "od-b");
   CHECK(scarce.drainable[1].node == "od-c");
   CHECK(all_reasons(scarce, "od-a").find("pod default/a fits on no spot node") != std::string::npos);
+  CHECK(scarce.summary.drain_order == DrainOrder::kScarceResources);
+  CHECK(scarce.summary.scarce_resource == kGpu);
+}
+
+TEST_CASE("drainOrder Auto, the default, is ScarceResources when a pod on an on-demand node asks for GPUs, RequestedCPU otherwise",
+          "[planner]") {
+  // The cluster of the ScarceResources case: by requested CPU one node drains, by scarcity two.
+  auto gpu_cluster = [] {
+    PlanInput in;
+    in.nodes.push_back(spot("spot-1").cpu("4").scalar(kGpu, "2"));
+    for (auto name : {"od-a", "od-b", "od-c"}) in.nodes.push_back(on_demand(name).scalar(kGpu, "2"));
+    in.pods.push_back(replica("a", "a").cpu("500m").scalar(kGpu, "2").on("od-a"));
+    in.pods.push_back(replica("b", "b").cpu("1").scalar(kGpu, "1").on("od-b"));
+    in.pods.push_back(replica("c", "c").cpu("1").scalar(kGpu, "1").on("od-c"));
+    return in;
+  };
+  REQUIRE(default_policy_spec().drain_order == DrainOrder::kAuto);
+  PlanInput in = gpu_cluster();
+  Plan plan = make_plan(in, default_policy_spec());
+  INFO(plan_to_table(plan));
+  REQUIRE(plan.drainable.size() == 2);
+  CHECK(plan.drainable[0].node == "od-b");
+  CHECK(plan.drainable[1].node == "od-c");
+  CHECK(plan.summary.drain_order == DrainOrder::kScarceResources);
+  // The plan says which order it took, and by which resource.
+  CHECK(plan_to_table(plan).find("Drain order: ScarceResources (the scarce resource: example.com/gpu).\n") != std::string::npos);
+  model::JsonDocument d;
+  REQUIRE(model::parse_json(plan_to_json(plan), d));
+  CHECK(std::string(d["summary"]["drainOrder"].GetString()) == "ScarceResources");
+  CHECK(std::string(d["summary"]["scarceResource"].GetString()) == kGpu);
+  // The evictor's re-check of one node takes the same order: its pods, largest GPU request first.
+  PlanInput one = gpu_cluster();
+  one.only_node = "od-b";
+  CHECK(make_plan(one, default_policy_spec()).summary.drain_order == DrainOrder::kScarceResources);
+
+  // GPUs on the nodes, but no pod on an on-demand node asks for one: by requested CPU, as
+  // RequestedCPU plans it (od-a first, its 500m the least).
+  PlanInput cpu_only;
+  cpu_only.nodes.push_back(spot("spot-1").cpu("4").scalar(kGpu, "2"));
+  for (auto name : {"od-a", "od-b", "od-c"}) cpu_only.nodes.push_back(on_demand(name).scalar(kGpu, "2"));
+  cpu_only.pods.push_back(replica("a", "a").cpu("500m").on("od-a"));
+  cpu_only.pods.push_back(replica("b", "b").cpu("2").on("od-b"));
+  cpu_only.pods.push_back(replica("c", "c").cpu("3").on("od-c"));
+  cpu_only.pods.push_back(replica("s", "s").cpu("100m").scalar(kGpu, "1").on("spot-1"));
+  Plan by_cpu = make_plan(cpu_only, default_policy_spec());
+  INFO(plan_to_table(by_cpu));
+  CHECK(by_cpu.summary.drain_order == DrainOrder::kRequestedCpu);
+  CHECK(by_cpu.summary.scarce_resource.empty());
+  CHECK(plan_to_table(by_cpu).find("Drain order: RequestedCPU.\n") != std::string::npos);
+  Plan explicit_cpu = make_plan(cpu_only, spec_from(R"({"drainOrder":"RequestedCPU"})").value());
+  CHECK(plan_to_json(by_cpu).substr(0, plan_to_json(by_cpu).find("\"planMillis\"")) ==
+        plan_to_json(explicit_cpu).substr(0, plan_to_json(explicit_cpu).find("\"planMillis\"")));
 }
 
 namespace {

@@ -27,7 +27,7 @@ TEST_CASE("an empty spec takes k8s-spot-rescheduler's defaults", "[policy]") {
   CHECK(s.host_path == Handling::kBlock);
   CHECK(s.kube_system_without_pdb == Handling::kBlock);
   CHECK(s.unschedulable_pods_gate == GateScope::kAny);
-  CHECK(s.drain_order == DrainOrder::kRequestedCpu);
+  CHECK(s.drain_order == DrainOrder::kAuto);
   CHECK(s.search_iterations == 0);
   CHECK_FALSE(s.dry_run);
   CHECK_FALSE(s.suspend);
@@ -93,7 +93,7 @@ TEST_CASE("a bad spec gets an error naming the field", "[policy]") {
   CHECK(error(R"({"unschedulablePodsGate":"Some"})") ==
         "decoding ReschedulePolicy: spec.unschedulablePodsGate: must be one of Any, SpotOnly, Disabled, got \"Some\"");
   CHECK(error(R"({"drainOrder":"Cheapest"})") ==
-        "decoding ReschedulePolicy: spec.drainOrder: must be one of RequestedCPU, ScarceResources, HighestSavingsPerEviction, got "
+        "decoding ReschedulePolicy: spec.drainOrder: must be one of Auto, RequestedCPU, ScarceResources, HighestSavingsPerEviction, got "
         "\"Cheapest\"");
   CHECK(error(R"({"pricing":{"label":"a","annotation":"b"}})") ==
         "decoding ReschedulePolicy: spec.pricing: must name exactly one of label, annotation and configMap");

@@ -40,7 +40,7 @@ TEST_CASE("the CRD defaults a policy, shows it in printer columns and explains i
   env.apply("policy", policy_yaml("default", ""));
   // Defaults from the schema are stored.
   CHECK(env.kubectl("get rsp default -o jsonpath={.spec.kubeSystemPodsWithoutPDB}/{.spec.unschedulablePodsGate}/{.spec.drainOrder}") ==
-        "Block/Any/RequestedCPU");
+        "Block/Any/Auto");
   // The printer columns, in order.
   std::string table = env.kubectl("get reschedulepolicies");
   INFO(table);

@@ -51,14 +51,15 @@ std::vector<std::string> drain_order(const std::string& json) {
 
 TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder, the packing scores and the plan search", "[plan]") {
   Env env("---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ml}\n" + gpu_pool());
-  env.apply("by-cpu", gpu_policy("by-cpu", ""));
+  env.apply("by-cpu", gpu_policy("by-cpu", "  drainOrder: RequestedCPU\n"));
+  env.apply("auto", gpu_policy("auto", ""));
   env.apply("packing", gpu_policy("packing", R"(  drainOrder: ScarceResources
   profile:
     scores:
     - {name: Fragmentation, weight: 100}
     - {name: BestFit, weight: 1}
 )"));
-  env.apply("searched", gpu_policy("searched", "  searchIterations: 100\n"));
+  env.apply("searched", gpu_policy("searched", "  drainOrder: RequestedCPU\n  searchIterations: 100\n"));
   // The CRD's schema refuses what the operator could not use.
   env.dir.write("bad.yaml", gpu_policy("bad", "  drainOrder: Cheapest\n"));
   std::string refused = env.kubectl("apply -f " + env.dir.file("bad.yaml"), false);
@@ -83,6 +84,11 @@ TEST_CASE("spotshift plan on a kubectl snapshot of kubesim honours drainOrder, t
   // Weighted by scarcity (4 GPUs asked, 2 free), the one-GPU nodes go first and both drain.
   std::string packed = plan("packing");
   CHECK(drain_order(packed) == std::vector<std::string>{"gpu-od-b", "gpu-od-c"});
+  // drainOrder Auto (the CRD's default) takes that order here, since the pods ask for GPUs, and says so.
+  std::string automatic = plan("auto");
+  CHECK(drain_order(automatic) == std::vector<std::string>{"gpu-od-b", "gpu-od-c"});
+  CHECK(automatic.find(R"("drainOrder":"ScarceResources","scarceResource":"example.com/gpu")") != std::string::npos);
+  CHECK(plan("by-cpu").find(R"("drainOrder":"RequestedCPU")") != std::string::npos);
   CHECK(packed.find("pod ml/trainer-a-x1 fits on no spot node: 0/1 nodes are available: 1 Insufficient example.com/gpu.") !=
         std::string::npos);
   // In the order by requested CPU, the plan search takes gpu-od-a back to drain the other two.
