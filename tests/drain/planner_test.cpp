@@ -409,18 +409,23 @@ TEST_CASE("the planner is deterministic", "[planner]") {
 
 namespace {
 constexpr const char* kGpu = "example.com/gpu";
-}
 
-TEST_CASE("drainOrder ScarceResources plans the nodes needing least of the scarce GPUs first", "[planner]") {
-  // One spot node with 4 CPUs and 2 GPUs. od-a asks for little CPU but both GPUs; od-b and od-c
-  // for one GPU and 1 CPU each. By requested CPU, od-a goes first and takes every GPU: one node
-  // drains. Weighted by scarcity (GPUs: 4 asked, 2 free), od-b and od-c go first: two drain.
+// One spot node with 4 CPUs and 2 GPUs. od-a asks for little CPU but both GPUs; od-b and od-c
+// for one GPU and 1 CPU each. By requested CPU, od-a goes first and takes every GPU: one node
+// drains. Weighted by scarcity (GPUs: 4 asked, 2 free), od-b and od-c go first: two drain.
+PlanInput scarce_gpus() {
   PlanInput in;
   in.nodes.push_back(spot("spot-1").cpu("4").scalar(kGpu, "2"));
   for (auto name : {"od-a", "od-b", "od-c"}) in.nodes.push_back(on_demand(name).scalar(kGpu, "2"));
   in.pods.push_back(replica("a", "a").cpu("500m").scalar(kGpu, "2").on("od-a"));
   in.pods.push_back(replica("b", "b").cpu("1").scalar(kGpu, "1").on("od-b"));
   in.pods.push_back(replica("c", "c").cpu("1").scalar(kGpu, "1").on("od-c"));
+  return in;
+}
+}  // namespace
+
+TEST_CASE("drainOrder ScarceResources plans the nodes needing least of the scarce GPUs first", "[planner]") {
+  PlanInput in = scarce_gpus();
 
   Plan by_cpu = make_plan(in, spec_from(R"({"drainOrder":"RequestedCPU"})").value());
   INFO(plan_to_table(by_cpu));
@@ -441,17 +446,8 @@ TEST_CASE("drainOrder ScarceResources plans the nodes needing least of the scarc
 TEST_CASE("drainOrder Auto, the default, is ScarceResources when a pod on an on-demand node asks for GPUs, RequestedCPU otherwise",
           "[planner]") {
   // The cluster of the ScarceResources case: by requested CPU one node drains, by scarcity two.
-  auto gpu_cluster = [] {
-    PlanInput in;
-    in.nodes.push_back(spot("spot-1").cpu("4").scalar(kGpu, "2"));
-    for (auto name : {"od-a", "od-b", "od-c"}) in.nodes.push_back(on_demand(name).scalar(kGpu, "2"));
-    in.pods.push_back(replica("a", "a").cpu("500m").scalar(kGpu, "2").on("od-a"));
-    in.pods.push_back(replica("b", "b").cpu("1").scalar(kGpu, "1").on("od-b"));
-    in.pods.push_back(replica("c", "c").cpu("1").scalar(kGpu, "1").on("od-c"));
-    return in;
-  };
   REQUIRE(default_policy_spec().drain_order == DrainOrder::kAuto);
-  PlanInput in = gpu_cluster();
+  PlanInput in = scarce_gpus();
   Plan plan = make_plan(in, default_policy_spec());
   INFO(plan_to_table(plan));
   REQUIRE(plan.drainable.size() == 2);
@@ -465,7 +461,7 @@ TEST_CASE("drainOrder Auto, the default, is ScarceResources when a pod on an on-
   CHECK(std::string(d["summary"]["drainOrder"].GetString()) == "ScarceResources");
   CHECK(std::string(d["summary"]["scarceResource"].GetString()) == kGpu);
   // The evictor's re-check of one node takes the same order: its pods, largest GPU request first.
-  PlanInput one = gpu_cluster();
+  PlanInput one = scarce_gpus();
   one.only_node = "od-b";
   CHECK(make_plan(one, default_policy_spec()).summary.drain_order == DrainOrder::kScarceResources);
 
