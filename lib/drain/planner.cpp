@@ -268,9 +268,6 @@ void sequence_by_places(const sched::ClusterSnapshot& snap, const sched::Framewo
   std::stable_sort(drainable.begin(), drainable.end(), [](const NodePlan& a, const NodePlan& b) { return *a.places < *b.places; });
 }
 
-// Steps 3 to 5 of planner.hpp for the on-demand nodes of a pass, each node decided once. The
-// state every decision reads is set up once per plan: the profile's framework, the budgets, the
-// demand still to place, the Pending pods. The plan search (step 6) runs a second pass.
 }  // namespace
 
 DrainOrder effective_drain_order(DrainOrder order, const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand,
@@ -284,6 +281,9 @@ DrainOrder effective_drain_order(DrainOrder order, const sched::ClusterSnapshot&
 
 namespace {
 
+// Steps 3 to 5 of planner.hpp for the on-demand nodes of a pass, each node decided once. The
+// state every decision reads is set up once per plan: the profile's framework, the budgets, the
+// demand still to place, the Pending pods. The plan search (step 6) runs a second pass.
 class PlanPass {
  public:
   // `pods`: the input's pods the plan sees (without expendable ones).

@@ -3,11 +3,12 @@
 and three on-demand nodes, one running a 6-GPU and a 2-GPU pod, the others a 7-GPU pod each. The
 plan in drainOrder RequestedCPU puts the 6-GPU and 2-GPU pods on one spot node and a 7-GPU pod
 on each of the others, and drains the first node first (least CPU; every pod fits on all three
-spot nodes, so the sequence keeps that order). kubesim's scheduler gives the 2-GPU pod the emptiest spot node instead of the
-6-GPU pod's, leaving 6 GPUs there, so one 7-GPU pod finds no room and its node is not drained;
-steered, the 2-GPU pod joins the 6-GPU pod and all three drain. In the default drainOrder, Auto
-(ScarceResources here, since the pods ask for GPUs), the 7-GPU nodes drain first and the pair
-last, when the scheduler has one spot node left for both: all three drain without steering.
+spot nodes, so the sequence keeps that order). kubesim's scheduler gives the 2-GPU pod the
+emptiest spot node instead of the 6-GPU pod's, leaving 6 GPUs there, so one 7-GPU pod finds no
+room and its node is not drained; steered, the 2-GPU pod joins the 6-GPU pod and all three
+drain. In the default drainOrder, Auto (ScarceResources here, since the pods ask for GPUs), the
+7-GPU nodes drain first and the pair last, when the scheduler has one spot node left for both:
+all three drain without steering.
 
 Then a drain that stops halfway: one on-demand node runs a 2-GPU pod asking for more CPU and an
 8-GPU pod; the plan puts the 2-GPU pod on a spot node with 2 GPUs free and much of its CPU taken,
