@@ -290,7 +290,6 @@ class PlanPass {
   PlanPass(const PlanInput& in, const std::vector<PodPtr>& pods, const PolicySpec& spec, DrainOrder order,
            const sched::ClusterSnapshot& snap, const std::vector<int>& spot, std::vector<NodePtr> spot_nodes, model::InternedString scarce)
       : in_(in),
-        spec_(spec),
         order_(order),
         snap_(snap),
         spot_(spot),
@@ -497,7 +496,6 @@ class PlanPass {
   }
 
   const PlanInput& in_;
-  const PolicySpec& spec_;
   const DrainOrder order_;  // the spec's, Auto resolved
   const sched::ClusterSnapshot& snap_;
   const std::vector<int>& spot_;
