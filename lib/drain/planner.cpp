@@ -268,8 +268,9 @@ void sequence_by_places(const sched::ClusterSnapshot& snap, const sched::Framewo
   std::stable_sort(drainable.begin(), drainable.end(), [](const NodePlan& a, const NodePlan& b) { return *a.places < *b.places; });
 }
 
-}  // namespace
-
+// The order a plan takes its on-demand nodes in: `order` itself, or for DrainOrder::kAuto,
+// ScarceResources when a pod on one of `on_demand` (snapshot indexes) asks for `scarce` (the
+// cluster's scarcest extended resource, sched::Demand), RequestedCPU otherwise.
 DrainOrder effective_drain_order(DrainOrder order, const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand,
                                  const model::InternedString& scarce) {
   if (order != DrainOrder::kAuto) return order;
@@ -278,8 +279,6 @@ DrainOrder effective_drain_order(DrainOrder order, const sched::ClusterSnapshot&
       if (snap.node(n).used.scalar(scarce) > 0) return DrainOrder::kScarceResources;
   return DrainOrder::kRequestedCpu;
 }
-
-namespace {
 
 // Steps 3 to 5 of planner.hpp for the on-demand nodes of a pass, each node decided once. The
 // state every decision reads is set up once per plan: the profile's framework, the budgets, the

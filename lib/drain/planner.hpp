@@ -165,12 +165,6 @@ struct Plan {
 // Plans with a valid spec. Never fails: what cannot be done is a reason in the plan.
 Plan make_plan(const PlanInput& input, const PolicySpec& spec);
 
-// The order a plan takes its on-demand nodes in: `order` itself, or for DrainOrder::kAuto,
-// ScarceResources when a pod on one of `on_demand` (snapshot indexes) asks for `scarce` (the
-// cluster's scarcest extended resource, sched::Demand), RequestedCPU otherwise.
-DrainOrder effective_drain_order(DrainOrder order, const sched::ClusterSnapshot& snap, const std::vector<int>& on_demand,
-                                 const model::InternedString& scarce);
-
 // The node classes of a policy, shared by the planner, the gates and the operator.
 enum class NodeClass : uint8_t { kNone, kOnDemand, kSpot, kBoth };
 NodeClass classify_node(const model::Node& node, const PolicySpec& spec);

@@ -46,7 +46,7 @@ std::string_view to_string(GateScope s);
 enum class DrainOrder : uint8_t {
   // ScarceResources when a pod on one of the policy's on-demand nodes asks for an extended
   // resource (GPUs, for instance), RequestedCPU otherwise: resolved by each plan
-  // (effective_drain_order in planner.hpp).
+  // (effective_drain_order in planner.cpp).
   kAuto,
   kRequestedCpu,     // least requested CPU first (k8s-spot-rescheduler's order)
   kScarceResources,  // least demand first, each resource weighted by how scarce it is on the spot nodes
