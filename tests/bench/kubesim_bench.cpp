@@ -658,8 +658,9 @@ void figure_realized(const std::vector<std::string>& args) {
                    "A directory to keep each run's operator log, policy, cluster and first plan in, under the run's name "
                    "(default: none kept).");
   flags.add_string("drain-order", &drain_order,
-                   "The policy's drainOrder (RequestedCPU, ScarceResources or HighestSavingsPerEviction) for every profile "
-                   "(default: the profile's own: the CRD's default with default, ScarceResources with packing).");
+                   "The policy's drainOrder (Auto, RequestedCPU, ScarceResources or HighestSavingsPerEviction) for every "
+                   "profile (default: the profile's own: the CRD's default, Auto, with default; ScarceResources with "
+                   "packing).");
   flags.add_int("max-minutes", &minutes, "A run that is still draining after this long is reported as it stands.");
   if (auto code = flags.parse_command(args, std::cout, std::cerr)) std::exit(*code);
   for (auto seed : split(seeds, ','))
