@@ -423,6 +423,7 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
     logger.info("drain finished", {{"node", plan.node},
                                    {"outcome", to_string(outcome)},
                                    {"evicted", static_cast<int64_t>(report.evicted.size())},
+                                   {"planned", static_cast<int64_t>(report.planned)},
                                    {"reason", report.reason}});
   };
 
@@ -451,6 +452,7 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
   }
   plan = std::move(*fresh);
   report.remaining = static_cast<int>(plan.moves.size());
+  report.planned = report.remaining;
 
   std::vector<PodMove> evicted;
   std::optional<std::string> failure;

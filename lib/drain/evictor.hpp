@@ -81,6 +81,7 @@ struct DrainReport {
   std::vector<std::string> evicted;                   // pod keys, in order
   std::vector<std::string> already_gone;              // pod keys the Eviction API no longer found (404, or a new UID: 409)
   int remaining = 0;                                  // pods of the plan not evicted
+  int planned = 0;                                    // pods of the plan the evictions started from (checked once tainted)
   std::vector<std::string> replacements_not_on_spot;  // one sentence each
   // The nodes that are not spot nodes where replacements were scheduled, with those pods' keys.
   std::map<std::string, std::vector<std::string>> landed_off_spot;

@@ -341,6 +341,9 @@ struct RealizedResult {
   // nodes emptied at the end, and that plan's pods for those nodes; the evictions of drains that
   // did not succeed.
   int planned_node_evictions = 0, planned_node_pods = 0, unsuccessful_evictions = 0;
+  // The evictions of the succeeded drains of every node emptied at the end, against the pods of the
+  // plans those drains started from (whichever plan it was), and the drains that evicted more.
+  int emptied_node_evictions = 0, emptied_node_plan_pods = 0, drains_over_plan = 0;
   double steered = 0;  // pods the steering webhook steered
   double seconds = 0;
   bool stopped = false;  // stopped draining within the time limit
@@ -619,14 +622,21 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit, 
     out.pending_pods = pending_pods(c);
   });
   out.emptied = static_cast<int>(emptied.size());
-  const std::regex finished(R"re(drain finished node=(\S+) outcome=(\S+) evicted=([0-9]+))re");
+  const std::regex finished(R"re(drain finished node=(\S+) outcome=(\S+) evicted=([0-9]+) planned=([0-9]+))re");
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     std::smatch d;
     if (line.find("drain finished") == std::string::npos || !std::regex_search(line, d, finished)) continue;
-    const int evicted = std::stoi(d[3].str());
-    if (d[2].str() != "Succeeded") out.unsuccessful_evictions += evicted;
-    else if (auto p = first_plan.find(d[1].str()); p != first_plan.end() && emptied.count(p->first)) {
+    const int evicted = std::stoi(d[3].str()), planned = std::stoi(d[4].str());
+    if (d[2].str() != "Succeeded") {
+      out.unsuccessful_evictions += evicted;
+      continue;
+    }
+    if (!emptied.count(d[1].str())) continue;
+    out.emptied_node_evictions += evicted;
+    out.emptied_node_plan_pods += planned;
+    out.drains_over_plan += evicted > planned ? 1 : 0;
+    if (auto p = first_plan.find(d[1].str()); p != first_plan.end()) {
       out.planned_node_evictions += evicted;
       out.planned_node_pods += p->second;
     }
@@ -690,17 +700,20 @@ void figure_realized(const std::vector<std::string>& args) {
                 "realized %s: drainable in the first plan %d; on-demand nodes emptied %d, %d of them the first plan's (%s); replacements %.0f: on the planned "
                 "node %.0f, other spot %.0f, not spot %.0f, pending %.0f, missing %.0f; Pending at the end %d; evictions %.0f (%.2f "
                 "per emptied node; the first plan: %.2f per drainable node; on the first plan's emptied nodes %d against its %d pods for them, in "
-                "drains that did not succeed %d); drains succeeded %.0f, aborted %.0f; steered %.0f; %.0f s%s%s\n",
+                "drains that did not succeed %d; on all emptied nodes %d against %d pods in the plans their drains started from, %d drains above "
+                "their plan); drains succeeded %.0f, aborted %.0f; steered %.0f; %.0f s%s%s\n",
                 rc.name.c_str(), r.drainable, r.emptied, r.emptied_planned,
                 r.stopped ? "stopped draining" : "still draining at the time limit", replacements, r.planned, r.other_spot, r.not_spot,
                 r.pending, r.missing, r.pending_pods, r.evictions, r.emptied ? r.evictions / r.emptied : 0.0,
                 r.drainable ? double(r.planned_moves) / r.drainable : 0.0, r.planned_node_evictions, r.planned_node_pods,
-                r.unsuccessful_evictions, r.succeeded, r.aborted, r.steered, r.seconds,
-                r.blocked.empty() ? "" : "; blocked at the end: ", r.blocked.c_str());
+                r.unsuccessful_evictions, r.emptied_node_evictions, r.emptied_node_plan_pods, r.drains_over_plan, r.succeeded, r.aborted,
+                r.steered, r.seconds, r.blocked.empty() ? "" : "; blocked at the end: ", r.blocked.c_str());
             bench::report("realized_drains_" + rc.name, r.drainable ? 100.0 * r.emptied / r.drainable : 100.0, "%", ">= 98 %");
             bench::report("replacements_on_planned_node_" + rc.name, replacements ? 100.0 * r.planned / replacements : 0.0, "%",
                           rc.steering ? "none (steered)" : "none (steering off)");
             bench::report("pending_pods_at_end_" + rc.name, r.pending_pods, "pods", "0");
+            bench::report("evictions_against_drain_plans_" + rc.name,
+                          r.emptied_node_plan_pods ? 100.0 * r.emptied_node_evictions / r.emptied_node_plan_pods : 100.0, "%", "<= 100 %");
           }
 }
 

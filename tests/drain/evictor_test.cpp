@@ -186,6 +186,7 @@ TEST_CASE("a drain evicts one pod at a time, budget-covered first, and leaves th
   CHECK(r.outcome == DrainOutcome::kSucceeded);
   CHECK(r.evicted.size() == 3);
   CHECK(r.remaining == 0);
+  CHECK(r.planned == 3);
   CHECK(r.replacements_not_on_spot.empty());
   CHECK(r.taint_removed);
   CHECK_FALSE(env.has_our_taint("od-1"));
@@ -259,6 +260,7 @@ TEST_CASE("refusals past podEvictionTimeout abort the drain: nothing more is evi
   CHECK(r.reason.find("pod default/api-a could not be evicted within podEvictionTimeout (1s)") != std::string::npos);
   CHECK(r.evicted.size() == 2);  // the two web pods before it
   CHECK(r.remaining == 1);
+  CHECK(r.planned == 3);
   CHECK(r.taint_removed);
   CHECK_FALSE(env.has_our_taint("od-1"));
   CHECK(env.pods_by_node().at("api-a") == "od-1");
@@ -379,6 +381,7 @@ TEST_CASE("a pod already gone when its eviction is sent is reported as gone, not
   CHECK(std::find(rec.evicted.begin(), rec.evicted.end(), "api-a") == rec.evicted.end());
   CHECK(r.evicted.size() == 2);
   CHECK(r.remaining == 0);
+  CHECK(r.planned == 3);  // the plan named it: gone on its own, not evicted
 }
 
 TEST_CASE("the taint stays until every replacement is bound, so none lands back on the emptied node", "[evictor]") {
