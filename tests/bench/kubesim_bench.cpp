@@ -624,9 +624,11 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit, 
   out.emptied = static_cast<int>(emptied.size());
   const std::regex finished(R"re(drain finished node=(\S+) outcome=(\S+) evicted=([0-9]+) planned=([0-9]+))re");
   std::istringstream lines(text);
+  int finished_lines = 0;
   for (std::string line; std::getline(lines, line);) {
     std::smatch d;
     if (line.find("drain finished") == std::string::npos || !std::regex_search(line, d, finished)) continue;
+    ++finished_lines;
     const int evicted = std::stoi(d[3].str()), planned = std::stoi(d[4].str());
     if (d[2].str() != "Succeeded") {
       out.unsuccessful_evictions += evicted;
@@ -641,6 +643,9 @@ RealizedResult run_realized(const RealizedCase& rc, std::chrono::minutes limit, 
       out.planned_node_pods += p->second;
     }
   }
+  // The splits come from these lines: none read while drains ran means their format changed.
+  if (finished_lines == 0 && out.succeeded + out.aborted > 0)
+    fail("the operator's log has no \"drain finished ... evicted=N planned=N\" line to count evictions by: " + log);
   if (!keep.empty()) {
     const std::string to = keep + "/" + rc.name;
     auto r = testing::run(fmt::format("mkdir -p {0} && cp {1} {2} {3} {4} {0}/ 2>&1", to, log, dir.file("policy.yaml"),
