@@ -563,10 +563,9 @@ void SpotRebalancer::record_outcome(const drain::ReschedulePolicy& policy, const
       st.last_drain = drain::LastDrain{node, "Aborted", report.reason, report.finished};
       st.next_drain_after = drain::next_drain_after(report.finished, spec);
       drains.with({name, "aborted"}).inc();
-      std::string note = fmt::format(
-          "Stopped draining {} after {} of {}: {}. The taint was {}; the node is tried again after {}", node, report.evicted.size(),
-          pods_text(report.evicted.size() + report.already_gone.size() + static_cast<size_t>(report.remaining)), report.reason,
-          report.taint_removed ? "removed" : "not removed yet (retried shortly)", format_time(retry));
+      std::string note = fmt::format("Stopped draining {} after {} of {}: {}. The taint was {}; the node is tried again after {}", node,
+                                     report.evicted.size(), pods_text(static_cast<size_t>(report.planned)), report.reason,
+                                     report.taint_removed ? "removed" : "not removed yet (retried shortly)", format_time(retry));
       events_.record(node_ref(node), telemetry::kDrainAborted, note, policy_ref(policy));
       events_.record(policy_ref(policy), telemetry::kDrainAborted, note, node_ref(node));
       break;

@@ -429,12 +429,12 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
 
   auto fresh = recheck();
   if (!fresh) {
-    report.remaining = static_cast<int>(plan.moves.size());
+    report.planned = report.remaining = static_cast<int>(plan.moves.size());
     finish(DrainOutcome::kStale, fmt::format("the plan no longer holds: {}", fresh.error().message));
     co_return report;
   }
   plan = std::move(*fresh);
-  report.remaining = static_cast<int>(plan.moves.size());
+  report.planned = report.remaining = static_cast<int>(plan.moves.size());
   auto known_uids = controller_pod_uids(plan.moves);
 
   auto tainted = co_await set_taint(plan.node, true);
@@ -451,8 +451,7 @@ asio::awaitable<DrainReport> Evictor::drain(NodePlan plan, Recheck recheck, IsSp
     co_return report;
   }
   plan = std::move(*fresh);
-  report.remaining = static_cast<int>(plan.moves.size());
-  report.planned = report.remaining;
+  report.planned = report.remaining = static_cast<int>(plan.moves.size());
 
   std::vector<PodMove> evicted;
   std::optional<std::string> failure;

@@ -77,11 +77,13 @@ std::string_view to_string(DrainOutcome o);
 struct DrainReport {
   std::string node;
   DrainOutcome outcome = DrainOutcome::kAborted;
-  std::string reason;                                 // why it aborted or went stale
-  std::vector<std::string> evicted;                   // pod keys, in order
-  std::vector<std::string> already_gone;              // pod keys the Eviction API no longer found (404, or a new UID: 409)
-  int remaining = 0;                                  // pods of the plan not evicted
-  int planned = 0;                                    // pods of the plan the evictions started from (checked once tainted)
+  std::string reason;                     // why it aborted or went stale
+  std::vector<std::string> evicted;       // pod keys, in order
+  std::vector<std::string> already_gone;  // pod keys the Eviction API no longer found (404, or a new UID: 409)
+  int remaining = 0;                      // pods of the plan not evicted
+  // The pods of the latest plan before the evictions (re-checked once the node is tainted, when
+  // the drain got that far): evicted, already gone and remaining add up to it.
+  int planned = 0;
   std::vector<std::string> replacements_not_on_spot;  // one sentence each
   // The nodes that are not spot nodes where replacements were scheduled, with those pods' keys.
   std::map<std::string, std::vector<std::string>> landed_off_spot;
