@@ -92,8 +92,8 @@ Demand::Fitting& Demand::slot_of(const Room& r) const {
   return fitting_[(mix ^ (mix >> 29)) & (kSlots - 1)];
 }
 
-int64_t Demand::fitting(const Room& r, Fitting& slot) const {
-  if (r.pods < 1 || r.scarce < 1) return 0;
+// fitting() past its room checks and an up-to-date memo: the memo brought up to date, or a count.
+int64_t Demand::fitting_counted(const Room& r, Fitting& slot) const {
   if (slot.at != 0 && changes_ - slot.at <= kChangeLog && slot.cpu_milli == r.cpu_milli && slot.memory == r.memory &&
       slot.scarce == r.scarce) {
     for (uint64_t n = slot.at; n < changes_; ++n) {

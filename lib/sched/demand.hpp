@@ -111,7 +111,8 @@ class Demand {
   // The pods asking for the resource that fit a room, counted afresh or brought up to date in a
   // memo slot.
   struct Fitting;
-  int64_t fitting(const Room& room, Fitting& slot) const;
+  int64_t fitting(const Room& room, Fitting& slot) const;  // inline below: the memo's answer without a call
+  int64_t fitting_counted(const Room& room, Fitting& slot) const;
   Fitting& slot_of(const Room& room) const;
   // fitting()'s memo, direct-mapped by the room's cpu, memory and scarce amount: a plan asks about
   // the same nodes' rooms over and over. A slot holds the count as of a position in the log of
@@ -132,5 +133,11 @@ class Demand {
   std::array<Change, kChangeLog> change_log_{};  // change n at n % kChangeLog
   uint64_t changes_ = 1;                         // changes logged, plus 1
 };
+
+inline int64_t Demand::fitting(const Room& room, Fitting& slot) const {
+  if (room.pods < 1 || room.scarce < 1) return 0;
+  if (slot.at == changes_ && slot.cpu_milli == room.cpu_milli && slot.memory == room.memory && slot.scarce == room.scarce) return slot.fit;
+  return fitting_counted(room, slot);
+}
 
 }  // namespace spotshift::sched

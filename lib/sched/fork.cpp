@@ -107,13 +107,13 @@ void Fork::track_candidates(std::vector<int> nodes, model::InternedString scarce
   tracked_ = std::move(nodes);
   tracking_version_ = next_version();
   tracked_changes_.clear();
-  is_tracked_.assign(static_cast<size_t>(base_->size()), false);
+  is_tracked_.assign(static_cast<size_t>(base_->size()), 0);
   by_free_cpu_.clear();
   tracked_resource_ = scarce;
   by_free_resource_.clear();
   free_resource_.assign(scarce.empty() ? 0 : static_cast<size_t>(base_->size()), 0);
   for (int n : tracked_) {
-    is_tracked_[static_cast<size_t>(n)] = true;
+    is_tracked_[static_cast<size_t>(n)] = 1;
     by_free_cpu_.push_back({base_->allocatable_basic(n).cpu_milli - used_basic(n).cpu_milli, n});
     if (!scarce.empty()) {
       free_resource_[static_cast<size_t>(n)] = free_with(n, used(n), scarce);

@@ -79,7 +79,30 @@ class Fork {
       return root->free_resource_[static_cast<size_t>(node)];
     return free_with(node, used(node), resource);
   }
-  bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)]; }
+  bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)] != 0; }
+  // used_basic(node) and free_of(node, resource) (0 with no resource) in one walk up the chain:
+  // the packing scores ask for both on every node they look at.
+  struct Use {
+    BasicResources used;
+    int64_t free_resource = 0;
+  };
+  Use use_of(int node, const model::InternedString& resource) const {
+    const auto n = static_cast<size_t>(node);
+    const Fork* root = this;
+    const bool touched_here_or_above = touched(node);
+    for (; root->parent_; root = root->parent_)
+      if (touched_here_or_above && root->changed_here(node)) {
+        const Usage& u = root->deltas_[static_cast<size_t>(root->index_[n])].used;
+        return {BasicResources::of(u), resource.empty() ? 0 : free_with(node, u, resource)};
+      }
+    // No fork below the root changed the node; the root keeps its basic usage packed once it has
+    // changed anything.
+    Use out{root->dense_used_.empty() ? base_->used_basic()[n] : root->dense_used_[n]};
+    if (!resource.empty())
+      out.free_resource = root->tracked_resource_ == resource && root->is_tracked(node) ? root->free_resource_[n]
+                                                                                        : free_with(node, root->used(node), resource);
+    return out;
+  }
   const NodeOrder& tracked_by_free_cpu() const { return by_free_cpu_; }
   // A version (next_version()) of the tracked set, changed by each track_candidates(), and the
   // tracked nodes whose usage changed since, in order (with repeats): a value derived from
@@ -210,7 +233,7 @@ class Fork {
   // packed once it has changed anything, so used_basic() ends at it without a delta lookup.
   std::vector<BasicResources> dense_used_;
   std::vector<int> tracked_;
-  std::vector<bool> is_tracked_;
+  std::vector<uint8_t> is_tracked_;
   uint64_t tracking_version_ = next_version();
   std::vector<int> tracked_changes_;
   model::InternedString tracked_resource_;

@@ -28,10 +28,10 @@ struct Free {
   int64_t cpu, memory, scarce, pods;
 };
 
-Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
+inline Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
   const BasicResources& a = fork.base().allocatable_basic(n);
-  const BasicResources u = fork.used_basic(n);
-  return {a.cpu_milli - u.cpu_milli, a.memory - u.memory, resource.empty() ? 0 : fork.free_of(n, resource), a.pods - u.pods};
+  const Fork::Use u = fork.use_of(n, resource);
+  return {a.cpu_milli - u.used.cpu_milli, a.memory - u.used.memory, u.free_resource, a.pods - u.used.pods};
 }
 
 class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreScore, public NormalizeScore, public LowestScore {

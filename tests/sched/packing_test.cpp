@@ -425,6 +425,13 @@ TEST_CASE("a tracking fork's free amount of its resource and its orders follow e
     for (int n = 0; n < snap.size(); ++n) {
       INFO("node " << n);
       CHECK(f.free_of(n, gpu) == snap.node(n).allocatable.scalar(gpu) - f.used(n).scalar(gpu));
+      // Both in one walk up the forks, as the packing scores read them.
+      const Fork::Use use = f.use_of(n, gpu);
+      CHECK(use.used == BasicResources::of(f.used(n)));
+      CHECK(use.used == f.used_basic(n));
+      CHECK(use.free_resource == f.free_of(n, gpu));
+      CHECK(f.use_of(n, {}).free_resource == 0);
+      CHECK(f.use_of(n, model::InternedString("example.com/untracked")).free_resource == 0);
     }
   };
   for (int round = 0; round < 20; ++round) {
@@ -437,6 +444,12 @@ TEST_CASE("a tracking fork's free amount of its resource and its orders follow e
             n, make_pod(fmt::format("p{}-{}", round, step)).cpu(std::to_string(1 + pick(3))).scalar(kGpu, std::to_string(50 * pick(4))));
       check(attempt);
       check(plan);
+    }
+    {  // a fork two levels down: its own change, its parent's and the tracking fork's
+      Fork deeper = attempt.fork();
+      const int n = pick(snap.size());
+      deeper.add_pod(n, make_pod(fmt::format("d{}", round)).cpu("1").scalar(kGpu, std::to_string(50 * pick(4))));
+      check(deeper);
     }
     if (pick(2) == 0) plan.commit(std::move(attempt));
     check(plan);
