@@ -202,7 +202,10 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
     entry.many = dynamic_cast<const FilterNodes*>(entry.plugin.get());
     entry.explain = dynamic_cast<const ExplainNodes*>(entry.plugin.get());
     f.filters_.push_back(std::move(entry));
-    f.resource_fit_ = f.resource_fit_ || name == "NodeResourcesFit";
+    if (name == "NodeResourcesFit") {
+      f.resource_fit_ = true;
+      f.resource_fit_filter_ = static_cast<int>(f.filters_.size()) - 1;
+    }
   }
   if (config.scores.size() > 64) return Error::invalid("a profile lists at most 64 score plugins");
   for (const auto& s : config.scores) {
@@ -498,18 +501,74 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     });
   std::sort(changed.begin(), changed.end());
   const auto& index = top.tracked_by_free_cpu();
+  // The walk may begin from the last walk for a pod of this kind (PlacementCache::Walk): when
+  // the pod's feasibility on a node depends only on its static verdicts and the node's own
+  // usage, a node nothing changed since is as feasible, and at the same place in the order, as
+  // it was then. Those of its nodes are visited again without the filters, merged with the nodes
+  // that changed since (in the tracking fork, or in the child then or now) that now come before
+  // the node it stopped at; the walk over the orders goes on from that node.
+  const uint64_t resource_fit_only = resource_fit_filter_ >= 0 ? uint64_t(1) << resource_fit_filter_ : 0;
+  PlacementCache::Walk* memo = nullptr;
+  if ((dynamics & ~resource_fit_only) == 0 && pod.requests.scalars().empty())
+    memo = &cache.walks_[{&verdicts, dynamics, pod.requests.cpu_milli, pod.requests.memory, pod.requests.ephemeral_storage}];
+  struct Visit {
+    int64_t cpu;
+    int node;
+    bool feasible;  // known to be, unchanged since the last walk
+  };
+  thread_local std::vector<Visit> replay;
+  thread_local std::vector<std::pair<int64_t, int>> visited;  // the walk's feasible nodes, in order
+  replay.clear();
+  visited.clear();
+  std::pair<int64_t, int> start{bounded ? want : std::numeric_limits<int64_t>::min(), std::numeric_limits<int>::min()};
+  const auto& log = top.tracked_changes();
+  if (memo && memo->top == &top && memo->tracking_version == top.tracking_version() && memo->end.second >= 0 &&
+      memo->changes_seen <= log.size() && log.size() - memo->changes_seen <= 4 * memo->before.size() + 64) {
+    // The nodes changed since, each once, marked by a stamp per node.
+    thread_local std::vector<uint32_t> mark;
+    thread_local uint32_t stamp = 0;
+    if (mark.size() < static_cast<size_t>(snap.size())) mark.assign(static_cast<size_t>(snap.size()), 0);
+    if (++stamp == 0) {
+      std::fill(mark.begin(), mark.end(), 0);
+      stamp = 1;
+    }
+    thread_local std::vector<std::pair<int64_t, int>> moved;
+    moved.clear();
+    auto dirty = [&](int n) {
+      if (mark[static_cast<size_t>(n)] == stamp || !top.is_tracked(n)) return;
+      mark[static_cast<size_t>(n)] = stamp;
+      const std::pair<int64_t, int> at{free_cpu(n), n};
+      if (at >= start && at < memo->end) moved.push_back(at);
+    };
+    for (size_t k = memo->changes_seen; k < log.size(); ++k) dirty(log[k]);
+    for (int n : memo->child_changed) dirty(n);
+    if (child) child->for_each_changed_here(dirty);
+    std::sort(moved.begin(), moved.end());
+    replay.resize(memo->before.size() + moved.size());  // written in place: a replay is about 200 nodes
+    size_t w = 0;
+    auto m = moved.begin();
+    for (const auto& [cpu, n] : memo->before) {
+      if (mark[static_cast<size_t>(n)] == stamp) continue;
+      for (; m != moved.end() && *m < std::pair<int64_t, int>{cpu, n}; ++m) replay[w++] = {m->first, m->second, false};
+      replay[w++] = {cpu, n, true};
+    }
+    for (; m != moved.end(); ++m) replay[w++] = {m->first, m->second, false};
+    replay.resize(w);
+    start = memo->end;
+    ++cache.counts_.replayed;
+  }
+  auto from_start = [&](const auto& entries) { return std::lower_bound(entries.begin(), entries.end(), start); };
   // A walk over the merged order, from `it` and `c` on, with `before` the order's comparison;
-  // each call gives the next node, -1 at the end.
+  // each call gives the next (free CPU, node), node -1 at the end.
   auto walk = [child](auto it, auto end, auto c, auto c_end, auto before) {
-    return [=]() mutable -> int {
+    return [=]() mutable -> std::pair<int64_t, int> {
       while (it != end && child && child->changed_here(it->second)) ++it;
       const bool from_index = it != end && (c == c_end || before(*it, *c));
-      if (!from_index && c == c_end) return -1;
-      return from_index ? (it++)->second : (c++)->second;
+      if (!from_index && c == c_end) return {0, -1};
+      return from_index ? *it++ : *c++;
     };
   };
-  auto next = walk(bounded ? index.lower_bound({want, std::numeric_limits<int>::min()}) : index.begin(), index.end(), changed.cbegin(),
-                   changed.cend(), std::less<>{});
+  auto next = walk(from_start(index.entries()), index.end(), from_start(changed), changed.cend(), std::less<>{});
   auto prev = walk(index.rbegin(), index.rend(), changed.crbegin(), changed.crend(), std::greater<>{});
   auto passes = [&](int n) {
     if (verdicts[static_cast<size_t>(n)] != 0) return false;
@@ -517,14 +576,54 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i].plugin->passes(state, i, pod, fork, n); });
     return ok;
   };
-  auto feasible = [&](auto&& step) {
-    for (int n = step(); n >= 0; n = step())
-      if (passes(n)) return n;
+  // The next feasible node from the fullest up: the replayed nodes, then the orders.
+  size_t replayed = 0;
+  auto step = [&]() -> int {
+    for (; replayed < replay.size(); ++replayed) {
+      const Visit& v = replay[replayed];
+      if (v.feasible || passes(v.node)) {
+        visited.push_back({v.cpu, v.node});
+        ++replayed;
+        return v.node;
+      }
+    }
+    for (auto at = next(); at.second >= 0; at = next())
+      if (passes(at.second)) {
+        visited.push_back(at);
+        return at.second;
+      }
     return -1;
   };
+  auto emptiest_feasible = [&]() {
+    for (auto at = prev(); at.second >= 0; at = prev())
+      if (passes(at.second)) return at.second;
+    return -1;
+  };
+  // The walk is remembered up to the node it stopped at (the last one visited), or forgotten
+  // when it found none.
+  auto remember = [&](bool stopped) {
+    if (!memo) return;
+    if (!stopped || visited.empty()) {
+      memo->end = {0, -1};
+      return;
+    }
+    memo->top = &top;
+    memo->tracking_version = top.tracking_version();
+    memo->changes_seen = log.size();
+    memo->child_changed.clear();
+    if (child)
+      child->for_each_changed_here([&](int n) {
+        if (top.is_tracked(n)) memo->child_changed.push_back(n);
+      });
+    memo->end = visited.back();
+    memo->before.assign(visited.begin(), visited.end() - 1);
+  };
   auto raw = [&](size_t s, int n) { return scores_[s].plugin->score(state, filters_.size() + s, pod, fork, n); };
-  const int fullest = feasible(next);
-  if (fullest < 0) return std::nullopt;
+  const int fullest = step();
+  if (fullest < 0) {
+    remember(false);
+    return std::nullopt;
+  }
   bool at_lowest = true;
   for (const auto& [s, low] : lowest) at_lowest = at_lowest && raw(s, fullest) == low;
   // The fullest feasible node has FreeCPU's best value; with every lowest score too, no node
@@ -547,15 +646,16 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     frontier.assign(1, {raw(s, fullest), raw(f, fullest)});
     int b = -1;
     const size_t slot = filters_.size() + s;
-    for (int n; b < 0 && (n = feasible(next)) >= 0;) {
+    for (int n; b < 0 && (n = step()) >= 0;) {
       // Every frontier score is above the lowest: a node not below the last is neither.
       const std::optional<int64_t> score = scores_[s].lowest->score_if_below(state, slot, pod, fork, n, frontier.back().score);
       if (!score) continue;
       if (*score <= low) b = n;
       else frontier.push_back({*score, raw(f, n)});
     }
+    remember(b >= 0);
     if (b < 0) return std::nullopt;
-    emptiest = feasible(prev);
+    emptiest = emptiest_feasible();
     const int64_t cpu_b = raw(f, b), cpu_range = raw(f, emptiest) - frontier.front().cpu;
     const double ws = scores_[s].weight, wf = scores_[f].weight;
     auto b_wins = [&](double highest) {
@@ -578,6 +678,7 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     best = b;
     ++cache.counts_.bounded;
   } else {
+    remember(true);
     ++cache.counts_.fullest;
   }
   Placement out;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <unordered_map>
 #include <vector>
@@ -290,6 +291,7 @@ class PlacementCache {
   // fullest one past it that a bound proves best, or by scoring every feasible node.
   struct Counts {
     int64_t fullest = 0, bounded = 0, scored = 0;
+    int64_t replayed = 0;  // walks (fullest or bounded) that began from an earlier walk's nodes
   };
   const Counts& counts() const { return counts_; }
   const ClusterSnapshot* snapshot() const { return snapshot_; }
@@ -311,6 +313,21 @@ class PlacementCache {
   };
   // signature -> per node: 0 passes, else 1 + index of the first failing static filter
   std::unordered_map<std::string, std::vector<uint8_t>, Hash, std::equal_to<>> static_verdicts_;
+  // Where place_fullest()'s last walk for a pod went, by what the walk's feasibility depends on
+  // (the pod's static verdicts, the dynamic filters it runs, its cpu, memory and
+  // ephemeral-storage requests): the feasible nodes it passed before the node it stopped at, in
+  // walk order with their free CPU, and what the tracking fork and its child looked like. The
+  // next pod of the same kind visits those of them nothing changed since without filtering them
+  // again, then walks on from that node.
+  struct Walk {
+    const Fork* top = nullptr;
+    uint64_t tracking_version = 0;
+    size_t changes_seen = 0;                      // of top->tracked_changes()
+    std::vector<int> child_changed;               // the tracked nodes the child fork had changed
+    std::vector<std::pair<int64_t, int>> before;  // (free CPU, node)
+    std::pair<int64_t, int> end{0, -1};           // (free CPU, node) of the node it stopped at
+  };
+  std::map<std::tuple<const void*, uint64_t, int64_t, int64_t, int64_t>, Walk> walks_;  // (verdicts, dynamic filters, requests)
 };
 
 struct Placement {
@@ -397,8 +414,9 @@ class Framework {
   ProfileConfig config_;
   std::vector<Filter> filters_;
   std::vector<Score> scores_;
-  int fullest_score_ = -1;     // index in scores_ of a weighted FullestFirst score
-  bool resource_fit_ = false;  // NodeResourcesFit is one of the filters
+  int fullest_score_ = -1;        // index in scores_ of a weighted FullestFirst score
+  bool resource_fit_ = false;     // NodeResourcesFit is one of the filters
+  int resource_fit_filter_ = -1;  // its index in filters_
 };
 
 // Every plugin is created by name from the registry (registry.cpp), its arguments validated.

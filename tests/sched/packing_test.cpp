@@ -255,14 +255,17 @@ TEST_CASE("BestFit with nothing left to place weighs every resource in its own s
   CHECK(place(scored_by({{"BestFit", 1, {}}}), snap, *make_pod("p").cpu("100m").memory("128Mi").build(), &nothing) == "a");
 }
 
-TEST_CASE("placing on tracked GPU nodes past the fullest gives the full placement's node and score", "[packing][framework]") {
-  // The default profile on a cluster with a scarce extended resource: Fragmentation tells nodes
-  // apart, so place_on_tracked() takes the fullest feasible node only when it strands nothing,
-  // walks on to the fullest node that strands nothing when a bound on Fragmentation proves no
-  // fuller node wins, and otherwise scores every node. A random walk of placements (pods with
-  // and without GPUs, leaving the demand as they go), pods taken off tracked nodes, demand
-  // counted back in, commits and drops; at each step the result must be place()'s.
-  std::mt19937 rng(11);
+namespace {
+// The default profile on a cluster with a scarce extended resource: Fragmentation tells nodes
+// apart, so place_on_tracked() takes the fullest feasible node only when it strands nothing,
+// walks on to the fullest node that strands nothing when a bound on Fragmentation proves no
+// fuller node wins, and otherwise scores every node. A random walk of placements (pods with
+// and without GPUs, leaving the demand as they go), pods taken off tracked nodes, demand
+// counted back in, commits and drops; at each step the result must be place()'s. With
+// `shapes` above 0 the pods come in that many kinds only, so that most walks begin from an
+// earlier walk for a pod of the same kind.
+PlacementCache::Counts check_tracked_walks(unsigned seed, int shapes) {
+  std::mt19937 rng(seed);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   auto gpu = [](int units) { return std::to_string(units); };  // in thousandths, as openb's gpu-milli
   std::vector<NodePtr> nodes;
@@ -287,6 +290,13 @@ TEST_CASE("placing on tracked GPU nodes past the fullest gives the full placemen
   // many of one GPU shape (a node with much of the GPU free and 1 to 1.25 CPUs strands all of
   // them, which stretches Fragmentation's range: then a fuller node stranding little can win).
   auto make = [&](const std::string& name) {
+    if (shapes > 0) {  // one of a few kinds: the same requests, some with the toleration
+      const int k = pick(shapes);
+      auto b = make_pod(name).cpu(fmt::format("{}m", 250 * (1 + k % 8))).memory(fmt::format("{}Mi", 256 * (1 + k % 3)));
+      if (k % 5 == 4) b.scalar(kGpu, "250");
+      if (k % 7 == 6) b.toleration(R"({"key":"dedicated","operator":"Exists"})");
+      return PodPtr(b);
+    }
     if (pick(3) == 0) return PodPtr(make_pod(name).cpu("1").memory("512Mi").scalar(kGpu, "250"));
     auto b = make_pod(name).cpu(fmt::format("{}m", 250 * (1 + pick(8)))).memory(fmt::format("{}Mi", 256 * (1 + pick(6))));
     if (pick(4) == 0) b.scalar(kGpu, gpu(250 * (1 + pick(4))));
@@ -334,11 +344,29 @@ TEST_CASE("placing on tracked GPU nodes past the fullest gives the full placemen
     if (pick(3) != 0) plan.commit(std::move(attempt));  // else dropped
   }
   CHECK(checked > 250);
+  return cache.counts();
+}
+}  // namespace
+
+TEST_CASE("placing on tracked GPU nodes past the fullest gives the full placement's node and score", "[packing][framework]") {
+  const PlacementCache::Counts counts = check_tracked_walks(11, 0);
   // Every way of finding the node was taken, the bounded walk often.
-  INFO("fullest " << cache.counts().fullest << ", bounded " << cache.counts().bounded << ", scored " << cache.counts().scored);
-  CHECK(cache.counts().fullest > 10);
-  CHECK(cache.counts().bounded > 30);
-  CHECK(cache.counts().scored > 10);
+  INFO("fullest " << counts.fullest << ", bounded " << counts.bounded << ", scored " << counts.scored);
+  CHECK(counts.fullest > 10);
+  CHECK(counts.bounded > 30);
+  CHECK(counts.scored > 10);
+}
+
+TEST_CASE("a walk for a pod of a kind walked before begins from that walk's nodes and finds the same node", "[packing][framework]") {
+  // Pods of six kinds: most walks replay an earlier one, past nodes that changed since in the
+  // tracking fork, in the child then or now, or in a child that was dropped.
+  for (unsigned seed : {3u, 17u, 29u}) {
+    INFO("seed " << seed);
+    const PlacementCache::Counts counts = check_tracked_walks(seed, 6);
+    INFO("fullest " << counts.fullest << ", bounded " << counts.bounded << ", replayed " << counts.replayed);
+    CHECK(counts.bounded > 20);
+    CHECK(counts.replayed > (counts.fullest + counts.bounded) / 2);
+  }
 }
 
 TEST_CASE("past the fullest node, a fuller node that strands little wins when Fragmentation's range is wide", "[packing][framework]") {
