@@ -164,7 +164,7 @@ struct EnvOptions {
 // (SPOTSHIFT_E2E_BACKEND=real, scripts/realkube.sh; one per test process, reset and loaded with
 // the same scenario for each test). Every view of
 // the cluster below reads the same objects either way: kubesim's store in process, or the API
-// through kubectl. Faults and kubesim's internals (sim) exist on kubesim only.
+// through kubectl. Faults and kubesim's internals (kubesim()) exist on kubesim only.
 class Env {
  public:
   explicit Env(std::string extra_scenario = {}, EnvOptions options = {}) {
@@ -353,11 +353,21 @@ class Env {
     return fmt::format("{}/{}", kubesim::json_string(o, {"metadata", "namespace"}), kubesim::json_string(o, {"metadata", "name"}));
   }
 
+  // kubesim's own controls (fault injection, its store, its audit log): a scenario that needs
+  // them runs on kubesim only, and on the real control plane fails saying so instead of crashing.
+  kubesim::Simulator& kubesim() {
+    if (!sim)
+      FAIL(
+          "this scenario drives kubesim's own controls (fault injection, its store), which the real control plane does not "
+          "have: it runs on kubesim only (leave it out of the real backend's list in tests/e2e/meson.build)");
+    return *sim;
+  }
+
   TempDir dir;
-  std::unique_ptr<kubesim::Simulator> sim;
   spotshift::testing::RealCluster* real = nullptr;  // the process's control plane, on the real backend
 
  private:
+  std::unique_ptr<kubesim::Simulator> sim;  // on kubesim: kubesim() outside
   std::string kubeconfig_;
 };
 

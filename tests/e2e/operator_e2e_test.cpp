@@ -796,19 +796,19 @@ TEST_CASE("pricing from a ConfigMap of instance-type prices: read again as it ch
   // A new price is read within a housekeepingInterval.
   env.kubectl(R"(patch configmap node-prices -n default --type merge -p '{"data":{"m5.large":"0.1"}}')");
   REQUIRE(eventually([&] { return env.status("default", {"estimatedHourlySavings"}) == "0.484"; }, 20s));
-  if (env.sim) {
+  if (env.on_kubesim()) {
     // A read that fails (a 500, not a 404) keeps the prices read before.
     kubesim::FaultRule broken;
     broken.verb = "get";
     broken.resource = "configmaps";
     broken.status = 500;
-    env.sim->faults().add(broken);
+    env.kubesim().faults().add(broken);
     const std::string failures = R"(spotshift_api_requests_total{client="controller",code="500"})";
     // Read again (and failing) once per housekeepingInterval; the plans after it keep the prices.
     REQUIRE(eventually([&] { return metric_sample(op->metrics(), failures) >= 2; }, 20s));
     replanned(env, *op, "default");
     CHECK(env.status("default", {"estimatedHourlySavings"}) == "0.484");
-    env.sim->faults().clear();
+    env.kubesim().faults().clear();
   }
   // The same offline, from a snapshot that holds the ConfigMap.
   auto offline = plan_offline(env, "default", "configmaps");
@@ -945,7 +945,7 @@ TEST_CASE("a stream of pod changes plans at most --max-planning-cpu of a core, a
   auto started = std::chrono::steady_clock::now();
   int changes = 0;
   while (std::chrono::steady_clock::now() - started < 1500ms) {
-    env.sim->run([&](kubesim::Cluster& c) {
+    env.kubesim().run([&](kubesim::Cluster& c) {
       c.mutate(*c.registry().pods(), pod, [&](kubesim::Value& o, kubesim::Alloc& a) {
         kubesim::set_str(kubesim::ensure_object(kubesim::ensure_object(o, "metadata", a), "labels", a), "churn", std::to_string(changes),
                          a);
@@ -1160,7 +1160,7 @@ namespace {
 // evict its first pod (the budget-covered web-7d4b9c-x1a2b), whose eviction is refused for a long
 // time: the drain sits retrying it, tainted, until podEvictionTimeout (20 s).
 std::unique_ptr<Operator> start_with_first_eviction_refused(Env& env) {
-  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
+  env.kubesim().faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
   env.apply("policy", policy_yaml("default", ""));
   auto op = env.start("operator");
   INFO(op->log());
@@ -1211,7 +1211,7 @@ TEST_CASE("a policy edited in the middle of a drain applies to the next eviction
 TEST_CASE("policies sharing spot nodes drain one at a time", "[e2e]") {
   Env env;
   // Policy a's drain of ondemand-1 is held up at its first pod while policy b comes along.
-  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
+  env.kubesim().faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
   env.apply("a", policy_yaml("a", "  onDemandNodeSelector: {matchLabels: {kubernetes.io/hostname: ondemand-1}}\n"));
   auto op = env.start("operator");
   INFO(op->log());
@@ -1224,7 +1224,7 @@ TEST_CASE("policies sharing spot nodes drain one at a time", "[e2e]") {
   CHECK_FALSE(env.draining("ondemand-2"));
   for (const auto& r : env.operator_requests("/eviction")) CHECK(r.find("web-7d4b9c-x1a2b") != std::string::npos);
   // Once a's drain is through, b drains.
-  env.sim->faults().clear();
+  env.kubesim().faults().clear();
   REQUIRE(eventually([&] { return env.status("a", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
   REQUIRE(eventually([&] { return env.status("b", {"lastDrain", "node"}) == "ondemand-2"; }, 30s));
   CHECK(env.status("b", {"lastDrain", "result"}) == "Succeeded");
@@ -1246,7 +1246,7 @@ TEST_CASE("when the spot nodes go away in the middle of a drain, the rest of the
       },
       30s, 2ms));
   bool flipped = true;
-  env.sim->run([&](kubesim::Cluster& c) {
+  env.kubesim().run([&](kubesim::Cluster& c) {
     for (const char* node : {"spot-1", "spot-2"}) flipped = c.set_node_condition(node, "Ready", "False").has_value() && flipped;
   });
   REQUIRE(flipped);
@@ -1289,7 +1289,7 @@ TEST_CASE("an invalid policy is reported while a valid one keeps working; overla
   // The first status write for the invalid policy fails: it is retried, not dropped.
   auto refused = kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503, 1);
   refused.name = "bad";
-  env.sim->faults().add(refused);
+  env.kubesim().faults().add(refused);
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return env.condition("bad", "Valid") == "False"; }, 20s));
   CHECK(op->log().find("reconcile failed; retrying") != std::string::npos);
@@ -1318,7 +1318,7 @@ TEST_CASE("a drain whose start cannot be saved in the policy's status does not s
   Env env;
   env.apply("policy", policy_yaml("default", ""));
   // Every status write fails: the drain delay gate cannot be recorded before the taint.
-  env.sim->faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503));
+  env.kubesim().faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503));
   auto op = env.start("operator");
   REQUIRE(eventually([&] { return op->log().find("not starting the drain") != std::string::npos; }, 20s));
   replanned(env, *op, "default");
@@ -1327,7 +1327,7 @@ TEST_CASE("a drain whose start cannot be saved in the policy's status does not s
   CHECK(env.operator_requests("PATCH /api/v1/nodes/").empty());
   CHECK_FALSE(env.any_draining());
   // Once the status can be written, the drain goes ahead, its gate recorded first.
-  env.sim->faults().clear();
+  env.kubesim().faults().clear();
   REQUIRE(eventually([&] { return env.status("default", {"lastDrain", "node"}) == "ondemand-1"; }, 30s));
   CHECK(env.status("default", {"lastDrain", "result"}) == "Succeeded");
 }
@@ -1376,18 +1376,18 @@ TEST_CASE("a drain whose end was never recorded counts as interrupted after a cr
   Env env;
   // The drain is held at its first pod while status writes start failing; then it completes,
   // but its end cannot be recorded, and the operator is killed.
-  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
+  env.kubesim().faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 1000);
   env.apply("policy", policy_yaml("default", "", "30s"));
   auto op = env.start("first");
   INFO(op->log());
   REQUIRE(eventually([&] { return env.status("default", {"currentDrain", "node"}) == "ondemand-1"; }, 30s, 10ms));
-  env.sim->faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503));
-  env.sim->faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 0);
+  env.kubesim().faults().add(kubesim::FaultRule::answer("update", "reschedulepolicies/status", 503));
+  env.kubesim().faults().refuse_evictions("shop/web-7d4b9c-x1a2b", 0);
   REQUIRE(eventually([&] { return op->log().find("drain finished") != std::string::npos; }, 30s, 10ms));
   REQUIRE(eventually([&] { return !env.draining("ondemand-1"); }, 10s, 10ms));
   op->stop(SIGKILL);
   CHECK(env.status("default", {"currentDrain", "node"}) == "ondemand-1");  // the record of its start
-  env.sim->faults().clear();
+  env.kubesim().faults().clear();
 
   auto restarted_at = std::chrono::system_clock::now();
   auto again = env.start("second");
@@ -1441,7 +1441,7 @@ constexpr const char* kQuickLeases =
 auto leader_in_endless_drain(Env& env) {
   auto refused = kubesim::FaultRule::answer("create", "pods/eviction", 429);
   refused.retry_after_seconds = 1;
-  env.sim->faults().add(refused);
+  env.kubesim().faults().add(refused);
   env.apply("policy", policy_yaml("default", "", "30s"));
   auto a = env.start("a", kQuickLeases);
   INFO(a->log());
@@ -1456,7 +1456,7 @@ void stall_lease_updates(Env& env, const std::string& user_agent = {}) {
   slow.resource = "leases";
   slow.user_agent = user_agent;
   slow.delay_ms = 12000;
-  env.sim->faults().add(slow);
+  env.kubesim().faults().add(slow);
 }
 
 }  // namespace
@@ -1492,7 +1492,7 @@ TEST_CASE("a leader whose lease renewals stall stops evicting before another ins
   stall_lease_updates(env, first);
   auto evictions_by_first = [&] {
     size_t n = 0;
-    for (const auto& r : env.sim->audit())
+    for (const auto& r : env.kubesim().audit())
       if (r.resource == "pods/eviction" && r.user_agent.find(first) != std::string::npos) ++n;
     return n;
   };

@@ -30,7 +30,7 @@ Rendered render_installed(TempDir& dir) {
 
 std::vector<std::string> forbidden(Env& env) {
   std::vector<std::string> out;
-  for (const auto& a : env.sim->audit())
+  for (const auto& a : env.kubesim().audit())
     if (a.user == kUser && a.code == 403) out.push_back(fmt::format("{} {}", a.verb, a.resource));
   return out;
 }
@@ -59,7 +59,7 @@ TEST_CASE("the operator with only the chart's RBAC and the Deployment's args dra
 
   // Everything went through the service account, and nothing was refused.
   size_t requests = 0;
-  for (const auto& rec : env.sim->audit()) requests += rec.user == kUser ? 1 : 0;
+  for (const auto& rec : env.kubesim().audit()) requests += rec.user == kUser ? 1 : 0;
   CHECK(requests > 20);
   CHECK(forbidden(env).empty());
   // The Lease in the release namespace, named after the release.
