@@ -71,14 +71,7 @@ class Fork {
   const NodeOrder& tracked_by_free_resource() const { return by_free_resource_; }
   // The free amount of `resource` on a node in this what-if: from the tracking fork's packed
   // array when it tracks that resource and the node, and no fork below it changed the node.
-  int64_t free_of(int node, const model::InternedString& resource) const {
-    const Fork* root = this;
-    bool changed_below = false;
-    for (; root->parent_; root = root->parent_) changed_below = changed_below || root->changed_here(node);
-    if (!changed_below && root->tracked_resource_ == resource && root->is_tracked(node))
-      return root->free_resource_[static_cast<size_t>(node)];
-    return free_with(node, used(node), resource);
-  }
+  int64_t free_of(int node, const model::InternedString& resource) const { return use_of(node, resource).free_resource; }
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)] != 0; }
   // used_basic(node) and free_of(node, resource) (0 with no resource) in one walk up the chain:
   // the packing scores ask for both on every node they look at.

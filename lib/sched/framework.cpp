@@ -202,10 +202,7 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
     entry.many = dynamic_cast<const FilterNodes*>(entry.plugin.get());
     entry.explain = dynamic_cast<const ExplainNodes*>(entry.plugin.get());
     f.filters_.push_back(std::move(entry));
-    if (name == "NodeResourcesFit") {
-      f.resource_fit_ = true;
-      f.resource_fit_filter_ = static_cast<int>(f.filters_.size()) - 1;
-    }
+    if (name == "NodeResourcesFit") f.resource_fit_filter_ = static_cast<int>(f.filters_.size()) - 1;
   }
   if (config.scores.size() > 64) return Error::invalid("a profile lists at most 64 score plugins");
   for (const auto& s : config.scores) {
@@ -448,7 +445,7 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
   // every node with less of it free, so only the others (and those the child changed) need a
   // look. When none passes, every tracked node is looked at, to say why.
   const model::InternedString& resource = top->tracked_resource();
-  if (shallow && resource_fit_ && !resource.empty())
+  if (shallow && resource_fit_filter_ >= 0 && !resource.empty())
     if (const int64_t want = pod.requests.scalar(resource); want > 0) {
       const Fork* child = top == &fork ? nullptr : &fork;
       thread_local std::vector<int> enough;
@@ -485,7 +482,7 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   const ClusterSnapshot& snap = fork.base();
   // NodeResourcesFit rejects every node with less free CPU than a pod asking for some.
   const int64_t want = pod.requests.cpu_milli;
-  const bool bounded = resource_fit_ && want > 0;
+  const bool bounded = resource_fit_filter_ >= 0 && want > 0;
   auto free_cpu = [&](int n) { return snap.allocatable_basic(n).cpu_milli - fork.used_basic(n).cpu_milli; };
   // Candidates in (free CPU, index) order: the tracking fork's index, except the nodes the child
   // changed, merged with those, ordered here. next() walks it from the fullest up, prev() from

@@ -415,8 +415,7 @@ class Framework {
   std::vector<Filter> filters_;
   std::vector<Score> scores_;
   int fullest_score_ = -1;        // index in scores_ of a weighted FullestFirst score
-  bool resource_fit_ = false;     // NodeResourcesFit is one of the filters
-  int resource_fit_filter_ = -1;  // its index in filters_
+  int resource_fit_filter_ = -1;  // index in filters_ of NodeResourcesFit, when it is one of them
 };
 
 // Every plugin is created by name from the registry (registry.cpp), its arguments validated.
