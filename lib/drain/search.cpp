@@ -216,11 +216,16 @@ SpotBins::SpotBins(const std::vector<Amounts>& free, const std::vector<std::vect
     for (size_t b = 0; b < bins && b < allowed[a].size(); ++b)
       if (allowed[a][b]) allowed_[a][b / kBlock] |= uint32_t{1} << (b % kBlock);
   }
-  mask_.resize(blocks);
-  first_.resize(blocks);
+  fitting_.resize(kShapes);
 }
 
 void SpotBins::charge(size_t bin, const Amounts& request, int sign) {
+  // A look remembered replays at most kReplay changes a block; one further behind is redone.
+  if (changed_.size() >= kReplay * room_.size()) {
+    changed_.clear();
+    ++epoch_;
+  }
+  changed_.push_back(static_cast<uint32_t>(bin));
   for (size_t r = 0; r < kResources; ++r) {
     free_[r][bin] -= sign * request[r];
     rough_[r][bin] = static_cast<float>(free_[r][bin]);
@@ -251,15 +256,50 @@ void SpotBins::refresh(size_t block) {
     for (size_t r = 0; r < kResources; ++r) most[r] = std::max(most[r], free_[r][b]);
 }
 
-int SpotBins::best(const Pod& pod, Random& rng) {
-  // 1. The spot nodes the pod fits, a bit each, a block at a time; a block whose room is short
-  //    of a resource the pod asks for is passed over whole.
-  Amounts need;
-  for (size_t r = 0; r < kResources; ++r) need[r] = pod.request[r] == 0 ? std::numeric_limits<int64_t>::min() : pod.request[r];
+// The spot nodes the pod fits (`need`: its requests, the least value for one it asks none of).
+// A look for a pod of the same requests and allowed set is remembered by the slot of their hash
+// and brought up to date with the nodes charged since, each checked again; otherwise a block at
+// a time, a bit each, and a block whose room is short of a resource the pod asks for is passed
+// over whole.
+const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Amounts& need) {
   const std::vector<uint32_t>* allowed = pod.allowed >= 0 ? &allowed_[static_cast<size_t>(pod.allowed)] : nullptr;
-  const size_t blocks = mask_.size();
+  auto fits_exactly = [&](size_t b) {
+    bool f = !allowed || ((*allowed)[b / kBlock] >> (b % kBlock) & 1u) != 0;
+    for (size_t r = 0; r < kResources; ++r) f = f && free_[r][b] >= need[r];
+    return f;
+  };
+  uint64_t h = static_cast<uint64_t>(pod.allowed) * 0x9E3779B97F4A7C15u;
+  for (int64_t x : pod.request) h = (h ^ static_cast<uint64_t>(x)) * 0xBF58476D1CE4E5B9u;
+  Fitting& look = fitting_[(h >> 58) % kShapes];
+  if (look.epoch == epoch_ && look.request == pod.request && look.allowed == pod.allowed) {
+    ++replayed_;
+    for (size_t k = look.seen; k < changed_.size(); ++k) {
+      const size_t b = changed_[k];
+      const uint32_t bit = uint32_t{1} << (b % kBlock);
+      uint32_t& word = look.mask[b / kBlock];
+      const bool was = (word & bit) != 0, is = fits_exactly(b);
+      word = is ? word | bit : word & ~bit;
+      look.fits = look.fits + is - was;
+    }
+    look.seen = changed_.size();
+    return look;
+  }
+  look.request = pod.request;
+  look.allowed = pod.allowed;
+  look.epoch = epoch_;
+  look.seen = changed_.size();
+  const size_t blocks = room_.size();
+  look.mask.resize(blocks);
+  // A float compares as the integer does where what the pod asks is exact in a float (below
+  // 2^24, or the least value, -2^63): rounding is monotonic. The others are checked exactly.
   std::array<float, kResources> rough;
-  for (size_t r = 0; r < kResources; ++r) rough[r] = static_cast<float>(need[r]);
+  std::array<size_t, kResources> inexact;
+  size_t inexacts = 0;
+  for (size_t r = 0; r < kResources; ++r) {
+    rough[r] = static_cast<float>(need[r]);
+    constexpr int64_t kExact = int64_t{1} << 24;
+    if (need[r] != std::numeric_limits<int64_t>::min() && (need[r] <= -kExact || need[r] >= kExact)) inexact[inexacts++] = r;
+  }
   size_t fits = 0;
   for (size_t k = 0; k < blocks; ++k) {
     uint32_t m = 0;
@@ -270,23 +310,33 @@ int SpotBins::best(const Pod& pod, Random& rng) {
       if (!m && loose_[k]) refresh(k);  // a room above what is free cost a look: the next pod may skip it
       if (allowed) m &= (*allowed)[k];
       // Rounding to float may pass a node a little short: check those found exactly.
-      for (uint32_t left = m; left; left &= left - 1) {
-        const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(left));
-        bool f = true;
-        for (size_t r = 0; r < kResources; ++r) f = f && free_[r][b] >= need[r];
-        if (!f) m &= ~(left & (~left + 1));
-      }
+      if (inexacts)
+        for (uint32_t left = m; left; left &= left - 1) {
+          const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(left));
+          bool f = true;
+          for (size_t i = 0; i < inexacts; ++i) f = f && free_[inexact[i]][b] >= need[inexact[i]];
+          if (!f) m &= ~(left & (~left + 1));
+        }
     }
-    mask_[k] = m;
-    first_[k] = fits;
+    look.mask[k] = m;
     fits += bits(m);
   }
+  look.fits = fits;
+  return look;
+}
+
+int SpotBins::best(const Pod& pod, Random& rng) {
+  // 1. The spot nodes the pod fits.
+  Amounts need;
+  for (size_t r = 0; r < kResources; ++r) need[r] = pod.request[r] == 0 ? std::numeric_limits<int64_t>::min() : pod.request[r];
+  const Fitting& look = fitting(pod, need);
+  const size_t fits = look.fits;
   if (fits == 0) return -1;
   // 2. For each, in node order, its noise, and a bound on its score from what is kept per node:
   //    its free share less what the pod asks of each resource over the node's capacity, plus
   //    the CPU term with a multiplication for the division; times its noise, less a little for
-  //    rounding. The node of the lowest bound is scored first; one whose bound is not below the
-  //    best score so far scores higher.
+  //    rounding. The node of the lowest bound (the first of equal ones) is scored first; one
+  //    whose bound is not below the best score so far scores higher.
   std::array<double, kResources> asks;
   for (size_t r = 0; r < kResources; ++r) asks[r] = weight_[r] * static_cast<double>(pod.request[r]);
   constexpr size_t kScarce = kResources - 1;
@@ -294,33 +344,42 @@ int SpotBins::best(const Pod& pod, Random& rng) {
   noise_.resize(fits);
   bound_.resize(fits);
   bin_.resize(fits);
-  for (size_t k = 0; k < blocks; ++k) {
-    size_t rank = first_[k];
-    for (uint32_t m = mask_[k]; m; m &= m - 1, ++rank) {
+  // Local pointers: the stores below would otherwise reload the members each node.
+  double* const noise = noise_.data();
+  double* const bounds = bound_.data();
+  int* const bins = bin_.data();
+  const double* const share = share_.data();
+  const double* const per_cpu = per_cpu_.data();
+  const int64_t* const scarce_free = free_[kScarce].data();
+  std::array<const double*, kResources> inverse;
+  for (size_t r = 0; r < kResources; ++r) inverse[r] = inverse_[r].data();
+  const double tolerance = tolerance_;
+  size_t rank = 0, lowest = 0;
+  double lowest_bound = std::numeric_limits<double>::infinity();
+  const uint32_t* const mask = look.mask.data();
+  for (size_t k = 0, blocks = look.mask.size(); k < blocks; ++k) {
+    for (uint32_t m = mask[k]; m; m &= m - 1, ++rank) {
       const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
-      noise_[rank] = 0.95 + 0.1 * unit(rng);
-      double lower = share_[b];
-      for (size_t r = 0; r < kResources; ++r) lower -= asks[r] * inverse_[r][b];
-      const double extra = free_[kScarce][b] > 0 ? cpu_term * per_cpu_[b] : 0;
-      bound_[rank] = (lower + extra) * noise_[rank] - tolerance_ * (1 + extra);
-      bin_[rank] = static_cast<int>(b);
+      const double n = 0.95 + 0.1 * unit(rng);
+      double lower = share[b];
+      for (size_t r = 0; r < kResources; ++r) lower -= asks[r] * inverse[r][b];
+      const double extra = scarce_free[b] > 0 ? cpu_term * per_cpu[b] : 0;
+      const double bound = (lower + extra) * n - tolerance * (1 + extra);
+      noise[rank] = n;
+      bounds[rank] = bound;
+      bins[rank] = static_cast<int>(b);
+      const bool below = bound < lowest_bound;  // bounds are finite: the first is below
+      lowest = below ? rank : lowest;
+      lowest_bound = below ? bound : lowest_bound;
     }
   }
-  // 3. The lowest bound (the first of equal ones), then every node whose bound is below the
-  //    best score so far, in node order.
-  size_t lowest = 0;
-  double lowest_bound = bound_[0];
-  for (size_t rank = 1; rank < fits; ++rank) {
-    const bool lower = bound_[rank] < lowest_bound;
-    lowest = lower ? rank : lowest;
-    lowest_bound = lower ? bound_[rank] : lowest_bound;
-  }
+  // 3. Every node whose bound is below the best score so far, in node order.
   int best = bin_[lowest];
   double best_score = score(pod, static_cast<size_t>(best)) * noise_[lowest];
-  for (size_t rank = 0; rank < fits; ++rank) {
-    if (!(bound_[rank] < best_score)) continue;
-    const int b = bin_[rank];
-    const double score = this->score(pod, static_cast<size_t>(b)) * noise_[rank];
+  for (size_t r = 0; r < fits; ++r) {
+    if (!(bound_[r] < best_score)) continue;
+    const int b = bin_[r];
+    const double score = this->score(pod, static_cast<size_t>(b)) * noise_[r];
     if (score < best_score || (score == best_score && b < best)) {
       best = b;
       best_score = score;

@@ -91,13 +91,30 @@ class SpotBins {
   // draw, when it fits none.
   int best(const Pod& pod, Random& rng);
 
+  // How many of best()'s looks for the nodes a pod fits were brought up to date from an
+  // earlier look for a pod of the same requests and allowed set (for tests).
+  size_t replayed() const { return replayed_; }
+
  private:
-  static constexpr size_t kBlock = 32;  // spot nodes per block: a uint32_t mask
+  static constexpr size_t kBlock = 32;   // spot nodes per block: a uint32_t mask
+  static constexpr size_t kShapes = 64;  // looks remembered, one per slot of a pod's hash
+  static constexpr size_t kReplay = 8;   // changed nodes per block up to which a look is replayed
+
+  // The spot nodes a pod of these requests and allowed set fits, as of changed_[seen].
+  struct Fitting {
+    Amounts request{};
+    int allowed = -2;  // never a pod's
+    uint64_t epoch = 0;
+    size_t seen = 0;
+    size_t fits = 0;
+    std::vector<uint32_t> mask;  // per block
+  };
 
   double share(size_t bin) const;
   double score(const Pod& pod, size_t bin) const;
   void refresh(size_t block);
   uint32_t roughly_fits(const std::array<float, kResources>& need, size_t lo) const;
+  const Fitting& fitting(const Pod& pod, const Amounts& need);
 
   const std::vector<Amounts>& cap_;
   std::array<double, kResources> weight_;
@@ -112,10 +129,13 @@ class SpotBins {
   std::vector<Amounts> room_;
   std::vector<uint8_t> loose_;
   std::vector<std::vector<uint32_t>> allowed_;  // Problem::allowed as a mask per block
-  // best()'s scratch: per block the nodes the pod fits and the rank of the first among all that
-  // fit; per node that fits, by rank, its noise, the bound on its score and its index.
-  std::vector<uint32_t> mask_;
-  std::vector<size_t> first_;
+  // The looks best() remembers, and the spot nodes charged since the epoch began, in order (a
+  // look made at changed_.size() is brought up to date by checking the nodes after it again).
+  std::vector<Fitting> fitting_;
+  std::vector<uint32_t> changed_;
+  uint64_t epoch_ = 1;
+  size_t replayed_ = 0;
+  // best()'s scratch: per node that fits, by rank, its noise, the bound on its score and its index.
   std::vector<double> noise_;
   std::vector<double> bound_;
   std::vector<int> bin_;

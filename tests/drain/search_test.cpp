@@ -133,11 +133,14 @@ TEST_CASE("the search's generator draws std::mt19937_64's numbers from the same 
 TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws as many noises", "[search]") {
   // Random clusters of 1 to 150 spot nodes (blocks of 32 and a partial one), some with less
   // than nothing free, memory near 2^40 so that floats round a node a little short up to a
-  // fit, pods confined to some nodes; pods placed, and now and then taken back.
+  // fit, pods confined to some nodes, most of a few shapes; pods placed, and now and then taken
+  // back.
   std::mt19937_64 gen(7);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen); };
   constexpr int64_t kHuge = int64_t{1} << 40;
   int placed = 0, nowhere = 0;
+  size_t replayed = 0;
+  std::vector<Pod> shapes;
   for (int trial = 0; trial < 60; ++trial) {
     const auto bins = static_cast<size_t>(pick(1, 150));
     std::vector<Amounts> cap(bins);
@@ -159,8 +162,17 @@ TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws
         spot.charge(bin, request, -1);
         for (size_t r = 0; r < kResources; ++r) load[bin][r] -= request[r];
       }
-      Pod pod{{pick(0, 1500), pick(0, 3) == 0 ? 0 : pick(0, 64) + (pick(0, 1) ? kHuge / 2 : 0), 1, pick(0, 2) == 0 ? pick(1, 2000) : 0},
-              static_cast<int>(pick(-1, 1))};
+      auto random_pod = [&] {
+        return Pod{
+            {pick(0, 1500), pick(0, 3) == 0 ? 0 : pick(0, 64) + (pick(0, 1) ? kHuge / 2 : 0), 1, pick(0, 2) == 0 ? pick(1, 2000) : 0},
+            static_cast<int>(pick(-1, 1))};
+      };
+      // Most pods of a few shapes, so that best() brings its earlier looks up to date.
+      if (step == 0) {
+        shapes.clear();
+        for (int k = 0; k < 6; ++k) shapes.push_back(random_pod());
+      }
+      const Pod pod = pick(0, 9) < 7 ? shapes[static_cast<size_t>(pick(0, 5))] : random_pod();
       const int want = every_node(cap, load, allowed, weight, pod, a);
       const int got = spot.best(pod, b);
       REQUIRE(got == want);
@@ -174,8 +186,10 @@ TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws
       for (size_t r = 0; r < kResources; ++r) load[static_cast<size_t>(got)][r] += pod.request[r];
       charged.emplace_back(static_cast<size_t>(got), pod.request);
     }
+    replayed += spot.replayed();
   }
-  // Both outcomes were tried many times.
+  // Both outcomes were tried many times, and most looks were earlier ones brought up to date.
   CHECK(placed > 1000);
   CHECK(nowhere > 1000);
+  CHECK(replayed > 3000);
 }
