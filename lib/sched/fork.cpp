@@ -112,8 +112,12 @@ void Fork::track_candidates(std::vector<int> nodes, model::InternedString scarce
   tracked_resource_ = scarce;
   by_free_resource_.clear();
   free_resource_.assign(scarce.empty() ? 0 : static_cast<size_t>(base_->size()), 0);
-  for (int n : tracked_) {
-    is_tracked_[static_cast<size_t>(n)] = 1;
+  tracked_unique_ = true;
+  for (size_t k = 0; k < tracked_.size(); ++k) {
+    const int n = tracked_[k];
+    int32_t& rank = is_tracked_[static_cast<size_t>(n)];
+    tracked_unique_ = tracked_unique_ && rank == 0;
+    if (rank == 0) rank = static_cast<int32_t>(k + 1);
     by_free_cpu_.push_back({base_->allocatable_basic(n).cpu_milli - used_basic(n).cpu_milli, n});
     if (!scarce.empty()) {
       free_resource_[static_cast<size_t>(n)] = free_with(n, used(n), scarce);

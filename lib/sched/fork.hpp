@@ -73,6 +73,10 @@ class Fork {
   // array when it tracks that resource and the node, and no fork below it changed the node.
   int64_t free_of(int node, const model::InternedString& resource) const { return use_of(node, resource).free_resource; }
   bool is_tracked(int node) const { return !is_tracked_.empty() && is_tracked_[static_cast<size_t>(node)] != 0; }
+  // The node's place in tracked() (its first, when it is there twice), or -1 when it is not
+  // tracked; and whether no node is there twice.
+  int tracked_rank(int node) const { return is_tracked_.empty() ? -1 : is_tracked_[static_cast<size_t>(node)] - 1; }
+  bool tracked_unique() const { return tracked_unique_; }
   // used_basic(node) and free_of(node, resource) (0 with no resource) in one walk up the chain:
   // the packing scores ask for both on every node they look at.
   struct Use {
@@ -226,7 +230,8 @@ class Fork {
   // packed once it has changed anything, so used_basic() ends at it without a delta lookup.
   std::vector<BasicResources> dense_used_;
   std::vector<int> tracked_;
-  std::vector<uint8_t> is_tracked_;
+  std::vector<int32_t> is_tracked_;  // per node: its place in tracked_ plus 1, or 0
+  bool tracked_unique_ = true;
   uint64_t tracking_version_ = next_version();
   std::vector<int> tracked_changes_;
   model::InternedString tracked_resource_;

@@ -291,7 +291,8 @@ class PlacementCache {
   // fullest one past it that a bound proves best, or by scoring every feasible node.
   struct Counts {
     int64_t fullest = 0, bounded = 0, scored = 0;
-    int64_t replayed = 0;  // walks (fullest or bounded) that began from an earlier walk's nodes
+    int64_t replayed = 0;    // walks (fullest or bounded) that began from an earlier walk's nodes
+    int64_t enough_cpu = 0;  // scored placements that looked only at the nodes with enough CPU free
   };
   const Counts& counts() const { return counts_; }
   const ClusterSnapshot* snapshot() const { return snapshot_; }

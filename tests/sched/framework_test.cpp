@@ -255,7 +255,8 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
   // A cluster of mixed shapes, some nodes refusing by taint or cordon, three zones; the root
   // fork tracks the "spot" nodes. A random walk of adds, removes, commits and drops, and at each
   // step, for pods of many shapes (some asking for no CPU, some with anti-affinity), the fast
-  // path must agree with place() over the same nodes.
+  // path (the walk from the fullest, or for scores that take every feasible node the nodes with
+  // enough CPU free) must agree with place() over the same nodes.
   std::mt19937 rng(7);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   std::vector<NodePtr> nodes;
@@ -276,7 +277,13 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
   for (int i = 0; i < 30; ++i) spot.push_back(i);
   ProfileConfig no_fit = default_profile();
   std::erase(no_fit.filters, "NodeResourcesFit");
-  for (const ProfileConfig& profile : {default_profile(), free_cpu("fullest"), free_cpu("emptiest"), no_fit}) {
+  // Scores that take every feasible node: a placement looks at the nodes with enough CPU free,
+  // and BestFit sums their free amounts in the tracked order.
+  ProfileConfig packing = default_profile(), least = default_profile();
+  packing.scores = {ScoreConfig{"Fragmentation", 100, {}}, ScoreConfig{"BestFit", 1, {}}};
+  least.scores = {ScoreConfig{"LeastAllocated", 1, {}}};
+  int64_t enough_cpu = 0;
+  for (const ProfileConfig& profile : {default_profile(), free_cpu("fullest"), free_cpu("emptiest"), no_fit, packing, least}) {
     auto fw = Framework::create(profile).value();
     Fork plan(snap);
     plan.track_candidates(spot);
@@ -297,6 +304,7 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
           auto full = fw.place(*pod, *f, spot);
           CHECK(fast.node == full.node);
           CHECK(fast.score == full.score);
+          if (fast.node < 0) CHECK(fast.diagnosis.message() == full.diagnosis.message());
           ++checked;
         }
         auto where = fw.place_on_tracked(*pod, attempt, cache);
@@ -313,7 +321,9 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
     }
     CHECK(placed > 20);
     CHECK(checked == 12 * 8 * 2);
+    enough_cpu += cache.counts().enough_cpu;
   }
+  CHECK(enough_cpu > 25);
 }
 
 TEST_CASE("profiles are validated with errors that name the field", "[framework][profile]") {
