@@ -354,6 +354,14 @@ int SpotBins::best(const Pod& pod, Random& rng) {
   std::array<const double*, kResources> inverse;
   for (size_t r = 0; r < kResources; ++r) inverse[r] = inverse_[r].data();
   const double tolerance = tolerance_;
+  // A node whose bound is below the best score is within `margin` of the lowest bound at the
+  // end (the score of the lowest-bound node exceeds its bound by its tolerance and rounding, and
+  // extra is at most cpu_term), so within margin of the lowest so far when it was seen: those
+  // are kept as candidates, and all are looked at again should the best score be further off.
+  const double margin = 4 * tolerance * (1 + cpu_term);
+  candidates_.resize(fits);
+  size_t* const candidates = candidates_.data();
+  size_t kept = 0;
   size_t rank = 0, lowest = 0;
   double lowest_bound = std::numeric_limits<double>::infinity();
   const uint32_t* const mask = look.mask.data();
@@ -368,6 +376,8 @@ int SpotBins::best(const Pod& pod, Random& rng) {
       noise[rank] = n;
       bounds[rank] = bound;
       bins[rank] = static_cast<int>(b);
+      candidates[kept] = rank;
+      kept += bound < lowest_bound + margin;
       const bool below = bound < lowest_bound;  // bounds are finite: the first is below
       lowest = below ? rank : lowest;
       lowest_bound = below ? bound : lowest_bound;
@@ -376,7 +386,12 @@ int SpotBins::best(const Pod& pod, Random& rng) {
   // 3. Every node whose bound is below the best score so far, in node order.
   int best = bin_[lowest];
   double best_score = score(pod, static_cast<size_t>(best)) * noise_[lowest];
-  for (size_t r = 0; r < fits; ++r) {
+  if (!(best_score < lowest_bound + margin)) {
+    kept = fits;
+    for (size_t r = 0; r < fits; ++r) candidates[r] = r;
+  }
+  for (size_t c = 0; c < kept; ++c) {
+    const size_t r = candidates[c];
     if (!(bound_[r] < best_score)) continue;
     const int b = bin_[r];
     const double score = this->score(pod, static_cast<size_t>(b)) * noise_[r];

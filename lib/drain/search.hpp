@@ -135,10 +135,12 @@ class SpotBins {
   std::vector<uint32_t> changed_;
   uint64_t epoch_ = 1;
   size_t replayed_ = 0;
-  // best()'s scratch: per node that fits, by rank, its noise, the bound on its score and its index.
+  // best()'s scratch: per node that fits, by rank, its noise, the bound on its score and its
+  // index; and the ranks that may hold a better score than the lowest bound's node.
   std::vector<double> noise_;
   std::vector<double> bound_;
   std::vector<int> bin_;
+  std::vector<size_t> candidates_;  // ranks of the nodes that may score below the best
 };
 
 // Checks a solution against the problem's capacities and allowed sets (for tests and as a
