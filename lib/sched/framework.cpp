@@ -485,9 +485,7 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
           });
         thread_local std::vector<int> enough;
         enough.clear();
-        for (size_t w = 0; w < ranks.size(); ++w)
-          for (uint64_t bits = ranks[w]; bits; bits &= bits - 1)
-            enough.push_back(top->tracked()[w * 64 + static_cast<size_t>(std::countr_zero(bits))]);
+        for (size_t w = 0; w < ranks.size(); ++w) each_bit(ranks[w], [&](size_t i) { enough.push_back(top->tracked()[w * 64 + i]); });
         if (Placement p = place(pod, fork, enough, &cache); p.node >= 0) {
           ++cache.counts_.enough_cpu;
           return p;
