@@ -146,10 +146,23 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     // filter()'s verdict without a Status, in one pass over the packed arrays.
     const model::ResourceList& r = pod.requests;
     const ClusterSnapshot& snap = fork.base();
-    const bool scalars = !r.scalars().empty();
+    const auto& scalars = r.scalars();
     size_t kept = 0;
-    for (int n : nodes)
-      if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r) && (!scalars || fits_scalars(fork, n, r))) nodes[kept++] = n;
+    if (scalars.size() == 1 && scalars[0].second > 0) {
+      // One extended resource (a GPU pod): its free amount from the same walk as the basic usage,
+      // and from the tracking fork's packed array where it tracks the resource, rather than from
+      // each node's usage and allocatable lists. Amounts are not negative, so free = allocatable
+      // - used is exact and want <= free is fits().
+      const auto& [name, want] = scalars[0];
+      for (int n : nodes) {
+        const Fork::Use u = fork.use_of(n, name);
+        if (fits_basic(u.used, snap.allocatable_basic(n), r) && want <= u.free_resource) nodes[kept++] = n;
+      }
+    } else {
+      for (int n : nodes)
+        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r) && (scalars.empty() || fits_scalars(fork, n, r)))
+          nodes[kept++] = n;
+    }
     nodes.resize(kept);
   }
   bool passes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {

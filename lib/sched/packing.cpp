@@ -119,8 +119,19 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
       std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nodes.size()), 0);
       return;
     }
+    // A block of nodes' free rooms first, with the memo entries their scores read fetched ahead,
+    // then the block's scores: the waits for those entries overlap.
     const Ask ask = Ask::of(pod, d);
-    for (size_t k = 0; k < nodes.size(); ++k) out[k] = increase(d, fork, nodes[k], ask);
+    constexpr size_t kBlock = 8;
+    Free free[kBlock];
+    for (size_t first = 0; first < nodes.size(); first += kBlock) {
+      const size_t count = std::min(kBlock, nodes.size() - first);
+      for (size_t k = 0; k < count; ++k) {
+        free[k] = free_on(fork, nodes[first + k], d.resource());
+        if (free[k].scarce > 0) d.prefetch_on(nodes[first + k], after(free[k], ask));
+      }
+      for (size_t k = 0; k < count; ++k) out[first + k] = scaled(d, capacity_increase(d, nodes[first + k], free[k], ask));
+    }
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 
@@ -139,12 +150,18 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   // The increase counted in pods: free scarce amount times the pods it is stranded for, after
   // less before (the shares' common denominator applied in scaled()).
   static int64_t capacity_increase(const Demand& d, const Fork& fork, int n, const Ask& ask) {
-    const Free f = free_on(fork, n, d.resource());
+    return capacity_increase(d, n, free_on(fork, n, d.resource()), ask);
+  }
+  // The same for node n with free room f.
+  static int64_t capacity_increase(const Demand& d, int n, const Free& f, const Ask& ask) {
     if (f.scarce <= 0) return 0;  // nothing free to strand, before or after
-    const Demand::Room before{f.cpu, f.memory, f.scarce, f.pods};
-    const Demand::Room after{f.cpu - ask.cpu_milli, f.memory - ask.memory, f.scarce - ask.scarce, f.pods - 1};
-    auto [stranded_before, stranded_after] = d.stranded_on(n, before, after);
-    return (after.scarce <= 0 ? 0 : after.scarce * stranded_after) - before.scarce * stranded_before;
+    const Demand::Room before{f.cpu, f.memory, f.scarce, f.pods}, left = after(f, ask);
+    auto [stranded_before, stranded_after] = d.stranded_on(n, before, left);
+    return (left.scarce <= 0 ? 0 : left.scarce * stranded_after) - before.scarce * stranded_before;
+  }
+  // A node's room with free room f after the pod.
+  static Demand::Room after(const Free& f, const Ask& ask) {
+    return {f.cpu - ask.cpu_milli, f.memory - ask.memory, f.scarce - ask.scarce, f.pods - 1};
   }
   // In thousandths of the resource's unit, so that small differences still order nodes.
   static int64_t scaled(const Demand& d, int64_t capacity) {

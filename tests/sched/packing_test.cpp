@@ -449,7 +449,22 @@ TEST_CASE("a tracking fork's free amount of its resource and its orders follow e
   const model::InternedString gpu(kGpu);
   Fork plan(snap);
   plan.track_candidates({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, gpu);  // n10 and n11 are not tracked
+  // NodeResourcesFit's batch filter, which reads a GPU pod's free amount as the packing scores
+  // do, keeps exactly the nodes its filter() passes one at a time.
+  auto fw = Framework::create(default_profile()).value();
+  std::vector<PodPtr> asking;
+  for (int units : {0, 1, 250, 900, 1000, 1500, 3900, 4000})
+    asking.push_back(make_pod(fmt::format("g{}", units)).cpu(units == 1500 ? "60" : "1").scalar(kGpu, std::to_string(units)));
   auto check = [&](const Fork& f) {
+    for (const auto& pod : asking) {
+      INFO("pod " << pod->meta.name);
+      std::vector<int> passing;
+      for (int n = 0; n < snap.size(); ++n) {
+        const auto statuses = fw.check(*pod, f, n);
+        if (std::all_of(statuses.begin(), statuses.end(), [](const auto& s) { return s.second.ok(); })) passing.push_back(n);
+      }
+      CHECK(fw.place(*pod, f, all_nodes(snap)).feasible == passing);
+    }
     for (int n = 0; n < snap.size(); ++n) {
       INFO("node " << n);
       CHECK(f.free_of(n, gpu) == snap.node(n).allocatable.scalar(gpu) - f.used(n).scalar(gpu));
