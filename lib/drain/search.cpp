@@ -196,19 +196,14 @@ SpotBins::SpotBins(const std::vector<Amounts>& free, const std::vector<std::vect
       rough_[r][b] = static_cast<float>(free_[r][b]);
     }
   }
-  share_.resize(bins);
-  per_cpu_.resize(bins);
-  for (size_t b = 0; b < bins; ++b) {
-    share_[b] = share(b);
-    per_cpu_[b] = 1.0 / static_cast<double>(std::max<int64_t>(1, free_[0][b]));
-  }
   room_.resize(blocks);
   loose_.resize(blocks);
   for (size_t k = 0; k < blocks; ++k) refresh(k);
-  for (size_t r = 0; r < kResources; ++r) {
-    inverse_[r].assign(bins, 0);
-    for (size_t b = 0; b < bins; ++b)
-      if (const int64_t cap = cap_[b][r]; cap > 0) inverse_[r][b] = 1.0 / static_cast<double>(cap);
+  rows_.resize(bins);
+  for (size_t b = 0; b < bins; ++b) {
+    for (size_t r = 0; r < kResources; ++r)
+      if (const int64_t cap = cap_[b][r]; cap > 0) rows_[b].inverse[r] = 1.0 / static_cast<double>(cap);
+    set_row(b);
   }
   allowed_.resize(allowed.size());
   for (size_t a = 0; a < allowed.size(); ++a) {
@@ -234,8 +229,15 @@ void SpotBins::charge(size_t bin, const Amounts& request, int sign) {
     room_[bin / kBlock][r] = std::max(room_[bin / kBlock][r], free_[r][bin]);
   }
   if (sign > 0) loose_[bin / kBlock] = 1;
-  share_[bin] = share(bin);
-  per_cpu_[bin] = 1.0 / static_cast<double>(std::max<int64_t>(1, free_[0][bin]));
+  set_row(bin);
+}
+
+// The parts of a spot node's row that change with what it has free.
+void SpotBins::set_row(size_t bin) {
+  constexpr size_t kScarce = kResources - 1;
+  Row& row = rows_[bin];
+  row.share = share(bin);
+  row.per_cpu = free_[kScarce][bin] > 0 ? 1.0 / static_cast<double>(std::max<int64_t>(1, free_[0][bin])) : 0;
 }
 
 // The free share of a spot node: its score before the pod's own requests.
@@ -256,12 +258,25 @@ void SpotBins::refresh(size_t block) {
     for (size_t r = 0; r < kResources; ++r) most[r] = std::max(most[r], free_[r][b]);
 }
 
-// The spot nodes the pod fits (`need`: its requests, the least value for one it asks none of).
-// A look for a pod of the same requests and allowed set is remembered by the slot of their hash
-// and brought up to date with the nodes charged since, each checked again; otherwise a block at
-// a time, a bit each, and a block whose room is short of a resource the pod asks for is passed
-// over whole.
-const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Amounts& need) {
+// The bound on a pod's score on a spot node before its noise n is (lower + extra) * n - tolerance
+// * (1 + extra): lower, the node's free share less what the pod asks of each resource over the
+// node's capacity; extra, the CPU term with a multiplication for the division (0 where none of
+// the scarce resource is free). The first term is lower + extra, the second tolerance * (1 +
+// extra).
+std::array<double, 2> SpotBins::terms(const Ask& ask, size_t bin) const {
+  const Row& row = rows_[bin];
+  double lower = row.share;
+  for (size_t r = 0; r < kResources; ++r) lower -= ask.weighted[r] * row.inverse[r];
+  const double extra = ask.cpu_term * row.per_cpu;
+  return {lower + extra, tolerance_ * (1 + extra)};
+}
+
+// The spot nodes the pod fits, with their terms. A look for a pod of the same requests and
+// allowed set is remembered by the slot of their hash and brought up to date with the nodes
+// charged since, each checked again; otherwise a block at a time, a bit each, and a block whose
+// room is short of a resource the pod asks for is passed over whole.
+const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
+  const Amounts& need = ask.need;
   const std::vector<uint32_t>* allowed = pod.allowed >= 0 ? &allowed_[static_cast<size_t>(pod.allowed)] : nullptr;
   auto fits_exactly = [&](size_t b) {
     bool f = !allowed || ((*allowed)[b / kBlock] >> (b % kBlock) & 1u) != 0;
@@ -280,6 +295,7 @@ const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Amounts& need) 
       const bool was = (word & bit) != 0, is = fits_exactly(b);
       word = is ? word | bit : word & ~bit;
       look.fits = look.fits + is - was;
+      if (is) look.terms[b] = terms(ask, b);
     }
     look.seen = changed_.size();
     return look;
@@ -290,6 +306,7 @@ const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Amounts& need) 
   look.seen = changed_.size();
   const size_t blocks = room_.size();
   look.mask.resize(blocks);
+  look.terms.resize(cap_.size());
   // A float compares as the integer does where what the pod asks is exact in a float (below
   // 2^24, or the least value, -2^63): rounding is monotonic. The others are checked exactly.
   std::array<float, kResources> rough;
@@ -320,81 +337,62 @@ const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Amounts& need) 
     }
     look.mask[k] = m;
     fits += bits(m);
+    for (; m; m &= m - 1) {
+      const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
+      look.terms[b] = terms(ask, b);
+    }
   }
   look.fits = fits;
   return look;
 }
 
 int SpotBins::best(const Pod& pod, Random& rng) {
-  // 1. The spot nodes the pod fits.
-  Amounts need;
-  for (size_t r = 0; r < kResources; ++r) need[r] = pod.request[r] == 0 ? std::numeric_limits<int64_t>::min() : pod.request[r];
-  const Fitting& look = fitting(pod, need);
+  // 1. The spot nodes the pod fits, and the terms of the bound on its score on each.
+  constexpr size_t kScarce = kResources - 1;
+  Ask ask;
+  for (size_t r = 0; r < kResources; ++r) {
+    ask.need[r] = pod.request[r] == 0 ? std::numeric_limits<int64_t>::min() : pod.request[r];
+    ask.weighted[r] = weight_[r] * static_cast<double>(pod.request[r]);
+  }
+  ask.cpu_term = pod.request[kScarce] == 0 ? weight_[kScarce] * static_cast<double>(pod.request[0]) : 0;
+  const Fitting& look = fitting(pod, ask);
   const size_t fits = look.fits;
   if (fits == 0) return -1;
-  // 2. For each, in node order, its noise, and a bound on its score from what is kept per node:
-  //    its free share less what the pod asks of each resource over the node's capacity, plus
-  //    the CPU term with a multiplication for the division; times its noise, less a little for
-  //    rounding. The node of the lowest bound (the first of equal ones) is scored first; one
-  //    whose bound is not below the best score so far scores higher.
-  std::array<double, kResources> asks;
-  for (size_t r = 0; r < kResources; ++r) asks[r] = weight_[r] * static_cast<double>(pod.request[r]);
-  constexpr size_t kScarce = kResources - 1;
-  const double cpu_term = pod.request[kScarce] == 0 ? weight_[kScarce] * static_cast<double>(pod.request[0]) : 0;
+  // 2. For each, in node order, its noise and the bound (first term times noise less the
+  //    second). Each pass is one loop over arrays.
+  bin_.resize(fits);
   noise_.resize(fits);
   bound_.resize(fits);
-  bin_.resize(fits);
-  // Local pointers: the stores below would otherwise reload the members each node.
+  uint32_t* const bins = bin_.data();
   double* const noise = noise_.data();
   double* const bounds = bound_.data();
-  int* const bins = bin_.data();
-  const double* const share = share_.data();
-  const double* const per_cpu = per_cpu_.data();
-  const int64_t* const scarce_free = free_[kScarce].data();
-  std::array<const double*, kResources> inverse;
-  for (size_t r = 0; r < kResources; ++r) inverse[r] = inverse_[r].data();
-  const double tolerance = tolerance_;
-  // A node whose bound is below the best score is within `margin` of the lowest bound at the
-  // end (the score of the lowest-bound node exceeds its bound by its tolerance and rounding, and
-  // extra is at most cpu_term), so within margin of the lowest so far when it was seen: those
-  // are kept as candidates, and all are looked at again should the best score be further off.
-  const double margin = 4 * tolerance * (1 + cpu_term);
-  candidates_.resize(fits);
-  size_t* const candidates = candidates_.data();
-  size_t kept = 0;
-  size_t rank = 0, lowest = 0;
-  double lowest_bound = std::numeric_limits<double>::infinity();
+  size_t rank = 0;
   const uint32_t* const mask = look.mask.data();
-  for (size_t k = 0, blocks = look.mask.size(); k < blocks; ++k) {
-    for (uint32_t m = mask[k]; m; m &= m - 1, ++rank) {
-      const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
-      const double n = 0.95 + 0.1 * unit(rng);
-      double lower = share[b];
-      for (size_t r = 0; r < kResources; ++r) lower -= asks[r] * inverse[r][b];
-      const double extra = scarce_free[b] > 0 ? cpu_term * per_cpu[b] : 0;
-      const double bound = (lower + extra) * n - tolerance * (1 + extra);
-      noise[rank] = n;
-      bounds[rank] = bound;
-      bins[rank] = static_cast<int>(b);
-      candidates[kept] = rank;
-      kept += bound < lowest_bound + margin;
-      const bool below = bound < lowest_bound;  // bounds are finite: the first is below
-      lowest = below ? rank : lowest;
-      lowest_bound = below ? bound : lowest_bound;
-    }
+  for (size_t k = 0, blocks = look.mask.size(); k < blocks; ++k)
+    for (uint32_t m = mask[k]; m; m &= m - 1) bins[rank++] = static_cast<uint32_t>(k * kBlock + static_cast<size_t>(std::countr_zero(m)));
+  rng.units(noise, fits);
+  const std::array<double, 2>* const terms = look.terms.data();
+  size_t lowest = 0;
+  double lowest_bound = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < fits; ++i) {
+    const std::array<double, 2>& t = terms[bins[i]];
+    const double n = 0.95 + 0.1 * noise[i];
+    const double bound = t[0] * n - t[1];
+    noise[i] = n;
+    bounds[i] = bound;
+    const bool below = bound < lowest_bound;  // bounds are finite: the first is below
+    lowest = below ? i : lowest;
+    lowest_bound = below ? bound : lowest_bound;
   }
-  // 3. Every node whose bound is below the best score so far, in node order.
-  int best = bin_[lowest];
-  double best_score = score(pod, static_cast<size_t>(best)) * noise_[lowest];
-  if (!(best_score < lowest_bound + margin)) {
-    kept = fits;
-    for (size_t r = 0; r < fits; ++r) candidates[r] = r;
-  }
-  for (size_t c = 0; c < kept; ++c) {
-    const size_t r = candidates[c];
-    if (!(bound_[r] < best_score)) continue;
-    const int b = bin_[r];
-    const double score = this->score(pod, static_cast<size_t>(b)) * noise_[r];
+  // 3. The node of the lowest bound (the first of equal ones) is scored first; then every node
+  //    whose bound is below the best score so far, in node order (one whose bound is not below
+  //    it scores higher).
+  auto best = static_cast<int>(bins[lowest]);
+  double best_score = score(pod, bins[lowest]) * noise[lowest];
+  for (size_t i = 0; i < fits; ++i) {
+    if (!(bounds[i] < best_score) || i == lowest) continue;
+    const auto b = static_cast<int>(bins[i]);
+    const double score = this->score(pod, bins[i]) * noise[i];
     if (score < best_score || (score == best_score && b < best)) {
       best = b;
       best_score = score;
@@ -433,6 +431,18 @@ double SpotBins::score(const Pod& pod, size_t b) const {
   if (pod.request[kScarce] == 0 && free_[kScarce][b] > 0)
     score += weight_[kScarce] * static_cast<double>(pod.request[0]) / static_cast<double>(std::max<int64_t>(1, free_[0][b]));
   return score;
+}
+
+void Random::units(double* out, std::size_t n) {
+  while (n > 0) {
+    if (next_ == kWords) renew();
+    const std::size_t take = std::min(n, kWords - next_);
+    const uint64_t* const words = &state_[next_];
+    for (std::size_t i = 0; i < take; ++i) out[i] = unit(temper(words[i]));
+    next_ += take;
+    out += take;
+    n -= take;
+  }
 }
 
 Random::Random(uint64_t seed) {

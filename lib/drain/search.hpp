@@ -53,24 +53,29 @@ class Random {
   explicit Random(uint64_t seed);
   uint64_t operator()() {
     if (next_ == kWords) renew();
-    uint64_t z = state_[next_++];
-    z ^= (z >> 29) & 0x5555555555555555u;
-    z ^= (z << 17) & 0x71D67FFFEDA60000u;
-    z ^= (z << 37) & 0xFFF7EEE000000000u;
-    return z ^ (z >> 43);
+    return temper(state_[next_++]);
   }
+  // The next `n` draws as unit() gives them, into `out`: the same as n calls, in one pass.
+  void units(double* out, std::size_t n);
   // The same state: the same numbers from here on.
   bool operator==(const Random&) const = default;
 
  private:
   static constexpr std::size_t kWords = 312;
+  static uint64_t temper(uint64_t z) {
+    z ^= (z >> 29) & 0x5555555555555555u;
+    z ^= (z << 17) & 0x71D67FFFEDA60000u;
+    z ^= (z << 37) & 0xFFF7EEE000000000u;
+    return z ^ (z >> 43);
+  }
   void renew();
   std::array<uint64_t, kWords> state_;
   std::size_t next_ = kWords;
 };
 
-// A uniform double in [0, 1) from the generator's next draw: the search's only randomness.
-inline double unit(Random& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+// A uniform double in [0, 1) from a draw: the search's only randomness.
+inline double unit(uint64_t draw) { return static_cast<double>(draw >> 11) * 0x1.0p-53; }
+inline double unit(Random& rng) { return unit(rng()); }
 
 // The spot nodes during a search: what each has free, and the best fit for a pod among them.
 class SpotBins {
@@ -100,30 +105,48 @@ class SpotBins {
   static constexpr size_t kShapes = 64;  // looks remembered, one per slot of a pod's hash
   static constexpr size_t kReplay = 8;   // changed nodes per block up to which a look is replayed
 
-  // The spot nodes a pod of these requests and allowed set fits, as of changed_[seen].
+  // What a pod asks, as best() reads it: its requests (`need`: the least value for one it asks
+  // none of), each weighted, and the CPU term's factor (0 for a pod asking the scarce resource).
+  struct Ask {
+    Amounts need{};
+    std::array<double, kResources> weighted{};
+    double cpu_term = 0;
+  };
+  // The spot nodes a pod of these requests and allowed set fits, as of changed_[seen], and per
+  // node it fits the two terms of the bound on the pod's score there (terms()).
   struct Fitting {
     Amounts request{};
     int allowed = -2;  // never a pod's
     uint64_t epoch = 0;
     size_t seen = 0;
     size_t fits = 0;
-    std::vector<uint32_t> mask;  // per block
+    std::vector<uint32_t> mask;               // per block
+    std::vector<std::array<double, 2>> terms;  // per spot node
+  };
+
+  // Per spot node, what best() bounds a pod's score there with: its free share (share()), 1 /
+  // its capacity of each resource (0 for none), and 1 / its free CPU (at least 1) where some of
+  // the scarce resource is free, else 0. One cache line each.
+  struct alignas(64) Row {
+    double share = 0;
+    std::array<double, kResources> inverse{};
+    double per_cpu = 0;
   };
 
   double share(size_t bin) const;
+  void set_row(size_t bin);
   double score(const Pod& pod, size_t bin) const;
   void refresh(size_t block);
   uint32_t roughly_fits(const std::array<float, kResources>& need, size_t lo) const;
-  const Fitting& fitting(const Pod& pod, const Amounts& need);
+  std::array<double, 2> terms(const Ask& ask, size_t bin) const;
+  const Fitting& fitting(const Pod& pod, const Ask& ask);
 
   const std::vector<Amounts>& cap_;
   std::array<double, kResources> weight_;
   double tolerance_;                                     // what a bound on a score is lowered by, for rounding
   std::array<std::vector<int64_t>, kResources> free_;    // per resource, per spot node: free now
   std::array<std::vector<float>, kResources> rough_;     // the same as floats, to whole blocks
-  std::array<std::vector<double>, kResources> inverse_;  // per resource, per spot node: 1 / capacity, or 0
-  std::vector<double> share_;                            // per spot node: share()
-  std::vector<double> per_cpu_;                          // per spot node: 1 / its free CPU (at least 1)
+  std::vector<Row> rows_;                                // per spot node
   // Per block of kBlock spot nodes: at least the most of each resource free on one of them,
   // and whether less is free since refresh() set it to exactly that.
   std::vector<Amounts> room_;
@@ -135,12 +158,11 @@ class SpotBins {
   std::vector<uint32_t> changed_;
   uint64_t epoch_ = 1;
   size_t replayed_ = 0;
-  // best()'s scratch: per node that fits, by rank, its noise, the bound on its score and its
-  // index; and the ranks that may hold a better score than the lowest bound's node.
+  // best()'s scratch: per node that fits, by rank, its index, its noise and the bound on its
+  // score.
+  std::vector<uint32_t> bin_;
   std::vector<double> noise_;
   std::vector<double> bound_;
-  std::vector<int> bin_;
-  std::vector<size_t> candidates_;  // ranks of the nodes that may score below the best
 };
 
 // Checks a solution against the problem's capacities and allowed sets (for tests and as a

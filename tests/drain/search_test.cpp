@@ -130,6 +130,22 @@ TEST_CASE("the search's generator draws std::mt19937_64's numbers from the same 
   }
 }
 
+TEST_CASE("the generator's units() are unit() of the draws one at a time, across renewals", "[search]") {
+  Random one(3), many(3);
+  std::vector<double> out;
+  size_t differ = 0, drawn = 0;
+  // Runs of 0 to 700 numbers: some within one state, some across one renewal or two.
+  for (size_t n : {0, 1, 5, 311, 312, 313, 1, 700, 2, 623, 624, 0, 97, 155, 156, 157}) {
+    out.assign(n, -1);
+    many.units(out.data(), n);
+    for (size_t i = 0; i < n; ++i) differ += out[i] != unit(one);
+    drawn += n;
+    REQUIRE(one == many);
+  }
+  CHECK(drawn > 4 * 312);
+  CHECK(differ == 0);
+}
+
 TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws as many noises", "[search]") {
   // Random clusters of 1 to 150 spot nodes (blocks of 32 and a partial one), some with less
   // than nothing free, memory near 2^40 so that floats round a node a little short up to a
