@@ -275,7 +275,7 @@ std::array<double, 2> SpotBins::terms(const Ask& ask, size_t bin) const {
 // allowed set is remembered by the slot of their hash and brought up to date with the nodes
 // charged since, each checked again; otherwise a block at a time, a bit each, and a block whose
 // room is short of a resource the pod asks for is passed over whole.
-const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
+SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
   const Amounts& need = ask.need;
   const std::vector<uint32_t>* allowed = pod.allowed >= 0 ? &allowed_[static_cast<size_t>(pod.allowed)] : nullptr;
   auto fits_exactly = [&](size_t b) {
@@ -295,6 +295,7 @@ const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
       const bool was = (word & bit) != 0, is = fits_exactly(b);
       word = is ? word | bit : word & ~bit;
       look.fits = look.fits + is - was;
+      look.listed = look.listed && is == was;
       if (is) look.terms[b] = terms(ask, b);
     }
     look.seen = changed_.size();
@@ -307,6 +308,7 @@ const SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
   const size_t blocks = room_.size();
   look.mask.resize(blocks);
   look.terms.resize(cap_.size());
+  look.listed = false;
   // A float compares as the integer does where what the pod asks is exact in a float (below
   // 2^24, or the least value, -2^63): rounding is monotonic. The others are checked exactly.
   std::array<float, kResources> rough;
@@ -355,21 +357,24 @@ int SpotBins::best(const Pod& pod, Random& rng) {
     ask.weighted[r] = weight_[r] * static_cast<double>(pod.request[r]);
   }
   ask.cpu_term = pod.request[kScarce] == 0 ? weight_[kScarce] * static_cast<double>(pod.request[0]) : 0;
-  const Fitting& look = fitting(pod, ask);
+  Fitting& look = fitting(pod, ask);
   const size_t fits = look.fits;
   if (fits == 0) return -1;
   // 2. For each, in node order, its noise and the bound (first term times noise less the
   //    second). Each pass is one loop over arrays.
-  bin_.resize(fits);
+  if (!look.listed) {
+    look.nodes.resize(fits);
+    uint32_t* const nodes = look.nodes.data();
+    size_t rank = 0;
+    for (size_t k = 0; k < look.mask.size(); ++k)
+      for (uint32_t m = look.mask[k]; m; m &= m - 1) nodes[rank++] = static_cast<uint32_t>(k * kBlock + static_cast<size_t>(std::countr_zero(m)));
+    look.listed = true;
+  }
   noise_.resize(fits);
   bound_.resize(fits);
-  uint32_t* const bins = bin_.data();
+  const uint32_t* const bins = look.nodes.data();
   double* const noise = noise_.data();
   double* const bounds = bound_.data();
-  size_t rank = 0;
-  const uint32_t* const mask = look.mask.data();
-  for (size_t k = 0, blocks = look.mask.size(); k < blocks; ++k)
-    for (uint32_t m = mask[k]; m; m &= m - 1) bins[rank++] = static_cast<uint32_t>(k * kBlock + static_cast<size_t>(std::countr_zero(m)));
   rng.units(noise, fits);
   const std::array<double, 2>* const terms = look.terms.data();
   size_t lowest = 0;
@@ -438,7 +443,27 @@ void Random::units(double* out, std::size_t n) {
     if (next_ == kWords) renew();
     const std::size_t take = std::min(n, kWords - next_);
     const uint64_t* const words = &state_[next_];
-    for (std::size_t i = 0; i < take; ++i) out[i] = unit(temper(words[i]));
+    std::size_t i = 0;
+#if defined(__SSE2__)
+    // Two at a time: temper() on both words, and each number's 53 bits to a double in two exact
+    // parts (the upper 21 bits and the lower 32, each through the bits of 2^52 plus it).
+    const __m128i m29 = _mm_set1_epi64x(0x5555555555555555), m17 = _mm_set1_epi64x(0x71D67FFFEDA60000),
+                  m37 = _mm_set1_epi64x(static_cast<long long>(0xFFF7EEE000000000u)), low = _mm_set1_epi64x(0xFFFFFFFF),
+                  magic = _mm_set1_epi64x(0x4330000000000000);  // 2^52 as a double
+    const __m128d two52 = _mm_set1_pd(0x1.0p52), two32 = _mm_set1_pd(0x1.0p32), scale = _mm_set1_pd(0x1.0p-53);
+    for (; i + 2 <= take; i += 2) {
+      __m128i z = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + i));
+      z = _mm_xor_si128(z, _mm_and_si128(_mm_srli_epi64(z, 29), m29));
+      z = _mm_xor_si128(z, _mm_and_si128(_mm_slli_epi64(z, 17), m17));
+      z = _mm_xor_si128(z, _mm_and_si128(_mm_slli_epi64(z, 37), m37));
+      z = _mm_xor_si128(z, _mm_srli_epi64(z, 43));
+      const __m128i x = _mm_srli_epi64(z, 11);
+      const __m128d lo = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(_mm_and_si128(x, low), magic)), two52);
+      const __m128d hi = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(_mm_srli_epi64(x, 32), magic)), two52);
+      _mm_storeu_pd(out + i, _mm_mul_pd(_mm_add_pd(_mm_mul_pd(hi, two32), lo), scale));
+    }
+#endif
+    for (; i < take; ++i) out[i] = unit(temper(words[i]));
     next_ += take;
     out += take;
     n -= take;

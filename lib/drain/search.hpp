@@ -112,8 +112,9 @@ class SpotBins {
     std::array<double, kResources> weighted{};
     double cpu_term = 0;
   };
-  // The spot nodes a pod of these requests and allowed set fits, as of changed_[seen], and per
-  // node it fits the two terms of the bound on the pod's score there (terms()).
+  // The spot nodes a pod of these requests and allowed set fits, as of changed_[seen], per node
+  // it fits the two terms of the bound on the pod's score there (terms()), and those nodes in
+  // order while `listed`.
   struct Fitting {
     Amounts request{};
     int allowed = -2;  // never a pod's
@@ -122,6 +123,8 @@ class SpotBins {
     size_t fits = 0;
     std::vector<uint32_t> mask;               // per block
     std::vector<std::array<double, 2>> terms;  // per spot node
+    std::vector<uint32_t> nodes;
+    bool listed = false;
   };
 
   // Per spot node, what best() bounds a pod's score there with: its free share (share()), 1 /
@@ -139,7 +142,7 @@ class SpotBins {
   void refresh(size_t block);
   uint32_t roughly_fits(const std::array<float, kResources>& need, size_t lo) const;
   std::array<double, 2> terms(const Ask& ask, size_t bin) const;
-  const Fitting& fitting(const Pod& pod, const Ask& ask);
+  Fitting& fitting(const Pod& pod, const Ask& ask);
 
   const std::vector<Amounts>& cap_;
   std::array<double, kResources> weight_;
@@ -158,9 +161,7 @@ class SpotBins {
   std::vector<uint32_t> changed_;
   uint64_t epoch_ = 1;
   size_t replayed_ = 0;
-  // best()'s scratch: per node that fits, by rank, its index, its noise and the bound on its
-  // score.
-  std::vector<uint32_t> bin_;
+  // best()'s scratch: per node that fits, by rank, its noise and the bound on its score.
   std::vector<double> noise_;
   std::vector<double> bound_;
 };
