@@ -367,7 +367,8 @@ int SpotBins::best(const Pod& pod, Random& rng) {
     uint32_t* const nodes = look.nodes.data();
     size_t rank = 0;
     for (size_t k = 0; k < look.mask.size(); ++k)
-      for (uint32_t m = look.mask[k]; m; m &= m - 1) nodes[rank++] = static_cast<uint32_t>(k * kBlock + static_cast<size_t>(std::countr_zero(m)));
+      for (uint32_t m = look.mask[k]; m; m &= m - 1)
+        nodes[rank++] = static_cast<uint32_t>(k * kBlock + static_cast<size_t>(std::countr_zero(m)));
     look.listed = true;
   }
   noise_.resize(fits);

@@ -121,7 +121,7 @@ class SpotBins {
     uint64_t epoch = 0;
     size_t seen = 0;
     size_t fits = 0;
-    std::vector<uint32_t> mask;               // per block
+    std::vector<uint32_t> mask;                // per block
     std::vector<std::array<double, 2>> terms;  // per spot node
     std::vector<uint32_t> nodes;
     bool listed = false;
@@ -146,10 +146,10 @@ class SpotBins {
 
   const std::vector<Amounts>& cap_;
   std::array<double, kResources> weight_;
-  double tolerance_;                                     // what a bound on a score is lowered by, for rounding
-  std::array<std::vector<int64_t>, kResources> free_;    // per resource, per spot node: free now
-  std::array<std::vector<float>, kResources> rough_;     // the same as floats, to whole blocks
-  std::vector<Row> rows_;                                // per spot node
+  double tolerance_;                                   // what a bound on a score is lowered by, for rounding
+  std::array<std::vector<int64_t>, kResources> free_;  // per resource, per spot node: free now
+  std::array<std::vector<float>, kResources> rough_;   // the same as floats, to whole blocks
+  std::vector<Row> rows_;                              // per spot node
   // Per block of kBlock spot nodes: at least the most of each resource free on one of them,
   // and whether less is free since refresh() set it to exactly that.
   std::vector<Amounts> room_;
