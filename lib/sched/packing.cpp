@@ -165,6 +165,7 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   }
   // In thousandths of the resource's unit, so that small differences still order nodes.
   static int64_t scaled(const Demand& d, int64_t capacity) {
+    if (capacity == 0) return 0;  // most nodes: nothing free to strand, or no change
     return round_half_away(static_cast<double>(capacity) * 1000.0 / static_cast<double>(d.pods()));
   }
   // For a pod asking none of the scarce resource: the node's free scarce amount times the pods
