@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -10,7 +11,6 @@
 #include <emmintrin.h>
 #endif
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
 #define SPOTSHIFT_SEARCH_AVX2 1
 #endif
 
@@ -24,6 +24,54 @@ size_t bits(uint32_t m) {
   return static_cast<size_t>((((m + (m >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
 }
 
+// The generator's words two and four at a time, and the doubles of its draws, in GCC and clang
+// vector extensions: SSE2 or AVX2 instructions where the CPU has them, scalar ones elsewhere.
+typedef uint64_t Words2 __attribute__((vector_size(16)));
+typedef double Doubles2 __attribute__((vector_size(16)));
+typedef uint64_t Words4 __attribute__((vector_size(32)));
+typedef double Doubles4 __attribute__((vector_size(32)));
+
+// Random::units() for words[0, n), a `Words` (one word or a vector of them) at a time: each word
+// tempered, and the upper 53 bits of the draw made a double in two exact parts (its upper 21 bits
+// and its lower 32, each through the bits of 2^52 plus it), unit() of the draw. Returns how many
+// it did (n rounded down to the width).
+template <class Words, class Doubles>
+[[gnu::always_inline]] inline size_t units_of(const uint64_t* words, double* out, size_t n) {
+  constexpr size_t kWidth = sizeof(Words) / sizeof(uint64_t);
+  constexpr uint64_t kTwo52 = 0x4330000000000000;  // 2^52 as a double
+  size_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) {
+    Words z;
+    std::memcpy(&z, words + i, sizeof z);
+    temper(z);
+    z >>= 11;
+    const Doubles lo = __builtin_bit_cast(Doubles, (z & uint64_t{0xFFFFFFFF}) | kTwo52) - 0x1.0p52;
+    const Doubles hi = __builtin_bit_cast(Doubles, (z >> 32) | kTwo52) - 0x1.0p52;
+    const Doubles units = (hi * 0x1.0p32 + lo) * 0x1.0p-53;
+    std::memcpy(out + i, &units, sizeof units);
+  }
+  return i;
+}
+
+// Random::renew()'s step for the words [at, to), a `Words` at a time: each word becomes the one
+// `ahead` of it xor MT19937-64's twist of its own upper bit and the next word's lower 31 bits.
+// Returns where it stopped (short of `to` by less than the width).
+template <class Words>
+[[gnu::always_inline]] inline size_t twist(uint64_t* state, size_t at, size_t to, std::ptrdiff_t ahead) {
+  constexpr size_t kWidth = sizeof(Words) / sizeof(uint64_t);
+  constexpr uint64_t kUpper = ~uint64_t{0} << 31, kLower = ~kUpper, kMatrix = 0xB5026F5AA96619E9u;
+  for (; at + kWidth <= to; at += kWidth) {
+    Words here, next, from;
+    std::memcpy(&here, state + at, sizeof here);
+    std::memcpy(&next, state + at + 1, sizeof next);
+    std::memcpy(&from, state + static_cast<std::ptrdiff_t>(at) + ahead, sizeof from);
+    const Words y = (here & kUpper) | (next & kLower);
+    here = from ^ (y >> 1) ^ (-(y & 1) & kMatrix);
+    std::memcpy(state + at, &here, sizeof here);
+  }
+  return at;
+}
+
 #if defined(SPOTSHIFT_SEARCH_AVX2)
 // Whether the CPU runs AVX2 (the build does not assume it): the generator then works four words
 // at a time, with the same numbers.
@@ -32,43 +80,12 @@ bool has_avx2() {
   return yes;
 }
 
-// Random::renew()'s step for the words [at, to) four at a time: each from itself, the next word
-// and the word `ahead` of it. Returns where it stopped (at most three words short of `to`).
 __attribute__((target("avx2"))) size_t twist4(uint64_t* state, size_t at, size_t to, std::ptrdiff_t ahead) {
-  const __m256i upper = _mm256_set1_epi64x(static_cast<long long>(~uint64_t{0} << 31)),
-                lower = _mm256_set1_epi64x(static_cast<long long>(~(~uint64_t{0} << 31))), bit = _mm256_set1_epi64x(1),
-                matrix = _mm256_set1_epi64x(static_cast<long long>(0xB5026F5AA96619E9u)), zero = _mm256_setzero_si256();
-  for (; at + 4 <= to; at += 4) {
-    const __m256i here = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(state + at));
-    const __m256i next = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(state + at + 1));
-    const __m256i from = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(state + static_cast<std::ptrdiff_t>(at) + ahead));
-    const __m256i y = _mm256_or_si256(_mm256_and_si256(here, upper), _mm256_and_si256(next, lower));
-    const __m256i odd = _mm256_and_si256(_mm256_sub_epi64(zero, _mm256_and_si256(y, bit)), matrix);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(state + at), _mm256_xor_si256(_mm256_xor_si256(from, _mm256_srli_epi64(y, 1)), odd));
-  }
-  return at;
+  return twist<Words4>(state, at, to, ahead);
 }
 
-// Random::units() for words[0, n) four at a time, as its SSE2 loop does two. Returns how many it
-// did (a multiple of four).
 __attribute__((target("avx2"))) size_t units4(const uint64_t* words, double* out, size_t n) {
-  const __m256i m29 = _mm256_set1_epi64x(0x5555555555555555), m17 = _mm256_set1_epi64x(0x71D67FFFEDA60000),
-                m37 = _mm256_set1_epi64x(static_cast<long long>(0xFFF7EEE000000000u)), low = _mm256_set1_epi64x(0xFFFFFFFF),
-                magic = _mm256_set1_epi64x(0x4330000000000000);  // 2^52 as a double
-  const __m256d two52 = _mm256_set1_pd(0x1.0p52), two32 = _mm256_set1_pd(0x1.0p32), scale = _mm256_set1_pd(0x1.0p-53);
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m256i z = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + i));
-    z = _mm256_xor_si256(z, _mm256_and_si256(_mm256_srli_epi64(z, 29), m29));
-    z = _mm256_xor_si256(z, _mm256_and_si256(_mm256_slli_epi64(z, 17), m17));
-    z = _mm256_xor_si256(z, _mm256_and_si256(_mm256_slli_epi64(z, 37), m37));
-    z = _mm256_xor_si256(z, _mm256_srli_epi64(z, 43));
-    const __m256i x = _mm256_srli_epi64(z, 11);
-    const __m256d lo = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_and_si256(x, low), magic)), two52);
-    const __m256d hi = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(_mm256_srli_epi64(x, 32), magic)), two52);
-    _mm256_storeu_pd(out + i, _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(hi, two32), lo), scale));
-  }
-  return i;
+  return units_of<Words4, Doubles4>(words, out, n);
 }
 #endif
 
@@ -500,26 +517,8 @@ void Random::units(double* out, std::size_t n) {
 #if defined(SPOTSHIFT_SEARCH_AVX2)
     if (has_avx2()) i = units4(words, out, take);
 #endif
-#if defined(__SSE2__)
-    // Two at a time: temper() on both words, and each number's 53 bits to a double in two exact
-    // parts (the upper 21 bits and the lower 32, each through the bits of 2^52 plus it).
-    const __m128i m29 = _mm_set1_epi64x(0x5555555555555555), m17 = _mm_set1_epi64x(0x71D67FFFEDA60000),
-                  m37 = _mm_set1_epi64x(static_cast<long long>(0xFFF7EEE000000000u)), low = _mm_set1_epi64x(0xFFFFFFFF),
-                  magic = _mm_set1_epi64x(0x4330000000000000);  // 2^52 as a double
-    const __m128d two52 = _mm_set1_pd(0x1.0p52), two32 = _mm_set1_pd(0x1.0p32), scale = _mm_set1_pd(0x1.0p-53);
-    for (; i + 2 <= take; i += 2) {
-      __m128i z = _mm_loadu_si128(reinterpret_cast<const __m128i*>(words + i));
-      z = _mm_xor_si128(z, _mm_and_si128(_mm_srli_epi64(z, 29), m29));
-      z = _mm_xor_si128(z, _mm_and_si128(_mm_slli_epi64(z, 17), m17));
-      z = _mm_xor_si128(z, _mm_and_si128(_mm_slli_epi64(z, 37), m37));
-      z = _mm_xor_si128(z, _mm_srli_epi64(z, 43));
-      const __m128i x = _mm_srli_epi64(z, 11);
-      const __m128d lo = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(_mm_and_si128(x, low), magic)), two52);
-      const __m128d hi = _mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(_mm_srli_epi64(x, 32), magic)), two52);
-      _mm_storeu_pd(out + i, _mm_mul_pd(_mm_add_pd(_mm_mul_pd(hi, two32), lo), scale));
-    }
-#endif
-    for (; i < take; ++i) out[i] = unit(temper(words[i]));
+    i += units_of<Words2, Doubles2>(words + i, out + i, take - i);
+    units_of<uint64_t, double>(words + i, out + i, take - i);
     next_ += take;
     out += take;
     n -= take;
@@ -531,40 +530,24 @@ Random::Random(uint64_t seed) {
   for (std::size_t i = 1; i < kWords; ++i) state_[i] = 6364136223846793005u * (state_[i - 1] ^ (state_[i - 1] >> 62)) + i;
 }
 
-// Each word becomes the one kMiddle ahead xor the twist of its own upper bit and the next word's
-// lower 31 bits. Words only read words ahead of them as they were, or the renewed words at least
-// kMiddle behind, so two or four at a time come out the same as one at a time.
+// Each word becomes the one kMiddle ahead of it, around the state, xor the twist of its own and
+// the next word's bits. Words before kWords - kMiddle read words ahead as they were, the others
+// words renewed at least kMiddle behind, so a vector of words at a time comes out the same as one
+// at a time. The last word's next word is the first, renewed: its copy after the last.
 void Random::renew() {
-  constexpr std::size_t kMiddle = 156;
-  constexpr uint64_t kUpper = ~uint64_t{0} << 31, kLower = ~kUpper, kMatrix = 0xB5026F5AA96619E9u;
-  auto one = [&](std::size_t i, uint64_t ahead, uint64_t next) {
-    const uint64_t y = (state_[i] & kUpper) | (next & kLower);
-    state_[i] = ahead ^ (y >> 1) ^ ((y & 1) ? kMatrix : 0);
-  };
+  constexpr auto kMiddle = std::ptrdiff_t{156}, kAround = kMiddle - static_cast<std::ptrdiff_t>(kWords);
   std::size_t i = 0;
+  auto steps = [&](std::size_t to, std::ptrdiff_t ahead) {
 #if defined(SPOTSHIFT_SEARCH_AVX2)
-  if (has_avx2()) {
-    i = twist4(state_.data(), i, kWords - kMiddle, static_cast<std::ptrdiff_t>(kMiddle));
-    i = twist4(state_.data(), i, kWords - 1, static_cast<std::ptrdiff_t>(kMiddle) - static_cast<std::ptrdiff_t>(kWords));
-  }
+    if (has_avx2()) i = twist4(state_.data(), i, to, ahead);
 #endif
-#if defined(__SSE2__)
-  const __m128i upper = _mm_set1_epi64x(static_cast<long long>(kUpper)), lower = _mm_set1_epi64x(static_cast<long long>(kLower));
-  const __m128i bit = _mm_set1_epi64x(1), matrix = _mm_set1_epi64x(static_cast<long long>(kMatrix)), zero = _mm_setzero_si128();
-  auto two = [&](std::size_t at, std::size_t ahead) {
-    const __m128i here = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state_[at]));
-    const __m128i next = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state_[at + 1]));
-    const __m128i from = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&state_[ahead]));
-    const __m128i y = _mm_or_si128(_mm_and_si128(here, upper), _mm_and_si128(next, lower));
-    const __m128i odd = _mm_and_si128(_mm_sub_epi64(zero, _mm_and_si128(y, bit)), matrix);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(&state_[at]), _mm_xor_si128(_mm_xor_si128(from, _mm_srli_epi64(y, 1)), odd));
+    i = twist<Words2>(state_.data(), i, to, ahead);
+    i = twist<uint64_t>(state_.data(), i, to, ahead);
   };
-  for (; i + 2 <= kWords - kMiddle; i += 2) two(i, i + kMiddle);
-  for (; i + 2 <= kWords - 1; i += 2) two(i, i + kMiddle - kWords);
-#endif
-  for (; i < kWords - kMiddle; ++i) one(i, state_[i + kMiddle], state_[i + 1]);
-  for (; i < kWords - 1; ++i) one(i, state_[i + kMiddle - kWords], state_[i + 1]);
-  one(kWords - 1, state_[kMiddle - 1], state_[0]);
+  steps(kWords - static_cast<std::size_t>(kMiddle), kMiddle);
+  steps(kWords - 1, kAround);
+  state_[kWords] = state_[0];
+  steps(kWords, kAround);
   next_ = 0;
 }
 

@@ -45,6 +45,16 @@ struct Solution {
   int moved = 0;  // pods of the drained nodes
 };
 
+// MT19937-64's tempering of a state word, or of each word of a vector of them (GCC and clang
+// vector extensions): what the generator draws from its state.
+template <class Words>
+void temper(Words& z) {
+  z ^= (z >> 29) & 0x5555555555555555u;
+  z ^= (z << 17) & 0x71D67FFFEDA60000u;
+  z ^= (z << 37) & 0xFFF7EEE000000000u;
+  z ^= z >> 43;
+}
+
 // The 64-bit Mersenne Twister: from a seed, the numbers std::mt19937_64 draws from it, one by
 // one. Its state is renewed two words at a time, four on a CPU with AVX2 (the search draws about
 // one number for each spot node a pod fits, hundreds of millions in a large plan).
@@ -53,7 +63,9 @@ class Random {
   explicit Random(uint64_t seed);
   uint64_t operator()() {
     if (next_ == kWords) renew();
-    return temper(state_[next_++]);
+    uint64_t z = state_[next_++];
+    temper(z);
+    return z;
   }
   // The next `n` draws as unit() gives them, into `out`: the same as n calls, in one pass.
   void units(double* out, std::size_t n);
@@ -62,14 +74,9 @@ class Random {
 
  private:
   static constexpr std::size_t kWords = 312;
-  static uint64_t temper(uint64_t z) {
-    z ^= (z >> 29) & 0x5555555555555555u;
-    z ^= (z << 17) & 0x71D67FFFEDA60000u;
-    z ^= (z << 37) & 0xFFF7EEE000000000u;
-    return z ^ (z >> 43);
-  }
   void renew();
-  std::array<uint64_t, kWords> state_;
+  // The state, and after it a copy of its first word when renewed (the last word's next word).
+  std::array<uint64_t, kWords + 1> state_{};
   std::size_t next_ = kWords;
 };
 
