@@ -23,6 +23,20 @@ const Demand& CycleState::resolve_demand(const Fork& fork) {
   return *(demand_ = owned_demand_.get());
 }
 
+const std::vector<CycleState::Room>& CycleState::rooms(const Fork& fork, const std::vector<int>& nodes,
+                                                       const model::InternedString& resource) const {
+  const bool shared = shared_.first == &fork && shared_.second == &nodes;
+  if (shared && shared_filled_ && shared_resource_ == resource) return shared_rooms_;
+  std::vector<Room>& out = shared ? shared_rooms_ : rooms_;
+  out.resize(nodes.size());
+  for (size_t k = 0; k < nodes.size(); ++k) out[k] = room_of(fork, nodes[k], resource);
+  if (shared) {
+    shared_filled_ = true;
+    shared_resource_ = resource;
+  }
+  return out;
+}
+
 void Framework::Score::normalized(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork,
                                   const std::vector<int>& nodes, std::vector<int64_t>& raw, std::vector<double>& out) const {
   raw.resize(nodes.size());
@@ -330,6 +344,7 @@ void Framework::add_scores(const CycleState& state, const model::Pod& pod, const
   thread_local std::vector<int64_t> raw;
   thread_local std::vector<double> normalized;
   thread_local std::vector<int> first(1);
+  state.share_rooms(&fork, &nodes);
   for (size_t s = 0; s < scores_.size(); ++s) {
     const Score& score = scores_[s];
     if (score.weight == 0) continue;
@@ -345,6 +360,7 @@ void Framework::add_scores(const CycleState& state, const model::Pod& pod, const
     score.normalized(state, slot, pod, fork, nodes, raw, normalized);
     for (size_t k = 0; k < nodes.size(); ++k) total[k] += normalized[k] * score.weight;
   }
+  state.share_rooms(nullptr, nullptr);
 }
 
 Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates, PlacementCache* cache) const {

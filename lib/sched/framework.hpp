@@ -107,11 +107,33 @@ class CycleState {
   const Demand& resolve_demand(const Fork& fork);
   const Demand* demand() const { return demand_; }
 
+  // What each node has free of CPU, memory, pods and `resource` (0 without one) in the fork:
+  // allocatable less used. For the list of nodes the framework is scoring (share_rooms()), read
+  // once for every score that asks (the packing scores); for any other list, afresh.
+  struct Room {
+    int64_t cpu, memory, scarce, pods;
+  };
+  static Room room_of(const Fork& fork, int node, const model::InternedString& resource) {
+    const BasicResources& a = fork.base().allocatable_basic(node);
+    const Fork::Use u = fork.use_of(node, resource);
+    return {a.cpu_milli - u.used.cpu_milli, a.memory - u.used.memory, u.free_resource, a.pods - u.used.pods};
+  }
+  const std::vector<Room>& rooms(const Fork& fork, const std::vector<int>& nodes, const model::InternedString& resource) const;
+  // The list the framework scores next, in this fork, unchanged until the next call (nullptr: none).
+  void share_rooms(const Fork* fork, const std::vector<int>* nodes) const {
+    shared_ = {fork, nodes};
+    shared_filled_ = false;
+  }
+
  private:
   std::vector<std::unique_ptr<PluginState>> slots_;
   PlacementCache* cache_ = nullptr;
   const Demand* demand_ = nullptr;
   std::shared_ptr<const Demand> owned_demand_;
+  mutable std::pair<const Fork*, const std::vector<int>*> shared_{nullptr, nullptr};
+  mutable model::InternedString shared_resource_;
+  mutable bool shared_filled_ = false;
+  mutable std::vector<Room> shared_rooms_, rooms_;
 };
 
 // ---- plugins -------------------------------------------------------------------------------

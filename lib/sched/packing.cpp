@@ -24,15 +24,7 @@ namespace spotshift::sched {
 
 namespace {
 
-struct Free {
-  int64_t cpu, memory, scarce, pods;
-};
-
-inline Free free_on(const Fork& fork, int n, const model::InternedString& resource) {
-  const BasicResources& a = fork.base().allocatable_basic(n);
-  const Fork::Use u = fork.use_of(n, resource);
-  return {a.cpu_milli - u.used.cpu_milli, a.memory - u.used.memory, u.free_resource, a.pods - u.used.pods};
-}
+using Free = CycleState::Room;
 
 class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreScore, public NormalizeScore, public LowestScore {
  public:
@@ -119,18 +111,16 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
       std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(nodes.size()), 0);
       return;
     }
-    // A block of nodes' free rooms first, with the memo entries their scores read fetched ahead,
-    // then the block's scores: the waits for those entries overlap.
+    // A block of nodes' memo entries fetched ahead, then the block's scores: the waits for those
+    // entries overlap.
     const Ask ask = Ask::of(pod, d);
+    const std::vector<Free>& free = state.rooms(fork, nodes, d.resource());
     constexpr size_t kBlock = 8;
-    Free free[kBlock];
     for (size_t first = 0; first < nodes.size(); first += kBlock) {
-      const size_t count = std::min(kBlock, nodes.size() - first);
-      for (size_t k = 0; k < count; ++k) {
-        free[k] = free_on(fork, nodes[first + k], d.resource());
-        if (free[k].scarce > 0) d.prefetch_on(nodes[first + k], after(free[k], ask));
-      }
-      for (size_t k = 0; k < count; ++k) out[first + k] = scaled(d, capacity_increase(d, nodes[first + k], free[k], ask));
+      const size_t end = std::min(first + kBlock, nodes.size());
+      for (size_t k = first; k < end; ++k)
+        if (free[k].scarce > 0) d.prefetch_on(nodes[k], after(free[k], ask));
+      for (size_t k = first; k < end; ++k) out[k] = scaled(d, capacity_increase(d, nodes[k], free[k], ask));
     }
   }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
@@ -150,7 +140,7 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   // The increase counted in pods: free scarce amount times the pods it is stranded for, after
   // less before (the shares' common denominator applied in scaled()).
   static int64_t capacity_increase(const Demand& d, const Fork& fork, int n, const Ask& ask) {
-    return capacity_increase(d, n, free_on(fork, n, d.resource()), ask);
+    return capacity_increase(d, n, CycleState::room_of(fork, n, d.resource()), ask);
   }
   // The same for node n with free room f.
   static int64_t capacity_increase(const Demand& d, int n, const Free& f, const Ask& ask) {
@@ -171,7 +161,7 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   // For a pod asking none of the scarce resource: the node's free scarce amount times the pods
   // of the demand that fit the node before the pod but not after.
   static int64_t newly_stranded(const model::Pod& pod, const Fork& fork, int n, const Demand& d) {
-    const Free f = free_on(fork, n, d.resource());
+    const Free f = CycleState::room_of(fork, n, d.resource());
     if (f.scarce <= 0) return 0;
     auto [before, after] =
         d.stranded_on(n, Demand::Room{f.cpu, f.memory, f.scarce, f.pods},
@@ -197,18 +187,13 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
     const Demand& d = *state.demand();
     const auto& resource = d.resource();
     const int64_t want_scarce = resource.empty() ? 0 : pod.requests.scalar(resource);
-    thread_local std::vector<Free> after;
-    after.clear();
+    const std::vector<Free>& free = state.rooms(fork, nodes, resource);
+    const int64_t ask[3] = {pod.requests.cpu_milli, pod.requests.memory, want_scarce};
     double free_total[3] = {0, 0, 0};
-    for (int n : nodes) {
-      Free f = free_on(fork, n, resource);
-      f.cpu -= pod.requests.cpu_milli;
-      f.memory -= pod.requests.memory;
-      f.scarce -= want_scarce;
-      after.push_back(f);
-      free_total[0] += static_cast<double>(f.cpu);
-      free_total[1] += static_cast<double>(f.memory);
-      free_total[2] += static_cast<double>(f.scarce);
+    for (const Free& f : free) {
+      free_total[0] += static_cast<double>(f.cpu - ask[0]);
+      free_total[1] += static_cast<double>(f.memory - ask[1]);
+      free_total[2] += static_cast<double>(f.scarce - ask[2]);
     }
     // weight_r = scarcity_r / average free_r, with scarcity_r = demand_r / free_total_r; a
     // resource nobody asks for, or that is nowhere free, does not count. With nothing left to
@@ -222,9 +207,9 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
       weight[r] = free_total[r] > 0 && (d.empty() || demand[r] > 0) ? scarcity * count / free_total[r] : 0.0;
     }
     for (size_t k = 0; k < nodes.size(); ++k) {
-      const Free& f = after[k];
-      double left =
-          weight[0] * static_cast<double>(f.cpu) + weight[1] * static_cast<double>(f.memory) + weight[2] * static_cast<double>(f.scarce);
+      const Free& f = free[k];
+      double left = weight[0] * static_cast<double>(f.cpu - ask[0]) + weight[1] * static_cast<double>(f.memory - ask[1]) +
+                    weight[2] * static_cast<double>(f.scarce - ask[2]);
       out[k] = round_half_away(left * 1e6);
     }
   }

@@ -233,6 +233,40 @@ TEST_CASE("without extended resources Fragmentation scores every node alike and 
   CHECK(place(Framework::create(default_profile()).value(), snap, *make_pod("p").cpu("100m").build()) == "s2");
 }
 
+TEST_CASE("the scores of a placement read each node's free room once, and afresh for another list, fork or change", "[packing]") {
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("16").memory("8Gi").scalar(kGpu, "4"), make_node("b").cpu("8").scalar(kGpu, "2")},
+                                     {make_pod("x").cpu("2").memory("1Gi").scalar(kGpu, "1").on("a")});
+  const model::InternedString gpu(kGpu);
+  Fork fork(snap);
+  std::vector<int> both{0, 1}, second{1};
+  CycleState state;
+  auto free_of = [&](const Fork& f, const std::vector<int>& nodes, const model::InternedString& resource) {
+    std::vector<std::array<int64_t, 3>> out;
+    for (const auto& r : state.rooms(f, nodes, resource)) out.push_back({r.cpu, r.memory, r.scarce});
+    return out;
+  };
+  using Rooms = std::vector<std::array<int64_t, 3>>;
+  const int64_t gib = int64_t(1) << 30;
+  state.share_rooms(&fork, &both);
+  CHECK(free_of(fork, both, gpu) == Rooms{{14000, 7 * gib, 3}, {8000, snap.node(1).allocatable.memory, 2}});
+  CHECK(free_of(fork, second, gpu) == Rooms{{8000, snap.node(1).allocatable.memory, 2}});                    // another list
+  CHECK(free_of(fork, both, {}) == Rooms{{14000, 7 * gib, 0}, {8000, snap.node(1).allocatable.memory, 0}});  // no resource
+  CHECK(free_of(fork, both, gpu)[0][2] == 3);
+
+  // A child fork with a pod on b: its own rooms while the list is shared for the parent.
+  Fork child = fork.fork();
+  child.add_pod(1, make_pod("y").cpu("1").memory("1Gi").scalar(kGpu, "1").build());
+  CHECK(free_of(child, both, gpu)[1] == std::array<int64_t, 3>{7000, snap.node(1).allocatable.memory - gib, 1});
+  CHECK(free_of(fork, both, gpu)[1][0] == 8000);
+
+  // The fork changed: the next scoring of the same list reads it again.
+  fork.commit(std::move(child));
+  state.share_rooms(&fork, &both);
+  CHECK(free_of(fork, both, gpu)[1][0] == 7000);
+  state.share_rooms(nullptr, nullptr);
+  CHECK(free_of(fork, both, gpu)[1][2] == 1);
+}
+
 TEST_CASE("BestFit weighs each resource by its scarcity", "[packing]") {
   // Both nodes fit. a leaves 1 GPU and 15 CPUs, b 3 GPUs and 1 CPU. The demand asks for GPUs
   // mostly, so the GPU remainder counts most: a is the tighter fit.
