@@ -142,12 +142,28 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     for (size_t k = 0; k < short_on.size(); ++k)
       if (short_on[k] > 0) count(context, reason(r, k), short_on[k]);
   }
-  void filter_nodes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const override {
+  void filter_nodes(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, std::vector<int>& nodes) const override {
     // filter()'s verdict without a Status, in one pass over the packed arrays.
     const model::ResourceList& r = pod.requests;
     const ClusterSnapshot& snap = fork.base();
     const auto& scalars = r.scalars();
     size_t kept = 0;
+    if (std::vector<CycleState::Room>* rooms = state.room_record(fork)) {
+      // The same verdict, with the kept nodes' rooms noted from the same walk up the forks.
+      const model::InternedString& noted = state.recorded_resource();
+      const bool one = scalars.size() == 1 && scalars[0].second > 0 && scalars[0].first == noted;
+      rooms->reserve(nodes.size());
+      for (int n : nodes) {
+        const Fork::Use u = fork.use_of(n, noted);
+        const BasicResources& a = snap.allocatable_basic(n);
+        if (fits_basic(u.used, a, r) && (one ? scalars[0].second <= u.free_resource : scalars.empty() || fits_scalars(fork, n, r))) {
+          nodes[kept++] = n;
+          rooms->push_back(CycleState::Room::of(a, u));
+        }
+      }
+      nodes.resize(kept);
+      return;
+    }
     if (scalars.size() == 1 && scalars[0].second > 0) {
       // One extended resource (a GPU pod): its free amount from the same walk as the basic usage,
       // and from the tracking fork's packed array where it tracks the resource, rather than from

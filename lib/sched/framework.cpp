@@ -229,6 +229,7 @@ Result<Framework> Framework::create(const ProfileConfig& config) {
     entry.many = dynamic_cast<const ScoreNodes*>(entry.plugin.get());
     entry.normalize = dynamic_cast<const NormalizeScore*>(entry.plugin.get());
     entry.lowest = dynamic_cast<const LowestScore*>(entry.plugin.get());
+    if (s.weight > 0 && entry.many && entry.many->reads_rooms()) f.rooms_read_ = true;
     if (s.weight > 0 && dynamic_cast<const FullestFirst*>(entry.plugin.get())) f.fullest_score_ = static_cast<int>(f.scores_.size());
     f.scores_.push_back(std::move(entry));
   }
@@ -344,7 +345,7 @@ void Framework::add_scores(const CycleState& state, const model::Pod& pod, const
   thread_local std::vector<int64_t> raw;
   thread_local std::vector<double> normalized;
   thread_local std::vector<int> first(1);
-  state.share_rooms(&fork, &nodes);
+  if (!state.shares_rooms(&fork, &nodes)) state.share_rooms(&fork, &nodes);
   for (size_t s = 0; s < scores_.size(); ++s) {
     const Score& score = scores_[s];
     if (score.weight == 0) continue;
@@ -369,11 +370,17 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
   uint64_t statics, dynamics;
   prepare(state, pod, fork, statics, dynamics);
   filter_static(state, pod, fork, statics, candidates, cache, out.feasible);
+  // NodeResourcesFit reads each node's usage: when it is the last filter to run, the rooms of the
+  // nodes it keeps are the scores' (CycleState::record_rooms).
+  const bool record =
+      rooms_read_ && resource_fit_filter_ >= 0 && ((dynamics >> resource_fit_filter_) & 1) && (dynamics >> resource_fit_filter_ >> 1) == 0;
+  if (record) state.record_rooms(&fork, state.resolve_demand(fork).resource());
   each_bit(dynamics, [&](size_t i) {
     if (out.feasible.empty()) return;
     if (filters_[i].many) filters_[i].many->filter_nodes(state, i, pod, fork, out.feasible);
     else filters_[i].plugin->filter_each(state, i, pod, fork, out.feasible);
   });
+  if (record) state.adopt_rooms(&out.feasible);
   if (out.feasible.empty()) {
     // Nowhere: say why, node by node, as kube-scheduler does (the first failing filter counts).
     // Filter by filter, over the nodes every earlier filter passed: a node's cached static

@@ -112,17 +112,46 @@ class CycleState {
   // once for every score that asks (the packing scores); for any other list, afresh.
   struct Room {
     int64_t cpu, memory, scarce, pods;
+    static Room of(const BasicResources& allocatable, const Fork::Use& u) {
+      return {allocatable.cpu_milli - u.used.cpu_milli, allocatable.memory - u.used.memory, u.free_resource,
+              allocatable.pods - u.used.pods};
+    }
   };
   static Room room_of(const Fork& fork, int node, const model::InternedString& resource) {
-    const BasicResources& a = fork.base().allocatable_basic(node);
-    const Fork::Use u = fork.use_of(node, resource);
-    return {a.cpu_milli - u.used.cpu_milli, a.memory - u.used.memory, u.free_resource, a.pods - u.used.pods};
+    return Room::of(fork.base().allocatable_basic(node), fork.use_of(node, resource));
   }
   const std::vector<Room>& rooms(const Fork& fork, const std::vector<int>& nodes, const model::InternedString& resource) const;
   // The list the framework scores next, in this fork, unchanged until the next call (nullptr: none).
   void share_rooms(const Fork* fork, const std::vector<int>* nodes) const {
     shared_ = {fork, nodes};
     shared_filled_ = false;
+  }
+  bool shares_rooms(const Fork* fork, const std::vector<int>* nodes) const { return shared_ == std::pair{fork, nodes}; }
+  // The shared rooms of these nodes when they have been read (of whichever resource), else nullptr:
+  // for a score that reads only the basic resources.
+  const std::vector<Room>* rooms_if_read(const Fork& fork, const std::vector<int>& nodes) const {
+    return shared_filled_ && shares_rooms(&fork, &nodes) ? &shared_rooms_ : nullptr;
+  }
+  // A filter that reads the nodes' usage anyway (NodeResourcesFit) may note the rooms of those
+  // it keeps, in order, while the framework asks for them (record_rooms(), for the fork it
+  // filters in): the framework then shares them for `nodes`, the list the filter left, when
+  // they are as many (adopt_rooms()), and otherwise drops them. The resource to note is
+  // recorded_resource().
+  void record_rooms(const Fork* fork, const model::InternedString& resource) {
+    recording_ = fork;
+    recorded_.clear();
+    recorded_resource_ = resource;
+  }
+  std::vector<Room>* room_record(const Fork& fork) const { return recording_ == &fork ? &recorded_ : nullptr; }
+  const model::InternedString& recorded_resource() const { return recorded_resource_; }
+  void adopt_rooms(const std::vector<int>* nodes) {
+    const Fork* fork = recording_;
+    recording_ = nullptr;
+    if (!fork || recorded_.size() != nodes->size()) return;
+    shared_ = {fork, nodes};
+    shared_rooms_.swap(recorded_);
+    shared_resource_ = recorded_resource_;
+    shared_filled_ = true;
   }
 
  private:
@@ -134,6 +163,9 @@ class CycleState {
   mutable model::InternedString shared_resource_;
   mutable bool shared_filled_ = false;
   mutable std::vector<Room> shared_rooms_, rooms_;
+  const Fork* recording_ = nullptr;
+  mutable std::vector<Room> recorded_;
+  model::InternedString recorded_resource_;
 };
 
 // ---- plugins -------------------------------------------------------------------------------
@@ -220,6 +252,8 @@ class ScoreNodes {
   virtual ~ScoreNodes() = default;
   virtual void score_nodes(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                            std::vector<int64_t>& out) const = 0;
+  // Whether score_nodes() reads CycleState::rooms() of the demand's resource.
+  virtual bool reads_rooms() const { return false; }
 };
 
 // Optional, for a score (kube-scheduler's NormalizeScore): maps the raw scores of every feasible
@@ -439,6 +473,7 @@ class Framework {
   std::vector<Score> scores_;
   int fullest_score_ = -1;        // index in scores_ of a weighted FullestFirst score
   int resource_fit_filter_ = -1;  // index in filters_ of NodeResourcesFit, when it is one of them
+  bool rooms_read_ = false;       // a weighted score reads CycleState::rooms()
 };
 
 // Every plugin is created by name from the registry (registry.cpp), its arguments validated.

@@ -123,6 +123,7 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
       for (size_t k = first; k < end; ++k) out[k] = scaled(d, capacity_increase(d, nodes[k], free[k], ask));
     }
   }
+  bool reads_rooms() const override { return true; }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 
  private:
@@ -213,6 +214,7 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
       out[k] = round_half_away(left * 1e6);
     }
   }
+  bool reads_rooms() const override { return true; }
   void normalize(const std::vector<int64_t>& raw, std::vector<double>& out) const override { scale_lower_better(raw, out); }
 };
 

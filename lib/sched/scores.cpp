@@ -93,9 +93,14 @@ class FreeCPU : public ScorePlugin, public ScoreNodes, public NormalizeScore {
  public:
   std::string_view name() const override { return "FreeCPU"; }
   int64_t score(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override { return left(pod, fork, n); }
-  // score() for each node without a virtual call per node.
-  void score_nodes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
+  // score() for each node without a virtual call per node, from the rooms the packing scores
+  // share when they have been read.
+  void score_nodes(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                    std::vector<int64_t>& out) const override {
+    if (const std::vector<CycleState::Room>* rooms = state.rooms_if_read(fork, nodes)) {
+      for (size_t k = 0; k < nodes.size(); ++k) out[k] = (*rooms)[k].cpu - pod.requests.cpu_milli;
+      return;
+    }
     for (size_t k = 0; k < nodes.size(); ++k) out[k] = left(pod, fork, nodes[k]);
   }
   // Emptiest first.

@@ -267,6 +267,126 @@ TEST_CASE("the scores of a placement read each node's free room once, and afresh
   CHECK(free_of(fork, both, gpu)[1][2] == 1);
 }
 
+TEST_CASE("NodeResourcesFit notes the rooms of the nodes it keeps for the scores, in the fork it filters in", "[packing]") {
+  auto snap = ClusterSnapshot::build({make_node("a").cpu("16").memory("8Gi").scalar(kGpu, "4"), make_node("b").cpu("2").scalar(kGpu, "2"),
+                                      make_node("c").cpu("8").memory("8Gi").scalar(kGpu, "2")},
+                                     {make_pod("x").cpu("2").memory("1Gi").scalar(kGpu, "1").on("a")});
+  const model::InternedString gpu(kGpu);
+  auto filter = make_filter("NodeResourcesFit").value();
+  const auto* many = dynamic_cast<const FilterNodes*>(filter.get());
+  REQUIRE(many);
+  Fork fork(snap);
+  Fork child = fork.fork();
+  child.add_pod(2, make_pod("y").cpu("1").memory("1Gi").scalar(kGpu, "1").build());
+  auto rooms_of = [&](const std::vector<CycleState::Room>& rooms) {
+    std::vector<std::array<int64_t, 4>> out;
+    for (const auto& r : rooms) out.push_back({r.cpu, r.memory, r.scarce, r.pods});
+    return out;
+  };
+  auto fresh = [&](const Fork& f, const std::vector<int>& nodes) {
+    std::vector<CycleState::Room> out;
+    for (int n : nodes) out.push_back(CycleState::room_of(f, n, gpu));
+    return rooms_of(out);
+  };
+  for (const char* gpus : {"0", "1", "2"}) {  // a CPU pod, and GPU pods that b or c cannot take
+    INFO("gpus " << gpus);
+    const auto pod = make_pod("p").cpu("4").memory("1Gi").scalar(kGpu, gpus).build();
+    CycleState state;
+    state.record_rooms(&child, gpu);
+    CHECK(state.room_record(fork) == nullptr);  // another fork: nothing noted
+    std::vector<int> nodes{0, 1, 2};
+    many->filter_nodes(state, 0, *pod, child, nodes);
+    CHECK(nodes == (std::string(gpus) == "2" ? std::vector<int>{0} : std::vector<int>{0, 2}));
+    state.adopt_rooms(&nodes);
+    CHECK(state.shares_rooms(&child, &nodes));
+    const std::vector<CycleState::Room>& shared = state.rooms(child, nodes, gpu);
+    CHECK(rooms_of(shared) == fresh(child, nodes));
+    CHECK(state.rooms(child, nodes, {}).front().scarce == 0);  // another resource: read afresh
+  }
+  // Kept nodes the list no longer matches (a later filter dropped one): not shared.
+  const auto pod = make_pod("p").cpu("1").build();
+  CycleState state;
+  state.record_rooms(&child, gpu);
+  std::vector<int> nodes{0, 1, 2};
+  many->filter_nodes(state, 0, *pod, child, nodes);
+  nodes.pop_back();
+  state.adopt_rooms(&nodes);
+  CHECK_FALSE(state.shares_rooms(&child, &nodes));
+  CHECK(rooms_of(state.rooms(child, nodes, gpu)) == fresh(child, nodes));
+}
+
+TEST_CASE("the packing profile's full placement picks the node its scores pick over rooms read node by node", "[packing][framework]") {
+  // Random GPU clusters, pods, and a child fork's changes: Framework::place (the rooms noted by
+  // NodeResourcesFit and shared by the scores) against each score run on its own, without
+  // shared rooms, normalised and weighted here.
+  ProfileConfig profile = default_profile();
+  profile.scores = {ScoreConfig{"Fragmentation", 100, {}}, ScoreConfig{"BestFit", 1, {}}, ScoreConfig{"FreeCPU", 1, {}}};
+  auto fw = Framework::create(profile).value();
+  std::vector<std::unique_ptr<ScorePlugin>> plugins;
+  for (const auto& s : profile.scores) plugins.push_back(make_score(s).value());
+  int placed = 0;
+  for (unsigned seed = 1; seed <= 12; ++seed) {
+    std::mt19937 rng(seed);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+    std::vector<NodePtr> nodes;
+    std::vector<PodPtr> existing;
+    for (int i = 0; i < 24; ++i) {
+      nodes.push_back(make_node(fmt::format("n{:02}", i))
+                          .cpu(std::to_string(4 + 4 * pick(4)))
+                          .memory("32Gi")
+                          .scalar(kGpu, std::to_string(1000 * (1 + pick(4)))));
+      if (pick(2))
+        existing.push_back(make_pod(fmt::format("e{}", i))
+                               .cpu(fmt::format("{}m", 500 * (1 + pick(6))))
+                               .memory("1Gi")
+                               .scalar(kGpu, std::to_string(250 * pick(4)))
+                               .on(fmt::format("n{:02}", i)));
+    }
+    auto snap = ClusterSnapshot::build(nodes, existing);
+    Demand demand{model::InternedString(kGpu)};
+    std::vector<PodPtr> pods;
+    for (int k = 0; k < 30; ++k) {
+      auto b =
+          make_pod(fmt::format("w{}", k)).cpu(fmt::format("{}m", 250 * (1 + pick(12)))).memory(fmt::format("{}Mi", 256 * (1 + pick(8))));
+      if (pick(3) == 0) b.scalar(kGpu, std::to_string(250 * (1 + pick(4))));
+      pods.push_back(b);
+      demand.add(*pods.back());
+    }
+    PlacementCache cache(snap);
+    cache.set_demand(&demand);
+    Fork plan(snap);
+    Fork attempt = plan.fork();
+    for (const PodPtr& pod : pods) {
+      INFO("seed " << seed << " pod " << pod->meta.name);
+      demand.add(*pod, -1);
+      const Placement got = fw.place(*pod, attempt, all_nodes(snap), &cache);
+      if (got.node < 0) continue;
+      CycleState state(&cache);
+      state.resolve_demand(attempt);
+      std::vector<double> total(got.feasible.size(), 0.0);
+      for (size_t s = 0; s < plugins.size(); ++s) {
+        std::vector<int64_t> raw(got.feasible.size());
+        std::vector<double> normalized(got.feasible.size());
+        const auto* many = dynamic_cast<const ScoreNodes*>(plugins[s].get());
+        if (many) many->score_nodes(state, 100 + s, *pod, attempt, got.feasible, raw);
+        else
+          for (size_t k = 0; k < raw.size(); ++k) raw[k] = plugins[s]->score(state, 100 + s, *pod, attempt, got.feasible[k]);
+        dynamic_cast<const NormalizeScore&>(*plugins[s]).normalize(raw, normalized);
+        for (size_t k = 0; k < total.size(); ++k) total[k] += normalized[k] * profile.scores[s].weight;
+      }
+      size_t best = 0;
+      for (size_t k = 1; k < total.size(); ++k)
+        if (total[k] > total[best] || (total[k] == total[best] && got.feasible[k] < got.feasible[best])) best = k;
+      CHECK(got.node == got.feasible[best]);
+      CHECK(got.score == total[best]);
+      ++placed;
+      attempt.add_pod(got.node, pod);
+      if (pick(4) == 0 && !snap.node(got.node).pods.empty()) attempt.remove_pod(got.node, *snap.node(got.node).pods.front());
+    }
+  }
+  CHECK(placed > 200);
+}
+
 TEST_CASE("BestFit weighs each resource by its scarcity", "[packing]") {
   // Both nodes fit. a leaves 1 GPU and 15 CPUs, b 3 GPUs and 1 CPU. The demand asks for GPUs
   // mostly, so the GPU remainder counts most: a is the tighter fit.
