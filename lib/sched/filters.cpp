@@ -148,31 +148,25 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     const ClusterSnapshot& snap = fork.base();
     const auto& scalars = r.scalars();
     size_t kept = 0;
-    if (std::vector<CycleState::Room>* rooms = state.room_record(fork)) {
-      // The same verdict, with the kept nodes' rooms noted from the same walk up the forks.
-      const model::InternedString& noted = state.recorded_resource();
-      const bool one = scalars.size() == 1 && scalars[0].second > 0 && scalars[0].first == noted;
-      rooms->reserve(nodes.size());
+    // The free amount of one extended resource comes from the same walk up the forks as the basic
+    // usage, and from the tracking fork's packed array where it tracks the resource, rather than
+    // from each node's usage and allocatable lists: the resource of the rooms noted for the
+    // scores (CycleState::record_rooms), or else a GPU pod's one resource. Amounts are not
+    // negative, so free = allocatable - used is exact and want <= free is fits().
+    std::vector<CycleState::Room>* rooms = state.room_record(fork);
+    const bool one = scalars.size() == 1 && scalars[0].second > 0;
+    static const model::InternedString kNone;
+    const model::InternedString& walked = rooms ? state.recorded_resource() : one ? scalars[0].first : kNone;
+    if (rooms || one) {
+      const bool from_walk = one && scalars[0].first == walked;  // the pod's resource, read in the walk
+      if (rooms) rooms->reserve(nodes.size());
       for (int n : nodes) {
-        const Fork::Use u = fork.use_of(n, noted);
+        const Fork::Use u = fork.use_of(n, walked);
         const BasicResources& a = snap.allocatable_basic(n);
-        if (fits_basic(u.used, a, r) && (one ? scalars[0].second <= u.free_resource : scalars.empty() || fits_scalars(fork, n, r))) {
-          nodes[kept++] = n;
-          rooms->push_back(CycleState::Room::of(a, u));
-        }
-      }
-      nodes.resize(kept);
-      return;
-    }
-    if (scalars.size() == 1 && scalars[0].second > 0) {
-      // One extended resource (a GPU pod): its free amount from the same walk as the basic usage,
-      // and from the tracking fork's packed array where it tracks the resource, rather than from
-      // each node's usage and allocatable lists. Amounts are not negative, so free = allocatable
-      // - used is exact and want <= free is fits().
-      const auto& [name, want] = scalars[0];
-      for (int n : nodes) {
-        const Fork::Use u = fork.use_of(n, name);
-        if (fits_basic(u.used, snap.allocatable_basic(n), r) && want <= u.free_resource) nodes[kept++] = n;
+        if (!fits_basic(u.used, a, r) || !(from_walk ? scalars[0].second <= u.free_resource : scalars.empty() || fits_scalars(fork, n, r)))
+          continue;
+        nodes[kept++] = n;
+        if (rooms) rooms->push_back(CycleState::Room::of(a, u));
       }
     } else {
       for (int n : nodes)
