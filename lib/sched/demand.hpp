@@ -40,10 +40,6 @@ class Demand {
   std::tuple<int64_t, int64_t, int64_t> totals() const { return {cpu_, memory_, scarce_}; }
   bool empty() const { return total_ == 0; }
   int64_t pods() const { return total_; }
-  // A node's free room, as stranded() reads it.
-  struct Room {
-    int64_t cpu_milli = 0, memory = 0, scarce = 0, pods = 0;
-  };
   // How many pods of the demand a node with this much free room strands its free scarce
   // resource for: every pod that does not ask for the resource, and every one that does but does
   // not fit (all of them when the node takes no more pods). The shapes() definition counted,

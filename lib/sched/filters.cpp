@@ -153,7 +153,7 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     // from each node's usage and allocatable lists: the resource of the rooms noted for the
     // scores (CycleState::record_rooms), or else a GPU pod's one resource. Amounts are not
     // negative, so free = allocatable - used is exact and want <= free is fits().
-    std::vector<CycleState::Room>* rooms = state.room_record(fork);
+    std::vector<Room>* rooms = state.room_record(fork);
     const bool one = scalars.size() == 1 && scalars[0].second > 0;
     static const model::InternedString kNone;
     const model::InternedString& walked = rooms ? state.recorded_resource() : one ? scalars[0].first : kNone;
@@ -166,7 +166,7 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
         if (!fits_basic(u.used, a, r) || !(from_walk ? scalars[0].second <= u.free_resource : scalars.empty() || fits_scalars(fork, n, r)))
           continue;
         nodes[kept++] = n;
-        if (rooms) rooms->push_back(CycleState::Room::of(a, u));
+        if (rooms) rooms->push_back(Room::of(a, u.used, u.free_resource));
       }
     } else {
       for (int n : nodes)

@@ -100,6 +100,11 @@ class Fork {
                                                                                         : free_with(node, root->used(node), resource);
     return out;
   }
+  // The node's free room in this what-if, of `resource` besides the basic ones.
+  Room room_of(int node, const model::InternedString& resource) const {
+    const Use u = use_of(node, resource);
+    return Room::of(base_->allocatable_basic(node), u.used, u.free_resource);
+  }
   const NodeOrder& tracked_by_free_cpu() const { return by_free_cpu_; }
   // A version (next_version()) of the tracked set, changed by each track_candidates(), and the
   // tracked nodes whose usage changed since, in order (with repeats): a value derived from

@@ -23,13 +23,12 @@ const Demand& CycleState::resolve_demand(const Fork& fork) {
   return *(demand_ = owned_demand_.get());
 }
 
-const std::vector<CycleState::Room>& CycleState::rooms(const Fork& fork, const std::vector<int>& nodes,
-                                                       const model::InternedString& resource) const {
+const std::vector<Room>& CycleState::rooms(const Fork& fork, const std::vector<int>& nodes, const model::InternedString& resource) const {
   const bool shared = shared_.first == &fork && shared_.second == &nodes;
   if (shared && shared_filled_ && shared_resource_ == resource) return shared_rooms_;
   std::vector<Room>& out = shared ? shared_rooms_ : rooms_;
   out.resize(nodes.size());
-  for (size_t k = 0; k < nodes.size(); ++k) out[k] = room_of(fork, nodes[k], resource);
+  for (size_t k = 0; k < nodes.size(); ++k) out[k] = fork.room_of(nodes[k], resource);
   if (shared) {
     shared_filled_ = true;
     shared_resource_ = resource;

@@ -107,19 +107,9 @@ class CycleState {
   const Demand& resolve_demand(const Fork& fork);
   const Demand* demand() const { return demand_; }
 
-  // What each node has free of CPU, memory, pods and `resource` (0 without one) in the fork:
-  // allocatable less used. For the list of nodes the framework is scoring (share_rooms()), read
-  // once for every score that asks (the packing scores); for any other list, afresh.
-  struct Room {
-    int64_t cpu, memory, scarce, pods;
-    static Room of(const BasicResources& allocatable, const Fork::Use& u) {
-      return {allocatable.cpu_milli - u.used.cpu_milli, allocatable.memory - u.used.memory, u.free_resource,
-              allocatable.pods - u.used.pods};
-    }
-  };
-  static Room room_of(const Fork& fork, int node, const model::InternedString& resource) {
-    return Room::of(fork.base().allocatable_basic(node), fork.use_of(node, resource));
-  }
+  // What each node has free in the fork (Fork::room_of(), with `resource`). For the list of
+  // nodes the framework is scoring (share_rooms()), read once for every score that asks (the
+  // packing scores); for any other list, afresh.
   const std::vector<Room>& rooms(const Fork& fork, const std::vector<int>& nodes, const model::InternedString& resource) const;
   // The list the framework scores next, in this fork, unchanged until the next call (nullptr: none).
   void share_rooms(const Fork* fork, const std::vector<int>* nodes) const {

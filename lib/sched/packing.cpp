@@ -24,8 +24,6 @@ namespace spotshift::sched {
 
 namespace {
 
-using Free = CycleState::Room;
-
 class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreScore, public NormalizeScore, public LowestScore {
  public:
   std::string_view name() const override { return "Fragmentation"; }
@@ -114,7 +112,7 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
     // A block of nodes' memo entries fetched ahead, then the block's scores: the waits for those
     // entries overlap.
     const Ask ask = Ask::of(pod, d);
-    const std::vector<Free>& free = state.rooms(fork, nodes, d.resource());
+    const std::vector<Room>& free = state.rooms(fork, nodes, d.resource());
     constexpr size_t kBlock = 8;
     for (size_t first = 0; first < nodes.size(); first += kBlock) {
       const size_t end = std::min(first + kBlock, nodes.size());
@@ -141,18 +139,18 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   // The increase counted in pods: free scarce amount times the pods it is stranded for, after
   // less before (the shares' common denominator applied in scaled()).
   static int64_t capacity_increase(const Demand& d, const Fork& fork, int n, const Ask& ask) {
-    return capacity_increase(d, n, CycleState::room_of(fork, n, d.resource()), ask);
+    return capacity_increase(d, n, fork.room_of(n, d.resource()), ask);
   }
   // The same for node n with free room f.
-  static int64_t capacity_increase(const Demand& d, int n, const Free& f, const Ask& ask) {
+  static int64_t capacity_increase(const Demand& d, int n, const Room& f, const Ask& ask) {
     if (f.scarce <= 0) return 0;  // nothing free to strand, before or after
-    const Demand::Room before{f.cpu, f.memory, f.scarce, f.pods}, left = after(f, ask);
-    auto [stranded_before, stranded_after] = d.stranded_on(n, before, left);
-    return (left.scarce <= 0 ? 0 : left.scarce * stranded_after) - before.scarce * stranded_before;
+    const Room left = after(f, ask);
+    auto [stranded_before, stranded_after] = d.stranded_on(n, f, left);
+    return (left.scarce <= 0 ? 0 : left.scarce * stranded_after) - f.scarce * stranded_before;
   }
   // A node's room with free room f after the pod.
-  static Demand::Room after(const Free& f, const Ask& ask) {
-    return {f.cpu - ask.cpu_milli, f.memory - ask.memory, f.scarce - ask.scarce, f.pods - 1};
+  static Room after(const Room& f, const Ask& ask) {
+    return {f.cpu_milli - ask.cpu_milli, f.memory - ask.memory, f.scarce - ask.scarce, f.pods - 1};
   }
   // In thousandths of the resource's unit, so that small differences still order nodes.
   static int64_t scaled(const Demand& d, int64_t capacity) {
@@ -162,11 +160,10 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   // For a pod asking none of the scarce resource: the node's free scarce amount times the pods
   // of the demand that fit the node before the pod but not after.
   static int64_t newly_stranded(const model::Pod& pod, const Fork& fork, int n, const Demand& d) {
-    const Free f = CycleState::room_of(fork, n, d.resource());
+    const Room f = fork.room_of(n, d.resource());
     if (f.scarce <= 0) return 0;
     auto [before, after] =
-        d.stranded_on(n, Demand::Room{f.cpu, f.memory, f.scarce, f.pods},
-                      Demand::Room{f.cpu - pod.requests.cpu_milli, f.memory - pod.requests.memory, f.scarce, f.pods - 1});
+        d.stranded_on(n, f, Room{f.cpu_milli - pod.requests.cpu_milli, f.memory - pod.requests.memory, f.scarce, f.pods - 1});
     return f.scarce * (after - before);
   }
 };
@@ -188,11 +185,11 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
     const Demand& d = *state.demand();
     const auto& resource = d.resource();
     const int64_t want_scarce = resource.empty() ? 0 : pod.requests.scalar(resource);
-    const std::vector<Free>& free = state.rooms(fork, nodes, resource);
+    const std::vector<Room>& free = state.rooms(fork, nodes, resource);
     const int64_t ask[3] = {pod.requests.cpu_milli, pod.requests.memory, want_scarce};
     double free_total[3] = {0, 0, 0};
-    for (const Free& f : free) {
-      free_total[0] += static_cast<double>(f.cpu - ask[0]);
+    for (const Room& f : free) {
+      free_total[0] += static_cast<double>(f.cpu_milli - ask[0]);
       free_total[1] += static_cast<double>(f.memory - ask[1]);
       free_total[2] += static_cast<double>(f.scarce - ask[2]);
     }
@@ -208,8 +205,8 @@ class BestFit final : public ScorePlugin, public PreScore, public ScoreNodes, pu
       weight[r] = free_total[r] > 0 && (d.empty() || demand[r] > 0) ? scarcity * count / free_total[r] : 0.0;
     }
     for (size_t k = 0; k < nodes.size(); ++k) {
-      const Free& f = free[k];
-      double left = weight[0] * static_cast<double>(f.cpu - ask[0]) + weight[1] * static_cast<double>(f.memory - ask[1]) +
+      const Room& f = free[k];
+      double left = weight[0] * static_cast<double>(f.cpu_milli - ask[0]) + weight[1] * static_cast<double>(f.memory - ask[1]) +
                     weight[2] * static_cast<double>(f.scarce - ask[2]);
       out[k] = round_half_away(left * 1e6);
     }

@@ -97,8 +97,8 @@ class FreeCPU : public ScorePlugin, public ScoreNodes, public NormalizeScore {
   // share when they have been read.
   void score_nodes(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
                    std::vector<int64_t>& out) const override {
-    if (const std::vector<CycleState::Room>* rooms = state.rooms_if_read(fork, nodes)) {
-      for (size_t k = 0; k < nodes.size(); ++k) out[k] = (*rooms)[k].cpu - pod.requests.cpu_milli;
+    if (const std::vector<Room>* rooms = state.rooms_if_read(fork, nodes)) {
+      for (size_t k = 0; k < nodes.size(); ++k) out[k] = (*rooms)[k].cpu_milli - pod.requests.cpu_milli;
       return;
     }
     for (size_t k = 0; k < nodes.size(); ++k) out[k] = left(pod, fork, nodes[k]);

@@ -51,6 +51,15 @@ struct BasicResources {
   bool operator==(const BasicResources&) const = default;
 };
 
+// A node's free room, allocatable less used, in CPU, memory, pods and one extended resource
+// (`scarce`, 0 without one): what the packing scores and the demand's stranded counts read.
+struct Room {
+  int64_t cpu_milli = 0, memory = 0, scarce = 0, pods = 0;
+  static Room of(const BasicResources& allocatable, const BasicResources& used, int64_t free_scarce) {
+    return {allocatable.cpu_milli - used.cpu_milli, allocatable.memory - used.memory, free_scarce, allocatable.pods - used.pods};
+  }
+};
+
 struct NodeInfo {
   NodePtr node;
   std::string name;

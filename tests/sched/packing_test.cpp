@@ -95,7 +95,7 @@ TEST_CASE("a demand's stranded count is the shapes that ask for no scarce resour
       d.add(*in[i], -1);
       counted[i] = false;
     }
-    auto by_definition = [&](const Demand::Room& r) {
+    auto by_definition = [&](const Room& r) {
       int64_t n = 0;
       for (const auto& s : d.shapes()) {
         const bool fits = r.pods >= 1 && s.cpu_milli <= r.cpu_milli && s.memory <= r.memory && s.scarce <= r.scarce;
@@ -112,11 +112,11 @@ TEST_CASE("a demand's stranded count is the shapes that ask for no scarce resour
         d.add(*in[i], counted[i] ? -1 : 1);
         counted[i] = !counted[i];
       }
-      const Demand::Room before{pick({0, 100, 250, 999, 1000, 3000, 4000, 64000}), pick({0, 128, 512, 2000, 2048, 65536}) * 1024 * 1024,
-                                pick({-1, 0, 1, 2, 3, 4, 8}), pick({0, 1, 110})};
+      const Room before{pick({0, 100, 250, 999, 1000, 3000, 4000, 64000}), pick({0, 128, 512, 2000, 2048, 65536}) * 1024 * 1024,
+                        pick({-1, 0, 1, 2, 3, 4, 8}), pick({0, 1, 110})};
       // The node after taking a pod.
-      const Demand::Room after{before.cpu_milli - pick({0, 100, 1000}), before.memory - pick({0, 128}) * 1024 * 1024,
-                               before.scarce - pick({0, 0, 1, 2}), before.pods - 1};
+      const Room after{before.cpu_milli - pick({0, 100, 1000}), before.memory - pick({0, 128}) * 1024 * 1024,
+                       before.scarce - pick({0, 0, 1, 2}), before.pods - 1};
       INFO(fmt::format("round {}: before {}m, {}, {} gpus, {} pods; after {}m, {}, {} gpus", round, before.cpu_milli, before.memory,
                        before.scarce, before.pods, after.cpu_milli, after.memory, after.scarce));
       REQUIRE(d.stranded(before) == by_definition(before));
@@ -171,7 +171,7 @@ TEST_CASE("Fragmentation's score below a bound is its score when below, over ran
       (got ? below : not_below) += 1;
     }
     // The capacity the score scales, by its definition: x 1000 / pods on a half?
-    const Demand::Room room{cpu, int64_t(16) << 30, gpus, slots}, left{cpu - pod_cpu, int64_t(16) << 30, gpus - pod_gpus, slots - 1};
+    const Room room{cpu, int64_t(16) << 30, gpus, slots}, left{cpu - pod_cpu, int64_t(16) << 30, gpus - pod_gpus, slots - 1};
     const auto [stranded, stranded_after] = demand.stranded(room, left);
     const int64_t capacity = (left.scarce <= 0 ? 0 : left.scarce * stranded_after) - room.scarce * stranded;
     if ((capacity * 1000) % pods != 0 && (capacity * 2000) % pods == 0) ++(capacity < 0 ? negative_halves : halves);
@@ -242,7 +242,7 @@ TEST_CASE("the scores of a placement read each node's free room once, and afresh
   CycleState state;
   auto free_of = [&](const Fork& f, const std::vector<int>& nodes, const model::InternedString& resource) {
     std::vector<std::array<int64_t, 3>> out;
-    for (const auto& r : state.rooms(f, nodes, resource)) out.push_back({r.cpu, r.memory, r.scarce});
+    for (const auto& r : state.rooms(f, nodes, resource)) out.push_back({r.cpu_milli, r.memory, r.scarce});
     return out;
   };
   using Rooms = std::vector<std::array<int64_t, 3>>;
@@ -278,14 +278,14 @@ TEST_CASE("NodeResourcesFit notes the rooms of the nodes it keeps for the scores
   Fork fork(snap);
   Fork child = fork.fork();
   child.add_pod(2, make_pod("y").cpu("1").memory("1Gi").scalar(kGpu, "1").build());
-  auto rooms_of = [&](const std::vector<CycleState::Room>& rooms) {
+  auto rooms_of = [&](const std::vector<Room>& rooms) {
     std::vector<std::array<int64_t, 4>> out;
-    for (const auto& r : rooms) out.push_back({r.cpu, r.memory, r.scarce, r.pods});
+    for (const auto& r : rooms) out.push_back({r.cpu_milli, r.memory, r.scarce, r.pods});
     return out;
   };
   auto fresh = [&](const Fork& f, const std::vector<int>& nodes) {
-    std::vector<CycleState::Room> out;
-    for (int n : nodes) out.push_back(CycleState::room_of(f, n, gpu));
+    std::vector<Room> out;
+    for (int n : nodes) out.push_back(f.room_of(n, gpu));
     return rooms_of(out);
   };
   for (const char* gpus : {"0", "1", "2"}) {  // a CPU pod, and GPU pods that b or c cannot take
@@ -299,7 +299,7 @@ TEST_CASE("NodeResourcesFit notes the rooms of the nodes it keeps for the scores
     CHECK(nodes == (std::string(gpus) == "2" ? std::vector<int>{0} : std::vector<int>{0, 2}));
     state.adopt_rooms(&nodes);
     CHECK(state.shares_rooms(&child, &nodes));
-    const std::vector<CycleState::Room>& shared = state.rooms(child, nodes, gpu);
+    const std::vector<Room>& shared = state.rooms(child, nodes, gpu);
     CHECK(rooms_of(shared) == fresh(child, nodes));
     CHECK(state.rooms(child, nodes, {}).front().scarce == 0);  // another resource: read afresh
   }
