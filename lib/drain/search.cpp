@@ -449,6 +449,7 @@ int SpotBins::best(const Pod& pod, Random& rng) {
   const std::array<double, 2>* const terms = look.terms.data();
   size_t lowest = 0;
   double lowest_bound = std::numeric_limits<double>::infinity();
+  double others = lowest_bound;  // the lowest bound of the nodes but `lowest`
   for (size_t i = 0; i < fits; ++i) {
     const std::array<double, 2>& t = terms[bins[i]];
     const double n = 0.95 + 0.1 * noise[i];
@@ -456,14 +457,17 @@ int SpotBins::best(const Pod& pod, Random& rng) {
     noise[i] = n;
     bounds[i] = bound;
     const bool below = bound < lowest_bound;  // bounds are finite: the first is below
+    others = below ? lowest_bound : std::min(others, bound);
     lowest = below ? i : lowest;
     lowest_bound = below ? bound : lowest_bound;
   }
   // 3. The node of the lowest bound (the first of equal ones) is scored first; then every node
   //    whose bound is below the best score so far, in node order (one whose bound is not below
-  //    it scores higher).
+  //    it scores higher). The best score only falls on the way, so when no other node's bound is
+  //    below the first score, none is looked at again.
   auto best = static_cast<int>(bins[lowest]);
   double best_score = score(pod, bins[lowest]) * noise[lowest];
+  if (!(others < best_score)) return best;
   for (size_t i = 0; i < fits; ++i) {
     if (!(bounds[i] < best_score) || i == lowest) continue;
     const auto b = static_cast<int>(bins[i]);
