@@ -197,13 +197,19 @@ class Search {
       }
       return;
     }
+    // The spot nodes drawn, marked for a look-up per pod, and unmarked after.
     bins_.clear();
-    for (size_t k = 0; k < count; ++k) bins_.push_back(static_cast<int>(below(p_.free.size())));
+    chosen_.resize(p_.free.size());
+    for (size_t k = 0; k < count; ++k) {
+      bins_.push_back(below(p_.free.size()));
+      chosen_[bins_.back()] = 1;
+    }
     for (size_t node : drained_) {
       const auto& t = current_.targets[node];
-      if (std::any_of(t.begin(), t.end(), [&](int b) { return std::find(bins_.begin(), bins_.end(), b) != bins_.end(); }))
+      if (std::any_of(t.begin(), t.end(), [&](int b) { return chosen_[static_cast<size_t>(b)] != 0; }))
         removed.emplace_back(node, take_back(node));
     }
+    for (size_t b : bins_) chosen_[b] = 0;
   }
 
   // Tries every node not drained, least weighted demand first with noise of +-15 %.
@@ -241,7 +247,8 @@ class Search {
   std::vector<double> key_;
   Solution current_;
   std::vector<size_t> drained_;
-  std::vector<int> bins_;
+  std::vector<size_t> bins_;
+  std::vector<uint8_t> chosen_;  // per spot node: 1 while destroy() takes back its pods' nodes
   std::vector<std::pair<double, size_t>> order_;
 };
 
