@@ -162,9 +162,8 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   static int64_t newly_stranded(const model::Pod& pod, const Fork& fork, int n, const Demand& d) {
     const Room f = fork.room_of(n, d.resource());
     if (f.scarce <= 0) return 0;
-    auto [before, after] =
-        d.stranded_on(n, f, Room{f.cpu_milli - pod.requests.cpu_milli, f.memory - pod.requests.memory, f.scarce, f.pods - 1});
-    return f.scarce * (after - before);
+    auto [before, later] = d.stranded_on(n, f, after(f, Ask{pod.requests.cpu_milli, pod.requests.memory, 0}));
+    return f.scarce * (later - before);
   }
 };
 
