@@ -84,13 +84,36 @@ const Demand::Index& Demand::index() const {
   return ix;
 }
 
-Demand::Fitting& Demand::slot_of(const Room& r) const {
-  constexpr size_t kSlots = size_t(1) << 14;
-  if (fitting_.empty()) fitting_.resize(kSlots);
-  const uint64_t mix = static_cast<uint64_t>(r.cpu_milli) * 0x9E3779B97F4A7C15ULL ^
-                       static_cast<uint64_t>(r.memory) * 0xC2B2AE3D27D4EB4FULL ^ static_cast<uint64_t>(r.scarce) * 0x165667B19E3779F9ULL;
-  return fitting_[(mix ^ (mix >> 29)) & (kSlots - 1)];
+namespace {
+
+struct Ranks {
+  const int32_t *cpu, *memory, *count;
+};
+
+// The pods of the shapes [0, k) whose cpu and memory ranks are below the room's.
+[[gnu::always_inline]] inline int32_t count_fitting(const Ranks& r, size_t k, int32_t cpu_below, int32_t memory_below) {
+  int32_t sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += r.count[i] & -static_cast<int32_t>((r.cpu[i] < cpu_below) & (r.memory[i] < memory_below));
+  return sum;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SPOTSHIFT_DEMAND_AVX2 1
+// Where the CPU runs AVX2 (the build does not assume it), the same walk eight shapes at a time:
+// a sum of integers, the same in any order.
+bool has_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+
+__attribute__((target("avx2"))) int32_t count_fitting_avx2(const Ranks& r, size_t k, int32_t cpu_below, int32_t memory_below) {
+  return count_fitting(r, k, cpu_below, memory_below);
+}
+#endif
+
+}  // namespace
+
+void Demand::allocate_slots() const { fitting_.resize(kSlots); }
 
 // fitting() past its room checks and an up-to-date memo: the memo brought up to date, or a count.
 int64_t Demand::fitting_counted(const Room& r, Fitting& slot) const {
@@ -116,12 +139,12 @@ int64_t Demand::fitting_counted(const Room& r, Fitting& slot) const {
       return static_cast<int32_t>(std::upper_bound(values.begin(), values.end(), amount) - values.begin());
     };
     const int32_t cpu_below = no_larger(ix.cpu_values, r.cpu_milli), memory_below = no_larger(ix.memory_values, r.memory);
-    const int32_t* cpu = ix.cpu_rank.data();
-    const int32_t* memory = ix.memory_rank.data();
-    const int32_t* count = ix.count.data();
-    int32_t sum = 0;
-    for (size_t i = 0; i < k; ++i) sum += count[i] & -static_cast<int32_t>((cpu[i] < cpu_below) & (memory[i] < memory_below));
-    fit = sum;
+    const Ranks ranks{ix.cpu_rank.data(), ix.memory_rank.data(), ix.count.data()};
+#if defined(SPOTSHIFT_DEMAND_AVX2)
+    if (has_avx2()) fit = count_fitting_avx2(ranks, k, cpu_below, memory_below);
+    else
+#endif
+      fit = count_fitting(ranks, k, cpu_below, memory_below);
   }
   slot = {r.cpu_milli, r.memory, r.scarce, changes_, fit};
   return fit;

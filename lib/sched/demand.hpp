@@ -55,17 +55,35 @@ class Demand {
   // the node's room is kept by node, apart from the rooms asked about once.
   // The memo slot of `after` is looked up first, so that the wait for it overlaps the node's.
   std::pair<int64_t, int64_t> stranded_on(int n, const Room& before, const Room& after) const {
-    if (static_cast<size_t>(n) >= by_node_.size()) by_node_.resize(static_cast<size_t>(n) + 1);
     Fitting& later = slot_of(after);
     __builtin_prefetch(&later);
+    return stranded_on(n, before, after, later);
+  }
+  // A slot of fitting()'s memo, direct-mapped by the room's cpu, memory and scarce amount: a plan
+  // asks about the same nodes' rooms over and over. A slot holds the count as of a position in
+  // the log of pods asking for the resource counted in and out; a later answer adds the logged
+  // pods that fit the room, while the log still holds every change since (a plan counts one pod
+  // out after each placement, so a full count after every one would undo the memo).
+  struct Fitting {
+    int64_t cpu_milli = 0, memory = 0, scarce = 0;
+    uint64_t at = 0;  // changes_ when counted; 0: empty
+    int64_t fit = 0;
+  };
+  // The slot stranded_on(n, ..., after) reads for `after`, with it and the node's memo entry
+  // fetched ahead, for a caller about to ask about several nodes (a plan's rooms spread over a
+  // memo too large to stay in the nearest caches); handed back to stranded_on(), it is not
+  // looked up again.
+  Fitting& prefetch_on(int n, const Room& after) const {
+    if (static_cast<size_t>(n) < by_node_.size()) __builtin_prefetch(&by_node_[static_cast<size_t>(n)]);
+    Fitting& slot = slot_of(after);
+    __builtin_prefetch(&slot);
+    return slot;
+  }
+  // stranded_on() with the slot prefetch_on(n, after) gave.
+  std::pair<int64_t, int64_t> stranded_on(int n, const Room& before, const Room& after, Fitting& later) const {
+    if (static_cast<size_t>(n) >= by_node_.size()) by_node_.resize(static_cast<size_t>(n) + 1);
     const int64_t fit_before = fitting(before, by_node_[static_cast<size_t>(n)]);
     return {total_ - fit_before, total_ - fitting(after, later)};
-  }
-  // Fetches ahead the memory stranded_on(n, ..., after) reads, for a caller about to ask about
-  // several nodes: a plan's rooms spread over a memo too large to stay in the nearest caches.
-  void prefetch_on(int n, const Room& after) const {
-    if (static_cast<size_t>(n) < by_node_.size()) __builtin_prefetch(&by_node_[static_cast<size_t>(n)]);
-    __builtin_prefetch(&slot_of(after));
   }
 
   // The pods asking for the resource that ask for no more of it than `scarce`: a node with that
@@ -116,20 +134,12 @@ class Demand {
   mutable bool index_stale_ = true;
   // The pods asking for the resource that fit a room, counted afresh or brought up to date in a
   // memo slot.
-  struct Fitting;
   int64_t fitting(const Room& room, Fitting& slot) const;  // inline below: the memo's answer without a call
   int64_t fitting_counted(const Room& room, Fitting& slot) const;
-  Fitting& slot_of(const Room& room) const;
-  // fitting()'s memo, direct-mapped by the room's cpu, memory and scarce amount: a plan asks about
-  // the same nodes' rooms over and over. A slot holds the count as of a position in the log of
-  // pods asking for the resource counted in and out; a later answer adds the logged pods that fit
-  // the room, while the log still holds every change since (a plan counts one pod out after each
-  // placement, so a full count after every one would undo the memo).
-  struct Fitting {
-    int64_t cpu_milli = 0, memory = 0, scarce = 0;
-    uint64_t at = 0;  // changes_ when counted; 0: empty
-    int64_t fit = 0;
-  };
+  Fitting& slot_of(const Room& room) const;  // inline below: one per node a placement scores
+  static constexpr size_t kSlots = size_t(1) << 14;
+  void allocate_slots() const;
+  // fitting()'s memo (Fitting), and what was last counted for each node's own room.
   mutable std::vector<Fitting> fitting_;
   mutable std::vector<Fitting> by_node_;
   struct Change {
@@ -139,6 +149,14 @@ class Demand {
   std::array<Change, kChangeLog> change_log_{};  // change n at n % kChangeLog
   uint64_t changes_ = 1;                         // changes logged, plus 1
 };
+
+inline Demand::Fitting& Demand::slot_of(const Room& r) const {
+  if (fitting_.empty()) [[unlikely]]
+    allocate_slots();
+  const uint64_t mix = static_cast<uint64_t>(r.cpu_milli) * 0x9E3779B97F4A7C15ULL ^
+                       static_cast<uint64_t>(r.memory) * 0xC2B2AE3D27D4EB4FULL ^ static_cast<uint64_t>(r.scarce) * 0x165667B19E3779F9ULL;
+  return fitting_[(mix ^ (mix >> 29)) & (kSlots - 1)];
+}
 
 inline int64_t Demand::fitting(const Room& room, Fitting& slot) const {
   if (room.pods < 1 || room.scarce < 1) return 0;

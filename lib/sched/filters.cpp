@@ -105,9 +105,15 @@ class VolumeZone final : public FilterPlugin, public PreFilter {
   }
 };
 
-// Whether want more fits, 0 or 1 (an integer, for fits_basic to combine without branches). The
-// sum is taken in 128 bits: requests and usage saturate at the int64 limits.
-unsigned fits(int64_t used, int64_t want, int64_t allocatable) { return __int128(used) + want <= allocatable; }
+// Whether want more fits, 0 or 1 (an integer, for fits_basic to combine without branches).
+// Requests and usage saturate at the int64 limits, so the sum may overflow: then it is beyond
+// every allocatable amount, above when want is positive and below when it is negative (the
+// overflow flag costs less than a sum in 128 bits, and this runs four times per node).
+unsigned fits(int64_t used, int64_t want, int64_t allocatable) {
+  int64_t sum;
+  const bool overflow = __builtin_add_overflow(used, want, &sum);
+  return overflow ? want < 0 : sum <= allocatable;
+}
 
 // NodeResourcesFit's verdict on the four basic resources: room for one more pod, and for each
 // resource the pod requests (an overcommitted node still takes a pod that asks for none of the

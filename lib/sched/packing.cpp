@@ -113,12 +113,23 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
     // entries overlap.
     const Ask ask = Ask::of(pod, d);
     const std::vector<Room>& free = state.rooms(fork, nodes, d.resource());
+    // The block's rooms after the pod and their memo slots are kept for the scores.
     constexpr size_t kBlock = 8;
+    Room left[kBlock];
+    Demand::Fitting* slot[kBlock];
     for (size_t first = 0; first < nodes.size(); first += kBlock) {
       const size_t end = std::min(first + kBlock, nodes.size());
       for (size_t k = first; k < end; ++k)
-        if (free[k].scarce > 0) d.prefetch_on(nodes[k], after(free[k], ask));
-      for (size_t k = first; k < end; ++k) out[k] = scaled(d, capacity_increase(d, nodes[k], free[k], ask));
+        if (free[k].scarce > 0) {
+          left[k - first] = after(free[k], ask);
+          slot[k - first] = &d.prefetch_on(nodes[k], left[k - first]);
+        }
+      for (size_t k = first; k < end; ++k) {
+        const Room& f = free[k];
+        const size_t i = k - first;
+        // Nothing free to strand, before or after, on a node with none free.
+        out[k] = f.scarce <= 0 ? 0 : scaled(d, capacity_increase(f, left[i], d.stranded_on(nodes[k], f, left[i], *slot[i])));
+      }
     }
   }
   bool reads_rooms() const override { return true; }
@@ -145,8 +156,11 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   static int64_t capacity_increase(const Demand& d, int n, const Room& f, const Ask& ask) {
     if (f.scarce <= 0) return 0;  // nothing free to strand, before or after
     const Room left = after(f, ask);
-    auto [stranded_before, stranded_after] = d.stranded_on(n, f, left);
-    return (left.scarce <= 0 ? 0 : left.scarce * stranded_after) - f.scarce * stranded_before;
+    return capacity_increase(f, left, d.stranded_on(n, f, left));
+  }
+  // The same from the room before (f) and after (left) and the pods stranded in each.
+  static int64_t capacity_increase(const Room& f, const Room& left, std::pair<int64_t, int64_t> stranded) {
+    return (left.scarce <= 0 ? 0 : left.scarce * stranded.second) - f.scarce * stranded.first;
   }
   // A node's room with free room f after the pod.
   static Room after(const Room& f, const Ask& ask) {
