@@ -499,15 +499,22 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
           const auto rank = static_cast<size_t>(top->tracked_rank(n));
           ranks[rank / 64] |= uint64_t{1} << (rank % 64);
         };
-        for (auto it = from; it != index.end(); ++it)
-          if (!child || !child->changed_here(it->second)) mark(it->second);
+        // Every node of the order, and every tracked node the child changed whatever the order
+        // (made before the child) says of its free CPU: a set, so one the child changed that is
+        // in the order too is in it once.
+        for (auto it = from; it != index.end(); ++it) mark(it->second);
         if (child)
           child->for_each_changed_here([&](int n) {
             if (top->is_tracked(n)) mark(n);
           });
+        // The list in the tracked order, written in place.
+        size_t count = 0;
+        for (const uint64_t word : ranks) count += static_cast<size_t>(std::popcount(word));
         thread_local std::vector<int> enough;
-        enough.clear();
-        for (size_t w = 0; w < ranks.size(); ++w) each_bit(ranks[w], [&](size_t i) { enough.push_back(top->tracked()[w * 64 + i]); });
+        enough.resize(count);
+        int* out = enough.data();
+        const int* nodes = top->tracked().data();
+        for (size_t w = 0; w < ranks.size(); ++w) each_bit(ranks[w], [&](size_t i) { *out++ = nodes[w * 64 + i]; });
         if (Placement p = place(pod, fork, enough, &cache); p.node >= 0) {
           ++cache.counts_.enough_cpu;
           return p;
