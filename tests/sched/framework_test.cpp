@@ -326,6 +326,39 @@ TEST_CASE("placing on tracked nodes from the fullest up gives the full placement
   CHECK(enough_cpu > 25);
 }
 
+TEST_CASE("a placement over the nodes with enough CPU free also looks at the nodes the child fork freed CPU on", "[framework]") {
+  // In the tracking fork only `roomy` has the 1 CPU the pod asks free; the child takes a pod off
+  // `tight`, which then has 3.5 CPUs free against roomy's 4: the tighter fit, which BestFit
+  // prefers. The tracking fork's order of free CPU leaves `tight` out, so the nodes the child
+  // changed are looked at besides it.
+  std::vector<NodePtr> nodes;
+  std::vector<PodPtr> existing;
+  for (const char* name : {"full-a", "full-b", "full-c", "roomy", "tight"}) nodes.push_back(make_node(name).cpu("4").memory("8Gi"));
+  for (const char* name : {"full-a", "full-b", "full-c"}) existing.push_back(make_pod(fmt::format("on-{}", name)).cpu("4").on(name));
+  existing.push_back(make_pod("small").cpu("500m").on("tight"));
+  existing.push_back(make_pod("big").cpu("3500m").on("tight"));
+  auto snap = ClusterSnapshot::build(nodes, existing);
+  const std::vector<int> spot{0, 1, 2, 3, 4};
+  ProfileConfig packing = default_profile();
+  packing.scores = {ScoreConfig{"Fragmentation", 100, {}}, ScoreConfig{"BestFit", 1, {}}};
+  auto fw = Framework::create(packing).value();
+  Fork plan(snap);
+  plan.track_candidates(spot);
+  PlacementCache cache(snap);
+  auto pod = make_pod("p").cpu("1").memory("1Gi").build();
+  CHECK(snap.node(fw.place_on_tracked(*pod, plan, cache).node).name == "roomy");
+  Fork attempt = plan.fork();
+  const int tight = 4;
+  REQUIRE(snap.node(tight).name == "tight");
+  for (const auto& p : snap.node(tight).pods)
+    if (p->meta.name == "big") REQUIRE(attempt.remove_pod(tight, *p));
+  const Placement fast = fw.place_on_tracked(*pod, attempt, cache), full = fw.place(*pod, attempt, spot);
+  CHECK(snap.node(full.node).name == "tight");
+  CHECK(fast.node == full.node);
+  CHECK(fast.score == full.score);
+  CHECK(cache.counts().enough_cpu == 2);
+}
+
 TEST_CASE("profiles are validated with errors that name the field", "[framework][profile]") {
   auto decode = [](const std::string& json) { return decode_profile(json); };
   auto ok = decode(
