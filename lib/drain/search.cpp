@@ -1,5 +1,7 @@
 #include "drain/search.hpp"
 
+#include "core/cpu.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -9,9 +11,6 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
-#endif
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define SPOTSHIFT_SEARCH_AVX2 1
 #endif
 
 namespace spotshift::drain::search {
@@ -72,13 +71,9 @@ template <class Words>
   return at;
 }
 
-#if defined(SPOTSHIFT_SEARCH_AVX2)
-// Whether the CPU runs AVX2 (the build does not assume it): the generator then works four words
-// at a time, with the same numbers.
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
+#if defined(SPOTSHIFT_AVX2)
+// Where the CPU runs AVX2 (the build does not assume it), the generator works four words at a
+// time, with the same numbers.
 
 __attribute__((target("avx2"))) size_t twist4(uint64_t* state, size_t at, size_t to, std::ptrdiff_t ahead) {
   return twist<Words4>(state, at, to, ahead);
@@ -525,7 +520,7 @@ void Random::units(double* out, std::size_t n) {
     const std::size_t take = std::min(n, kWords - next_);
     const uint64_t* const words = &state_[next_];
     std::size_t i = 0;
-#if defined(SPOTSHIFT_SEARCH_AVX2)
+#if defined(SPOTSHIFT_AVX2)
     if (has_avx2()) i = units4(words, out, take);
 #endif
     i += units_of<Words2, Doubles2>(words + i, out + i, take - i);
@@ -549,7 +544,7 @@ void Random::renew() {
   constexpr auto kMiddle = std::ptrdiff_t{156}, kAround = kMiddle - static_cast<std::ptrdiff_t>(kWords);
   std::size_t i = 0;
   auto steps = [&](std::size_t to, std::ptrdiff_t ahead) {
-#if defined(SPOTSHIFT_SEARCH_AVX2)
+#if defined(SPOTSHIFT_AVX2)
     if (has_avx2()) i = twist4(state_.data(), i, to, ahead);
 #endif
     i = twist<Words2>(state_.data(), i, to, ahead);

@@ -1,5 +1,7 @@
 #include "sched/demand.hpp"
 
+#include "core/cpu.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -97,15 +99,9 @@ struct Ranks {
   return sum;
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define SPOTSHIFT_DEMAND_AVX2 1
+#if defined(SPOTSHIFT_AVX2)
 // Where the CPU runs AVX2 (the build does not assume it), the same walk eight shapes at a time:
 // a sum of integers, the same in any order.
-bool has_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
-
 __attribute__((target("avx2"))) int32_t count_fitting_avx2(const Ranks& r, size_t k, int32_t cpu_below, int32_t memory_below) {
   return count_fitting(r, k, cpu_below, memory_below);
 }
@@ -140,7 +136,7 @@ int64_t Demand::fitting_counted(const Room& r, Fitting& slot) const {
     };
     const int32_t cpu_below = no_larger(ix.cpu_values, r.cpu_milli), memory_below = no_larger(ix.memory_values, r.memory);
     const Ranks ranks{ix.cpu_rank.data(), ix.memory_rank.data(), ix.count.data()};
-#if defined(SPOTSHIFT_DEMAND_AVX2)
+#if defined(SPOTSHIFT_AVX2)
     if (has_avx2()) fit = count_fitting_avx2(ranks, k, cpu_below, memory_below);
     else
 #endif
