@@ -23,34 +23,10 @@ size_t bits(uint32_t m) {
   return static_cast<size_t>((((m + (m >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
 }
 
-// The generator's words two and four at a time, and the doubles of its draws, in GCC and clang
-// vector extensions: SSE2 or AVX2 instructions where the CPU has them, scalar ones elsewhere.
+// The generator's words two and four at a time, in GCC and clang vector extensions: SSE2 or AVX2
+// instructions where the CPU has them, scalar ones elsewhere.
 typedef uint64_t Words2 __attribute__((vector_size(16)));
-typedef double Doubles2 __attribute__((vector_size(16)));
 typedef uint64_t Words4 __attribute__((vector_size(32)));
-typedef double Doubles4 __attribute__((vector_size(32)));
-
-// Random::units() for words[0, n), a `Words` (one word or a vector of them) at a time: each word
-// tempered, and the upper 53 bits of the draw made a double in two exact parts (its upper 21 bits
-// and its lower 32, each through the bits of 2^52 plus it), unit() of the draw. Returns how many
-// it did (n rounded down to the width).
-template <class Words, class Doubles>
-[[gnu::always_inline]] inline size_t units_of(const uint64_t* words, double* out, size_t n) {
-  constexpr size_t kWidth = sizeof(Words) / sizeof(uint64_t);
-  constexpr uint64_t kTwo52 = 0x4330000000000000;  // 2^52 as a double
-  size_t i = 0;
-  for (; i + kWidth <= n; i += kWidth) {
-    Words z;
-    std::memcpy(&z, words + i, sizeof z);
-    temper(z);
-    z >>= 11;
-    const Doubles lo = __builtin_bit_cast(Doubles, (z & uint64_t{0xFFFFFFFF}) | kTwo52) - 0x1.0p52;
-    const Doubles hi = __builtin_bit_cast(Doubles, (z >> 32) | kTwo52) - 0x1.0p52;
-    const Doubles units = (hi * 0x1.0p32 + lo) * 0x1.0p-53;
-    std::memcpy(out + i, &units, sizeof units);
-  }
-  return i;
-}
 
 // Random::renew()'s step for the words [at, to), a `Words` at a time: each word becomes the one
 // `ahead` of it xor MT19937-64's twist of its own upper bit and the next word's lower 31 bits.
@@ -78,11 +54,50 @@ template <class Words>
 __attribute__((target("avx2"))) size_t twist4(uint64_t* state, size_t at, size_t to, std::ptrdiff_t ahead) {
   return twist<Words4>(state, at, to, ahead);
 }
-
-__attribute__((target("avx2"))) size_t units4(const uint64_t* words, double* out, size_t n) {
-  return units_of<Words4, Doubles4>(words, out, n);
-}
 #endif
+
+// The first of the least of v[0, n), n at least 1 (no value is NaN).
+size_t first_least(const double* v, size_t n) {
+  double least = v[0];
+  size_t i = 0;
+#if defined(__SSE2__)
+  if (n >= 4) {
+    __m128d a = _mm_loadu_pd(v), b = _mm_loadu_pd(v + 2);
+    for (i = 4; i + 4 <= n; i += 4) {
+      a = _mm_min_pd(a, _mm_loadu_pd(v + i));
+      b = _mm_min_pd(b, _mm_loadu_pd(v + i + 2));
+    }
+    a = _mm_min_pd(a, b);
+    least = std::min(_mm_cvtsd_f64(a), _mm_cvtsd_f64(_mm_unpackhi_pd(a, a)));
+  }
+#endif
+  for (; i < n; ++i) least = std::min(least, v[i]);
+  size_t at = 0;
+#if defined(__SSE2__)
+  const __m128d value = _mm_set1_pd(least);
+  for (; at + 8 <= n; at += 8) {
+    uint32_t m = 0;
+    for (int k = 0; k < 4; ++k) m |= static_cast<uint32_t>(_mm_movemask_pd(_mm_cmpeq_pd(_mm_loadu_pd(v + at + 2 * k), value))) << (2 * k);
+    if (m) return at + static_cast<size_t>(std::countr_zero(m));
+  }
+#endif
+  while (!(v[at] == least)) ++at;
+  return at;
+}
+
+// A bit for each of v[0, 8) below x.
+uint32_t below(const double* v, double x) {
+#if defined(__SSE2__)
+  const __m128d limit = _mm_set1_pd(x);
+  uint32_t m = 0;
+  for (int k = 0; k < 4; ++k) m |= static_cast<uint32_t>(_mm_movemask_pd(_mm_cmplt_pd(_mm_loadu_pd(v + 2 * k), limit))) << (2 * k);
+  return m;
+#else
+  uint32_t m = 0;
+  for (int k = 0; k < 8; ++k) m |= static_cast<uint32_t>(v[k] < x) << k;
+  return m;
+#endif
+}
 
 // What the spot nodes have free of each resource, together.
 std::array<double, kResources> free_totals(const Problem& p) {
@@ -282,16 +297,15 @@ SpotBins::SpotBins(const std::vector<Amounts>& free, const std::vector<std::vect
     for (size_t b = 0; b < bins && b < allowed[a].size(); ++b)
       if (allowed[a][b]) allowed_[a][b / kBlock] |= uint32_t{1} << (b % kBlock);
   }
-  fitting_.resize(kShapes);
+  fitting_.resize(kLooks);
+  slots_.assign(2 * kLooks, -1);
+  changed_.resize(std::bit_ceil(kReplay * blocks));
+  last_.resize(bins);
 }
 
 void SpotBins::charge(size_t bin, const Amounts& request, int sign) {
-  // A look remembered replays at most kReplay changes a block; one further behind is redone.
-  if (changed_.size() >= kReplay * room_.size()) {
-    changed_.clear();
-    ++epoch_;
-  }
-  changed_.push_back(static_cast<uint32_t>(bin));
+  last_[bin] = charges_;
+  changed_[charges_++ & (changed_.size() - 1)] = static_cast<uint32_t>(bin);
   for (size_t r = 0; r < kResources; ++r) {
     free_[r][bin] -= sign * request[r];
     rough_[r][bin] = static_cast<float>(free_[r][bin]);
@@ -342,10 +356,23 @@ std::array<double, 2> SpotBins::terms(const Ask& ask, size_t bin) const {
   return {lower + extra, tolerance_ * (1 + extra)};
 }
 
+// The noise's range: 0.95 + 0.1 * unit() rounds to neither less than the first nor more than
+// the second (rounding is monotonic and unit() is below 1).
+constexpr double kLeastNoise = 0.95, kMostNoise = 0.95 + 0.1;
+
+// A look's terms of the bound on a pod's score on a spot node, and the least that bound is
+// whatever the noise: the first term times the noise that makes it least, less the second
+// (rounding is monotonic, so no noise gives a bound below it).
+void SpotBins::set_terms(Fitting& look, const Ask& ask, size_t bin) const {
+  const std::array<double, 2> t = terms(ask, bin);
+  look.terms[bin] = t;
+  look.least[bin] = (t[0] >= 0 ? t[0] * kLeastNoise : t[0] * kMostNoise) - t[1];
+}
+
 // The spot nodes the pod fits, with their terms. A look for a pod of the same requests and
-// allowed set is remembered by the slot of their hash and brought up to date with the nodes
-// charged since, each checked again; otherwise a block at a time, a bit each, and a block whose
-// room is short of a resource the pod asks for is passed over whole.
+// allowed set is remembered and, when at most kReplay charges a block behind, brought up to
+// date with the nodes charged since, each checked again; otherwise a block at a time, a bit
+// each, and a block whose room is short of a resource the pod asks for is passed over whole.
 SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
   const Amounts& need = ask.need;
   const std::vector<uint32_t>* allowed = pod.allowed >= 0 ? &allowed_[static_cast<size_t>(pod.allowed)] : nullptr;
@@ -356,29 +383,50 @@ SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
   };
   uint64_t h = static_cast<uint64_t>(pod.allowed) * 0x9E3779B97F4A7C15u;
   for (int64_t x : pod.request) h = (h ^ static_cast<uint64_t>(x)) * 0xBF58476D1CE4E5B9u;
-  Fitting& look = fitting_[(h >> 58) % kShapes];
-  if (look.epoch == epoch_ && look.request == pod.request && look.allowed == pod.allowed) {
+  const size_t wrap = slots_.size() - 1;
+  size_t slot = h >> 32 & wrap;
+  for (; slots_[slot] >= 0; slot = (slot + 1) & wrap) {
+    const Fitting& look = fitting_[static_cast<size_t>(slots_[slot])];
+    if (look.request == pod.request && look.allowed == pod.allowed) break;
+  }
+  if (slots_[slot] < 0) {
+    // A shape not seen before: a look of its own, or when all are taken, all are forgotten.
+    if (looks_ == fitting_.size()) {
+      slots_.assign(slots_.size(), -1);
+      looks_ = 0;
+      slot = h >> 32 & wrap;
+    }
+    Fitting& look = fitting_[looks_];
+    look.request = pod.request;
+    look.allowed = pod.allowed;
+    look.seen = 0;
+    look.mask.clear();
+    slots_[slot] = static_cast<int32_t>(looks_++);
+  }
+  Fitting& look = fitting_[static_cast<size_t>(slots_[slot])];
+  const size_t blocks = room_.size();
+  if (!look.mask.empty() && charges_ - look.seen <= kReplay * blocks) {
     ++replayed_;
-    for (size_t k = look.seen; k < changed_.size(); ++k) {
-      const size_t b = changed_[k];
+    for (uint64_t k = look.seen; k < charges_; ++k) {
+      const size_t b = changed_[k & (changed_.size() - 1)];
+      if (last_[b] != k) continue;  // charged again since: checked then
       const uint32_t bit = uint32_t{1} << (b % kBlock);
       uint32_t& word = look.mask[b / kBlock];
       const bool was = (word & bit) != 0, is = fits_exactly(b);
       word = is ? word | bit : word & ~bit;
       look.fits = look.fits + is - was;
       look.listed = look.listed && is == was;
-      if (is) look.terms[b] = terms(ask, b);
+      if (!is) continue;
+      set_terms(look, ask, b);
+      if (look.listed) look.ranked[look.ahead[b / kBlock] + bits(word & (bit - 1))] = look.least[b];
     }
-    look.seen = changed_.size();
+    look.seen = charges_;
     return look;
   }
-  look.request = pod.request;
-  look.allowed = pod.allowed;
-  look.epoch = epoch_;
-  look.seen = changed_.size();
-  const size_t blocks = room_.size();
+  look.seen = charges_;
   look.mask.resize(blocks);
   look.terms.resize(cap_.size());
+  look.least.resize(cap_.size());
   look.listed = false;
   // A float compares as the integer does where what the pod asks is exact in a float (below
   // 2^24, or the least value, -2^63): rounding is monotonic. The others are checked exactly.
@@ -410,10 +458,7 @@ SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
     }
     look.mask[k] = m;
     fits += bits(m);
-    for (; m; m &= m - 1) {
-      const size_t b = k * kBlock + static_cast<size_t>(std::countr_zero(m));
-      look.terms[b] = terms(ask, b);
-    }
+    for (; m; m &= m - 1) set_terms(look, ask, k * kBlock + static_cast<size_t>(std::countr_zero(m)));
   }
   look.fits = fits;
   return look;
@@ -431,54 +476,52 @@ int SpotBins::best(const Pod& pod, Random& rng) {
   Fitting& look = fitting(pod, ask);
   const size_t fits = look.fits;
   if (fits == 0) return -1;
-  // 2. For each, in node order, its noise and the bound (first term times noise less the
-  //    second). Each pass is one loop over arrays.
   if (!look.listed) {
     look.nodes.resize(fits);
+    look.ranked.resize(fits);
+    look.ahead.resize(look.mask.size());
     uint32_t* const nodes = look.nodes.data();
+    double* const ranked = look.ranked.data();
     size_t rank = 0;
-    for (size_t k = 0; k < look.mask.size(); ++k)
-      for (uint32_t m = look.mask[k]; m; m &= m - 1)
-        nodes[rank++] = static_cast<uint32_t>(k * kBlock + static_cast<size_t>(std::countr_zero(m)));
+    for (size_t k = 0; k < look.mask.size(); ++k) {
+      look.ahead[k] = static_cast<uint32_t>(rank);
+      for (uint32_t m = look.mask[k]; m; m &= m - 1) {
+        const auto b = static_cast<uint32_t>(k * kBlock + static_cast<size_t>(std::countr_zero(m)));
+        nodes[rank] = b;
+        ranked[rank++] = look.least[b];
+      }
+    }
     look.listed = true;
   }
-  noise_.resize(fits);
-  bound_.resize(fits);
+  // 2. The node of the least bound whatever the noise (the first of equal ones), scored with
+  //    its noise: no node whose least bound is not below that score scores as low, and such a
+  //    node needs no more than its place among the draws.
   const uint32_t* const bins = look.nodes.data();
-  double* const noise = noise_.data();
-  double* const bounds = bound_.data();
-  rng.units(noise, fits);
+  const double* const ranked = look.ranked.data();
+  const uint64_t* const words = rng.words(fits, spill_);
+  const size_t first = first_least(ranked, fits);
+  auto best = static_cast<int>(bins[first]);
+  double best_score = score(pod, bins[first]) * (0.95 + 0.1 * unit_of_word(words[first]));
+  // 3. Every other node whose least bound is below the best score so far, in node order: its
+  //    noise and the bound with it, and where that is below too, its score. The best score only
+  //    falls on the way, so no node passed over scores as low as the last.
   const std::array<double, 2>* const terms = look.terms.data();
-  size_t lowest = 0;
-  double lowest_bound = std::numeric_limits<double>::infinity();
-  double others = lowest_bound;  // the lowest bound of the nodes but `lowest`
-  for (size_t i = 0; i < fits; ++i) {
+  auto look_at = [&](size_t i) {
+    if (!(ranked[i] < best_score) || i == first) return;
+    const double noise = 0.95 + 0.1 * unit_of_word(words[i]);
     const std::array<double, 2>& t = terms[bins[i]];
-    const double n = 0.95 + 0.1 * noise[i];
-    const double bound = t[0] * n - t[1];
-    noise[i] = n;
-    bounds[i] = bound;
-    const bool below = bound < lowest_bound;  // bounds are finite: the first is below
-    others = below ? lowest_bound : std::min(others, bound);
-    lowest = below ? i : lowest;
-    lowest_bound = below ? bound : lowest_bound;
-  }
-  // 3. The node of the lowest bound (the first of equal ones) is scored first; then every node
-  //    whose bound is below the best score so far, in node order (one whose bound is not below
-  //    it scores higher). The best score only falls on the way, so when no other node's bound is
-  //    below the first score, none is looked at again.
-  auto best = static_cast<int>(bins[lowest]);
-  double best_score = score(pod, bins[lowest]) * noise[lowest];
-  if (!(others < best_score)) return best;
-  for (size_t i = 0; i < fits; ++i) {
-    if (!(bounds[i] < best_score) || i == lowest) continue;
+    if (!(t[0] * noise - t[1] < best_score)) return;
     const auto b = static_cast<int>(bins[i]);
-    const double score = this->score(pod, bins[i]) * noise[i];
+    const double score = this->score(pod, bins[i]) * noise;
     if (score < best_score || (score == best_score && b < best)) {
       best = b;
       best_score = score;
     }
-  }
+  };
+  size_t i = 0;
+  for (; i + 8 <= fits; i += 8)
+    for (uint32_t m = below(ranked + i, best_score); m; m &= m - 1) look_at(i + static_cast<size_t>(std::countr_zero(m)));
+  for (; i < fits; ++i) look_at(i);
   return best;
 }
 
@@ -514,21 +557,21 @@ double SpotBins::score(const Pod& pod, size_t b) const {
   return score;
 }
 
-void Random::units(double* out, std::size_t n) {
-  while (n > 0) {
-    if (next_ == kWords) renew();
-    const std::size_t take = std::min(n, kWords - next_);
-    const uint64_t* const words = &state_[next_];
-    std::size_t i = 0;
-#if defined(SPOTSHIFT_AVX2)
-    if (has_avx2()) i = units4(words, out, take);
-#endif
-    i += units_of<Words2, Doubles2>(words + i, out + i, take - i);
-    units_of<uint64_t, double>(words + i, out + i, take - i);
-    next_ += take;
-    out += take;
-    n -= take;
+const uint64_t* Random::words(std::size_t n, std::vector<uint64_t>& spill) {
+  if (next_ + n <= kWords) {
+    const uint64_t* const at = &state_[next_];
+    next_ += n;
+    return at;
   }
+  spill.resize(n);
+  for (std::size_t at = 0; at < n;) {
+    if (next_ == kWords) renew();
+    const std::size_t take = std::min(n - at, kWords - next_);
+    std::memcpy(&spill[at], &state_[next_], take * sizeof(uint64_t));
+    next_ += take;
+    at += take;
+  }
+  return spill.data();
 }
 
 Random::Random(uint64_t seed) {

@@ -45,10 +45,8 @@ struct Solution {
   int moved = 0;  // pods of the drained nodes
 };
 
-// MT19937-64's tempering of a state word, or of each word of a vector of them (GCC and clang
-// vector extensions): what the generator draws from its state.
-template <class Words>
-void temper(Words& z) {
+// MT19937-64's tempering of a state word: what the generator draws from its state.
+inline void temper(uint64_t& z) {
   z ^= (z >> 29) & 0x5555555555555555u;
   z ^= (z << 17) & 0x71D67FFFEDA60000u;
   z ^= (z << 37) & 0xFFF7EEE000000000u;
@@ -56,8 +54,9 @@ void temper(Words& z) {
 }
 
 // The 64-bit Mersenne Twister: from a seed, the numbers std::mt19937_64 draws from it, one by
-// one. Its state is renewed two words at a time, four on a CPU with AVX2 (the search draws about
-// one number for each spot node a pod fits, hundreds of millions in a large plan).
+// one. Its state is renewed two words at a time, four on a CPU with AVX2 (the search draws a
+// number for each spot node a pod fits, hundreds of millions in a large plan, though it makes
+// a unit of few of them).
 class Random {
  public:
   explicit Random(uint64_t seed);
@@ -67,8 +66,9 @@ class Random {
     temper(z);
     return z;
   }
-  // The next `n` draws as unit() gives them, into `out`: the same as n calls, in one pass.
-  void units(double* out, std::size_t n);
+  // The next `n` draws' state words, untempered (unit_of_word() makes one a unit), taking them
+  // as n calls would: a pointer into the state, or into `spill` when they run past a renewal.
+  const uint64_t* words(std::size_t n, std::vector<uint64_t>& spill);
   // The same state: the same numbers from here on.
   bool operator==(const Random&) const = default;
 
@@ -83,6 +83,11 @@ class Random {
 // A uniform double in [0, 1) from a draw: the search's only randomness.
 inline double unit(uint64_t draw) { return static_cast<double>(draw >> 11) * 0x1.0p-53; }
 inline double unit(Random& rng) { return unit(rng()); }
+// unit() of the draw a state word gives.
+inline double unit_of_word(uint64_t word) {
+  temper(word);
+  return unit(word);
+}
 
 // The spot nodes during a search: what each has free, and the best fit for a pod among them.
 class SpotBins {
@@ -109,7 +114,7 @@ class SpotBins {
 
  private:
   static constexpr size_t kBlock = 32;   // spot nodes per block: a uint32_t mask
-  static constexpr size_t kShapes = 64;  // looks remembered, one per slot of a pod's hash
+  static constexpr size_t kLooks = 256;  // looks remembered (pod shapes), at most
   static constexpr size_t kReplay = 8;   // changed nodes per block up to which a look is replayed
 
   // What a pod asks, as best() reads it: its requests (`need`: the least value for one it asks
@@ -119,18 +124,20 @@ class SpotBins {
     std::array<double, kResources> weighted{};
     double cpu_term = 0;
   };
-  // The spot nodes a pod of these requests and allowed set fits, as of changed_[seen], per node
-  // it fits the two terms of the bound on the pod's score there (terms()), and those nodes in
-  // order while `listed`.
+  // The spot nodes a pod of these requests and allowed set fits, as of `seen` charges, per node
+  // it fits the two terms of the bound on the pod's score there (terms()) and its least whatever
+  // the noise, and while `listed`, those nodes in order with their least bounds.
   struct Fitting {
     Amounts request{};
     int allowed = -2;  // never a pod's
-    uint64_t epoch = 0;
-    size_t seen = 0;
+    uint64_t seen = 0;
     size_t fits = 0;
     std::vector<uint32_t> mask;                // per block
     std::vector<std::array<double, 2>> terms;  // per spot node
+    std::vector<double> least;                 // per spot node
     std::vector<uint32_t> nodes;
+    std::vector<double> ranked;   // least of each of `nodes`, in their order
+    std::vector<uint32_t> ahead;  // per block, how many of `nodes` are in the blocks before it
     bool listed = false;
   };
 
@@ -149,6 +156,7 @@ class SpotBins {
   void refresh(size_t block);
   uint32_t roughly_fits(const std::array<float, kResources>& need, size_t lo) const;
   std::array<double, 2> terms(const Ask& ask, size_t bin) const;
+  void set_terms(Fitting& look, const Ask& ask, size_t bin) const;
   Fitting& fitting(const Pod& pod, const Ask& ask);
 
   const std::vector<Amounts>& cap_;
@@ -162,15 +170,19 @@ class SpotBins {
   std::vector<Amounts> room_;
   std::vector<uint8_t> loose_;
   std::vector<std::vector<uint32_t>> allowed_;  // Problem::allowed as a mask per block
-  // The looks best() remembers, and the spot nodes charged since the epoch began, in order (a
-  // look made at changed_.size() is brought up to date by checking the nodes after it again).
+  // The looks best() remembers (the first `looks_`), found by their shape's hash in `slots_`
+  // (open addressing; -1: free), and the spot nodes of the last changed_.size() charges of the
+  // `charges_` so far, charge k at k modulo that size: a look made after `seen` charges is
+  // brought up to date by checking the nodes of the charges after it again.
   std::vector<Fitting> fitting_;
+  size_t looks_ = 0;
+  std::vector<int32_t> slots_;
   std::vector<uint32_t> changed_;
-  uint64_t epoch_ = 1;
+  uint64_t charges_ = 0;
+  std::vector<uint64_t> last_;  // per spot node, the last charge of it
   size_t replayed_ = 0;
-  // best()'s scratch: per node that fits, by rank, its noise and the bound on its score.
-  std::vector<double> noise_;
-  std::vector<double> bound_;
+  // best()'s scratch: the generator's words past a renewal.
+  std::vector<uint64_t> spill_;
 };
 
 // Checks a solution against the problem's capacities and allowed sets (for tests and as a

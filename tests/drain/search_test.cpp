@@ -130,15 +130,20 @@ TEST_CASE("the search's generator draws std::mt19937_64's numbers from the same 
   }
 }
 
-TEST_CASE("the generator's units() are unit() of the draws one at a time, across renewals", "[search]") {
+TEST_CASE("the generator's words() give the draws one at a time, across renewals", "[search]") {
   Random one(3), many(3);
-  std::vector<double> out;
+  std::vector<uint64_t> spill;
   size_t differ = 0, drawn = 0;
   // Runs of 0 to 700 numbers: some within one state, some across one renewal or two.
   for (size_t n : {0, 1, 5, 311, 312, 313, 1, 700, 2, 623, 624, 0, 97, 155, 156, 157}) {
-    out.assign(n, -1);
-    many.units(out.data(), n);
-    for (size_t i = 0; i < n; ++i) differ += out[i] != unit(one);
+    const uint64_t* words = many.words(n, spill);
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t draw = words[i];
+      temper(draw);
+      const uint64_t expected = one();
+      differ += draw != expected;
+      differ += unit_of_word(words[i]) != unit(expected);
+    }
     drawn += n;
     REQUIRE(one == many);
   }
@@ -208,6 +213,54 @@ TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws
   CHECK(placed > 1000);
   CHECK(nowhere > 1000);
   CHECK(replayed > 3000);
+}
+
+TEST_CASE("SpotBins::best() picks the same node with more pod shapes than it remembers looks for", "[search]") {
+  // 600 shapes, more than the looks remembered, for 6,000 pods on 70 spot nodes: most pods of ten
+  // of them, the others of any. Looks are forgotten and made again, and many brought up to date.
+  std::mt19937_64 gen(13);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen); };
+  const size_t bins = 70;
+  std::vector<Amounts> cap(bins);
+  for (auto& c : cap) c = {pick(2000, 64000), pick(1, 256) << 30, 110, pick(0, 1) ? pick(1000, 8000) : 0};
+  std::vector<std::vector<uint8_t>> allowed(1, std::vector<uint8_t>(bins));
+  for (auto& x : allowed[0]) x = static_cast<uint8_t>(pick(0, 3) != 0);
+  const std::array<double, kResources> weight{1.5, 0.75, 0.01, 4};
+  std::vector<Pod> shapes;
+  for (int k = 0; k < 600; ++k)
+    shapes.push_back(Pod{{pick(1, 40) * 100, pick(1, 64) << 26, 1, pick(0, 3) == 0 ? pick(1, 10) * 100 : 0}, static_cast<int>(pick(-1, 0))});
+  SpotBins spot(cap, allowed, weight);
+  std::vector<Amounts> load(bins, Amounts{});
+  std::vector<std::pair<size_t, Amounts>> charged;
+  Random a(5), b(5);
+  // Every shape twice before any charge: looks made again for other shapes, none behind.
+  for (int round = 0; round < 2; ++round)
+    for (const Pod& pod : shapes) {
+      REQUIRE(spot.best(pod, b) == every_node(cap, load, allowed, weight, pod, a));
+      REQUIRE(a == b);
+    }
+  int placed = 0;
+  for (int step = 0; step < 6000; ++step) {
+    if (!charged.empty() && pick(0, 1) == 0) {
+      const auto at = static_cast<size_t>(pick(0, static_cast<int64_t>(charged.size()) - 1));
+      const auto [bin, request] = charged[at];
+      charged.erase(charged.begin() + static_cast<std::ptrdiff_t>(at));
+      spot.charge(bin, request, -1);
+      for (size_t r = 0; r < kResources; ++r) load[bin][r] -= request[r];
+    }
+    const Pod& pod = shapes[static_cast<size_t>(pick(0, 9) < 7 ? pick(0, 9) : pick(0, 599))];
+    const int want = every_node(cap, load, allowed, weight, pod, a);
+    const int got = spot.best(pod, b);
+    REQUIRE(got == want);
+    REQUIRE(a == b);
+    if (got < 0) continue;
+    ++placed;
+    spot.charge(static_cast<size_t>(got), pod.request, 1);
+    for (size_t r = 0; r < kResources; ++r) load[static_cast<size_t>(got)][r] += pod.request[r];
+    charged.emplace_back(static_cast<size_t>(got), pod.request);
+  }
+  CHECK(placed > 3000);
+  CHECK(spot.replayed() > 500);
 }
 
 TEST_CASE("SpotBins::best() looks again at the nodes bounded below its first score", "[search]") {
