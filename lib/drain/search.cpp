@@ -415,10 +415,23 @@ SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
       const bool was = (word & bit) != 0, is = fits_exactly(b);
       word = is ? word | bit : word & ~bit;
       look.fits = look.fits + is - was;
-      look.listed = look.listed && is == was;
-      if (!is) continue;
-      set_terms(look, ask, b);
-      if (look.listed) look.ranked[look.ahead[b / kBlock] + bits(word & (bit - 1))] = look.least[b];
+      if (is) set_terms(look, ask, b);
+      if (!look.listed || !(is || was)) continue;
+      // The node's place in the list, which it takes or leaves, moving the nodes after it.
+      const size_t block = b / kBlock, rank = look.ahead[block] + bits(word & (bit - 1));
+      if (is && was) {
+        look.ranked[rank] = look.least[b];
+        continue;
+      }
+      if (is) {
+        look.nodes.insert(look.nodes.begin() + static_cast<std::ptrdiff_t>(rank), static_cast<uint32_t>(b));
+        look.ranked.insert(look.ranked.begin() + static_cast<std::ptrdiff_t>(rank), look.least[b]);
+      } else {
+        look.nodes.erase(look.nodes.begin() + static_cast<std::ptrdiff_t>(rank));
+        look.ranked.erase(look.ranked.begin() + static_cast<std::ptrdiff_t>(rank));
+      }
+      const uint32_t step = is ? 1 : ~uint32_t{0};
+      for (size_t j = block + 1; j < blocks; ++j) look.ahead[j] += step;
     }
     look.seen = charges_;
     return look;
