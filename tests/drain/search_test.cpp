@@ -117,6 +117,25 @@ int every_node(const std::vector<Amounts>& cap, const std::vector<Amounts>& load
   return best;
 }
 
+// The pods a test has charged to SpotBins, and the load they put on each spot node, kept beside it.
+struct Charged {
+  SpotBins& spot;
+  std::vector<Amounts> load;
+  std::vector<std::pair<size_t, Amounts>> pods;
+
+  void place(size_t bin, const Amounts& request) {
+    spot.charge(bin, request, 1);
+    for (size_t r = 0; r < kResources; ++r) load[bin][r] += request[r];
+    pods.emplace_back(bin, request);
+  }
+  void take_back(size_t at) {
+    const auto [bin, request] = pods[at];
+    pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(at));
+    spot.charge(bin, request, -1);
+    for (size_t r = 0; r < kResources; ++r) load[bin][r] -= request[r];
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the search's generator draws std::mt19937_64's numbers from the same seed", "[search]") {
@@ -176,24 +195,17 @@ TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws
     const std::array<double, kResources> weight{static_cast<double>(pick(0, 300)) / 100, static_cast<double>(pick(0, 300)) / 100,
                                                 static_cast<double>(pick(0, 100)) / 100, static_cast<double>(pick(0, 2000)) / 100};
     SpotBins spot(cap, allowed, weight);
-    std::vector<Amounts> load(bins, Amounts{});
-    std::vector<std::pair<size_t, Amounts>> charged;
+    Charged charged{spot, std::vector<Amounts>(bins, Amounts{}), {}};
     Random a(static_cast<uint64_t>(trial)), b(static_cast<uint64_t>(trial));
     for (int step = 0; step < 300; ++step) {
-      if (!charged.empty() && pick(0, 2) == 0) {
-        const auto at = static_cast<size_t>(pick(0, static_cast<int64_t>(charged.size()) - 1));
-        const auto [bin, request] = charged[at];
-        charged.erase(charged.begin() + static_cast<std::ptrdiff_t>(at));
-        spot.charge(bin, request, -1);
-        for (size_t r = 0; r < kResources; ++r) load[bin][r] -= request[r];
-      }
+      if (!charged.pods.empty() && pick(0, 2) == 0) charged.take_back(static_cast<size_t>(pick(0, static_cast<int64_t>(charged.pods.size()) - 1)));
       // Most pods of a few shapes, so that best() brings its earlier looks up to date.
       if (step == 0) {
         shapes.clear();
         for (int k = 0; k < 6; ++k) shapes.push_back(random_pod());
       }
       const Pod pod = pick(0, 9) < 7 ? shapes[static_cast<size_t>(pick(0, 5))] : random_pod();
-      const int want = every_node(cap, load, allowed, weight, pod, a);
+      const int want = every_node(cap, charged.load, allowed, weight, pod, a);
       const int got = spot.best(pod, b);
       REQUIRE(got == want);
       REQUIRE(a == b);  // as many draws
@@ -202,9 +214,7 @@ TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws
         continue;
       }
       ++placed;
-      spot.charge(static_cast<size_t>(got), pod.request, 1);
-      for (size_t r = 0; r < kResources; ++r) load[static_cast<size_t>(got)][r] += pod.request[r];
-      charged.emplace_back(static_cast<size_t>(got), pod.request);
+      charged.place(static_cast<size_t>(got), pod.request);
     }
     replayed += spot.replayed();
   }
@@ -230,34 +240,24 @@ TEST_CASE("SpotBins::best() picks the same node with more pod shapes than it rem
   for (int k = 0; k < 600; ++k)
     shapes.push_back(Pod{{pick(1, 40) * 100, pick(1, 64) << 26, 1, pick(0, 3) == 0 ? pick(1, 10) * 100 : 0}, static_cast<int>(pick(-1, 0))});
   SpotBins spot(cap, allowed, weight);
-  std::vector<Amounts> load(bins, Amounts{});
-  std::vector<std::pair<size_t, Amounts>> charged;
+  Charged charged{spot, std::vector<Amounts>(bins, Amounts{}), {}};
   Random a(5), b(5);
   // Every shape twice before any charge: looks made again for other shapes, none behind.
   for (int round = 0; round < 2; ++round)
     for (const Pod& pod : shapes) {
-      REQUIRE(spot.best(pod, b) == every_node(cap, load, allowed, weight, pod, a));
+      REQUIRE(spot.best(pod, b) == every_node(cap, charged.load, allowed, weight, pod, a));
       REQUIRE(a == b);
     }
   int placed = 0;
   for (int step = 0; step < 6000; ++step) {
-    if (!charged.empty() && pick(0, 1) == 0) {
-      const auto at = static_cast<size_t>(pick(0, static_cast<int64_t>(charged.size()) - 1));
-      const auto [bin, request] = charged[at];
-      charged.erase(charged.begin() + static_cast<std::ptrdiff_t>(at));
-      spot.charge(bin, request, -1);
-      for (size_t r = 0; r < kResources; ++r) load[bin][r] -= request[r];
-    }
+    if (!charged.pods.empty() && pick(0, 1) == 0) charged.take_back(static_cast<size_t>(pick(0, static_cast<int64_t>(charged.pods.size()) - 1)));
     const Pod& pod = shapes[static_cast<size_t>(pick(0, 9) < 7 ? pick(0, 9) : pick(0, 599))];
-    const int want = every_node(cap, load, allowed, weight, pod, a);
     const int got = spot.best(pod, b);
-    REQUIRE(got == want);
+    REQUIRE(got == every_node(cap, charged.load, allowed, weight, pod, a));
     REQUIRE(a == b);
     if (got < 0) continue;
     ++placed;
-    spot.charge(static_cast<size_t>(got), pod.request, 1);
-    for (size_t r = 0; r < kResources; ++r) load[static_cast<size_t>(got)][r] += pod.request[r];
-    charged.emplace_back(static_cast<size_t>(got), pod.request);
+    charged.place(static_cast<size_t>(got), pod.request);
   }
   CHECK(placed > 3000);
   CHECK(spot.replayed() > 500);
