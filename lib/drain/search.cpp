@@ -57,27 +57,28 @@ __attribute__((target("avx2"))) size_t twist4(uint64_t* state, size_t at, size_t
 #endif
 
 // The first of the least of v[0, n), n at least 1 (no value is NaN).
-size_t first_least(const double* v, size_t n) {
-  double least = v[0];
+size_t first_least(const float* v, size_t n) {
+  float least = v[0];
   size_t i = 0;
 #if defined(__SSE2__)
-  if (n >= 4) {
-    __m128d a = _mm_loadu_pd(v), b = _mm_loadu_pd(v + 2);
-    for (i = 4; i + 4 <= n; i += 4) {
-      a = _mm_min_pd(a, _mm_loadu_pd(v + i));
-      b = _mm_min_pd(b, _mm_loadu_pd(v + i + 2));
+  if (n >= 8) {
+    __m128 a = _mm_loadu_ps(v), b = _mm_loadu_ps(v + 4);
+    for (i = 8; i + 8 <= n; i += 8) {
+      a = _mm_min_ps(a, _mm_loadu_ps(v + i));
+      b = _mm_min_ps(b, _mm_loadu_ps(v + i + 4));
     }
-    a = _mm_min_pd(a, b);
-    least = std::min(_mm_cvtsd_f64(a), _mm_cvtsd_f64(_mm_unpackhi_pd(a, a)));
+    alignas(16) float lanes[4];
+    _mm_store_ps(lanes, _mm_min_ps(a, b));
+    least = std::min(std::min(lanes[0], lanes[1]), std::min(lanes[2], lanes[3]));
   }
 #endif
   for (; i < n; ++i) least = std::min(least, v[i]);
   size_t at = 0;
 #if defined(__SSE2__)
-  const __m128d value = _mm_set1_pd(least);
-  for (; at + 8 <= n; at += 8) {
+  const __m128 value = _mm_set1_ps(least);
+  for (; at + 16 <= n; at += 16) {
     uint32_t m = 0;
-    for (int k = 0; k < 4; ++k) m |= static_cast<uint32_t>(_mm_movemask_pd(_mm_cmpeq_pd(_mm_loadu_pd(v + at + 2 * k), value))) << (2 * k);
+    for (int k = 0; k < 4; ++k) m |= static_cast<uint32_t>(_mm_movemask_ps(_mm_cmpeq_ps(_mm_loadu_ps(v + at + 4 * k), value))) << (4 * k);
     if (m) return at + static_cast<size_t>(std::countr_zero(m));
   }
 #endif
@@ -85,18 +86,16 @@ size_t first_least(const double* v, size_t n) {
   return at;
 }
 
-// A bit for each of v[0, 8) below x.
-uint32_t below(const double* v, double x) {
+// A bit for each of v[0, 16) below x.
+uint32_t below(const float* v, float x) {
+  uint32_t m = 0;
 #if defined(__SSE2__)
-  const __m128d limit = _mm_set1_pd(x);
-  uint32_t m = 0;
-  for (int k = 0; k < 4; ++k) m |= static_cast<uint32_t>(_mm_movemask_pd(_mm_cmplt_pd(_mm_loadu_pd(v + 2 * k), limit))) << (2 * k);
-  return m;
+  const __m128 limit = _mm_set1_ps(x);
+  for (int k = 0; k < 4; ++k) m |= static_cast<uint32_t>(_mm_movemask_ps(_mm_cmplt_ps(_mm_loadu_ps(v + 4 * k), limit))) << (4 * k);
 #else
-  uint32_t m = 0;
-  for (int k = 0; k < 8; ++k) m |= static_cast<uint32_t>(v[k] < x) << k;
-  return m;
+  for (int k = 0; k < 16; ++k) m |= static_cast<uint32_t>(v[k] < x) << k;
 #endif
+  return m;
 }
 
 // What the spot nodes have free of each resource, together.
@@ -420,12 +419,12 @@ SpotBins::Fitting& SpotBins::fitting(const Pod& pod, const Ask& ask) {
       // The node's place in the list, which it takes or leaves, moving the nodes after it.
       const size_t block = b / kBlock, rank = look.ahead[block] + bits(word & (bit - 1));
       if (is && was) {
-        look.ranked[rank] = look.least[b];
+        look.ranked[rank] = float_below(look.least[b]);
         continue;
       }
       if (is) {
         look.nodes.insert(look.nodes.begin() + static_cast<std::ptrdiff_t>(rank), static_cast<uint32_t>(b));
-        look.ranked.insert(look.ranked.begin() + static_cast<std::ptrdiff_t>(rank), look.least[b]);
+        look.ranked.insert(look.ranked.begin() + static_cast<std::ptrdiff_t>(rank), float_below(look.least[b]));
       } else {
         look.nodes.erase(look.nodes.begin() + static_cast<std::ptrdiff_t>(rank));
         look.ranked.erase(look.ranked.begin() + static_cast<std::ptrdiff_t>(rank));
@@ -494,33 +493,36 @@ int SpotBins::best(const Pod& pod, Random& rng) {
     look.ranked.resize(fits);
     look.ahead.resize(look.mask.size());
     uint32_t* const nodes = look.nodes.data();
-    double* const ranked = look.ranked.data();
+    float* const ranked = look.ranked.data();
     size_t rank = 0;
     for (size_t k = 0; k < look.mask.size(); ++k) {
       look.ahead[k] = static_cast<uint32_t>(rank);
       for (uint32_t m = look.mask[k]; m; m &= m - 1) {
         const auto b = static_cast<uint32_t>(k * kBlock + static_cast<size_t>(std::countr_zero(m)));
         nodes[rank] = b;
-        ranked[rank++] = look.least[b];
+        ranked[rank++] = float_below(look.least[b]);
       }
     }
     look.listed = true;
   }
-  // 2. The node of the least bound whatever the noise (the first of equal ones), scored with
+  // 2. A node of the least bound whatever the noise (as a float at most that bound), scored with
   //    its noise: no node whose least bound is not below that score scores as low, and such a
   //    node needs no more than its place among the draws.
   const uint32_t* const bins = look.nodes.data();
-  const double* const ranked = look.ranked.data();
+  const float* const ranked = look.ranked.data();
+  const double* const least = look.least.data();
   const uint64_t* const words = rng.words(fits, spill_);
   const size_t first = first_least(ranked, fits);
   auto best = static_cast<int>(bins[first]);
   double best_score = score(pod, bins[first]) * (0.95 + 0.1 * unit_of_word(words[first]));
-  // 3. Every other node whose least bound is below the best score so far, in node order: its
-  //    noise and the bound with it, and where that is below too, its score. The best score only
-  //    falls on the way, so no node passed over scores as low as the last.
+  float limit = float_above(best_score);
+  // 3. Every other node whose least bound is below the best score so far, in node order (its
+  //    float below a float at least that score): its noise and the bound with it, and where that
+  //    is below too, its score. The best score only falls on the way, so no node passed over
+  //    scores as low as the last.
   const std::array<double, 2>* const terms = look.terms.data();
   auto look_at = [&](size_t i) {
-    if (!(ranked[i] < best_score) || i == first) return;
+    if (!(least[bins[i]] < best_score) || i == first) return;
     const double noise = 0.95 + 0.1 * unit_of_word(words[i]);
     const std::array<double, 2>& t = terms[bins[i]];
     if (!(t[0] * noise - t[1] < best_score)) return;
@@ -529,11 +531,12 @@ int SpotBins::best(const Pod& pod, Random& rng) {
     if (score < best_score || (score == best_score && b < best)) {
       best = b;
       best_score = score;
+      limit = float_above(best_score);
     }
   };
   size_t i = 0;
-  for (; i + 8 <= fits; i += 8)
-    for (uint32_t m = below(ranked + i, best_score); m; m &= m - 1) look_at(i + static_cast<size_t>(std::countr_zero(m)));
+  for (; i + 16 <= fits; i += 16)
+    for (uint32_t m = below(ranked + i, limit); m; m &= m - 1) look_at(i + static_cast<size_t>(std::countr_zero(m)));
   for (; i < fits; ++i) look_at(i);
   return best;
 }
@@ -611,6 +614,13 @@ void Random::renew() {
   state_[kWords] = state_[0];
   steps(kWords, kAround);
   next_ = 0;
+}
+
+float float_below(double x) {
+  const float f = static_cast<float>(x);
+  if (!(static_cast<double>(f) > x)) return f;
+  // One step down: toward zero from a positive float, away from it from a negative one.
+  return f == 0 ? -std::numeric_limits<float>::denorm_min() : std::bit_cast<float>(std::bit_cast<uint32_t>(f) + (f > 0 ? -1u : 1u));
 }
 
 bool feasible(const Problem& problem, const Solution& solution) {

@@ -136,7 +136,7 @@ class SpotBins {
     std::vector<std::array<double, 2>> terms;  // per spot node
     std::vector<double> least;                 // per spot node
     std::vector<uint32_t> nodes;
-    std::vector<double> ranked;   // least of each of `nodes`, in their order
+    std::vector<float> ranked;    // least of each of `nodes` as a float at most it, in their order
     std::vector<uint32_t> ahead;  // per block, how many of `nodes` are in the blocks before it
     bool listed = false;
   };
@@ -184,6 +184,11 @@ class SpotBins {
   // best()'s scratch: the generator's words past a renewal.
   std::vector<uint64_t> spill_;
 };
+
+// The greatest float at most x, and the least at least x (x not NaN; the infinities count as
+// floats): best() compares bounds many at a time as floats.
+float float_below(double x);
+inline float float_above(double x) { return -float_below(-x); }
 
 // Checks a solution against the problem's capacities and allowed sets (for tests and as a
 // guard): every drained node's pods placed, no spot node over its free amounts.

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <utility>
 #include <vector>
@@ -170,6 +172,27 @@ TEST_CASE("the generator's words() give the draws one at a time, across renewals
   CHECK(differ == 0);
 }
 
+TEST_CASE("float_below() and float_above() are the nearest floats on each side of a double", "[search]") {
+  std::mt19937_64 gen(17);
+  std::vector<double> xs = {0.0, -0.0, 1.0, -1.0, 0.1, -0.1, 1e-45, -1e-45, 1e-50, -1e-50, 3.4e38, -3.4e38, 1e39, -1e39, 1e300, -1e300};
+  for (int i = 0; i < 20000; ++i) {
+    // Doubles of every magnitude a bound takes and beyond, floats exactly, and the double either
+    // side of one.
+    const double x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(gen), static_cast<int>(gen() % 300) - 150);
+    const auto f = static_cast<double>(static_cast<float>(x));
+    xs.push_back(x);
+    if (std::isfinite(f)) xs.insert(xs.end(), {f, std::nextafter(f, 1e300), std::nextafter(f, -1e300)});
+  }
+  constexpr float kInfinity = std::numeric_limits<float>::infinity();
+  size_t wrong = 0;
+  for (double x : xs) {
+    const float below = float_below(x), above = float_above(x);
+    wrong += !(static_cast<double>(below) <= x && static_cast<double>(std::nextafter(below, kInfinity)) > x);
+    wrong += !(static_cast<double>(above) >= x && static_cast<double>(std::nextafter(above, -kInfinity)) < x);
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws as many noises", "[search]") {
   // Random clusters of 1 to 150 spot nodes (blocks of 32 and a partial one), some with less
   // than nothing free, memory near 2^40 so that floats round a node a little short up to a
@@ -198,7 +221,8 @@ TEST_CASE("SpotBins::best() picks the node a look at every node picks, and draws
     Charged charged{spot, std::vector<Amounts>(bins, Amounts{}), {}};
     Random a(static_cast<uint64_t>(trial)), b(static_cast<uint64_t>(trial));
     for (int step = 0; step < 300; ++step) {
-      if (!charged.pods.empty() && pick(0, 2) == 0) charged.take_back(static_cast<size_t>(pick(0, static_cast<int64_t>(charged.pods.size()) - 1)));
+      if (!charged.pods.empty() && pick(0, 2) == 0)
+        charged.take_back(static_cast<size_t>(pick(0, static_cast<int64_t>(charged.pods.size()) - 1)));
       // Most pods of a few shapes, so that best() brings its earlier looks up to date.
       if (step == 0) {
         shapes.clear();
@@ -238,7 +262,8 @@ TEST_CASE("SpotBins::best() picks the same node with more pod shapes than it rem
   const std::array<double, kResources> weight{1.5, 0.75, 0.01, 4};
   std::vector<Pod> shapes;
   for (int k = 0; k < 600; ++k)
-    shapes.push_back(Pod{{pick(1, 40) * 100, pick(1, 64) << 26, 1, pick(0, 3) == 0 ? pick(1, 10) * 100 : 0}, static_cast<int>(pick(-1, 0))});
+    shapes.push_back(
+        Pod{{pick(1, 40) * 100, pick(1, 64) << 26, 1, pick(0, 3) == 0 ? pick(1, 10) * 100 : 0}, static_cast<int>(pick(-1, 0))});
   SpotBins spot(cap, allowed, weight);
   Charged charged{spot, std::vector<Amounts>(bins, Amounts{}), {}};
   Random a(5), b(5);
@@ -250,7 +275,8 @@ TEST_CASE("SpotBins::best() picks the same node with more pod shapes than it rem
     }
   int placed = 0;
   for (int step = 0; step < 6000; ++step) {
-    if (!charged.pods.empty() && pick(0, 1) == 0) charged.take_back(static_cast<size_t>(pick(0, static_cast<int64_t>(charged.pods.size()) - 1)));
+    if (!charged.pods.empty() && pick(0, 1) == 0)
+      charged.take_back(static_cast<size_t>(pick(0, static_cast<int64_t>(charged.pods.size()) - 1)));
     const Pod& pod = shapes[static_cast<size_t>(pick(0, 9) < 7 ? pick(0, 9) : pick(0, 599))];
     const int got = spot.best(pod, b);
     REQUIRE(got == every_node(cap, charged.load, allowed, weight, pod, a));
