@@ -355,9 +355,11 @@ std::array<double, 2> SpotBins::terms(const Ask& ask, size_t bin) const {
   return {lower + extra, tolerance_ * (1 + extra)};
 }
 
-// The noise's range: 0.95 + 0.1 * unit() rounds to neither less than the first nor more than
-// the second (rounding is monotonic and unit() is below 1).
-constexpr double kLeastNoise = 0.95, kMostNoise = 0.95 + 0.1;
+// A score's noise factor from the state word of its draw, and its range: kLeastNoise + kSpread *
+// unit() rounds to neither less than the first nor more than the second (rounding is monotonic
+// and unit() is below 1).
+constexpr double kLeastNoise = 0.95, kSpread = 0.1, kMostNoise = kLeastNoise + kSpread;
+static double noise_of(uint64_t word) { return kLeastNoise + kSpread * unit_of_word(word); }
 
 // A look's terms of the bound on a pod's score on a spot node, and the least that bound is
 // whatever the noise: the first term times the noise that makes it least, less the second
@@ -514,7 +516,7 @@ int SpotBins::best(const Pod& pod, Random& rng) {
   const uint64_t* const words = rng.words(fits, spill_);
   const size_t first = first_least(ranked, fits);
   auto best = static_cast<int>(bins[first]);
-  double best_score = score(pod, bins[first]) * (0.95 + 0.1 * unit_of_word(words[first]));
+  double best_score = score(pod, bins[first]) * noise_of(words[first]);
   float limit = float_above(best_score);
   // 3. Every other node whose least bound is below the best score so far, in node order (its
   //    float below a float at least that score): its noise and the bound with it, and where that
@@ -523,7 +525,7 @@ int SpotBins::best(const Pod& pod, Random& rng) {
   const std::array<double, 2>* const terms = look.terms.data();
   auto look_at = [&](size_t i) {
     if (!(least[bins[i]] < best_score) || i == first) return;
-    const double noise = 0.95 + 0.1 * unit_of_word(words[i]);
+    const double noise = noise_of(words[i]);
     const std::array<double, 2>& t = terms[bins[i]];
     if (!(t[0] * noise - t[1] < best_score)) return;
     const auto b = static_cast<int>(bins[i]);
