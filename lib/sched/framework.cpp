@@ -363,6 +363,65 @@ void Framework::add_scores(const CycleState& state, const model::Pod& pod, const
   state.share_rooms(nullptr, nullptr);
 }
 
+// Nowhere: say why, node by node, as kube-scheduler does (the first failing filter counts).
+// Filter by filter, over the nodes every earlier filter passed: a node's cached static verdict
+// names the first node-static filter it fails, so a static filter is called only on the nodes
+// it fails; a filter that explains many nodes at once does so without a Status per node. The few
+// distinct reasons are counted here and go into the diagnosis once.
+void Framework::explain(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics, uint64_t dynamics,
+                        const std::vector<int>& candidates, PlacementCache* cache, Diagnosis& out) const {
+  out.nodes = static_cast<int>(candidates.size());
+  const std::vector<uint8_t>* verdicts =
+      cache && cache->snapshot_ == &fork.base() ? &static_verdicts(state, pod, fork, statics, *cache) : nullptr;
+  thread_local std::vector<std::pair<std::string, int>> counted;
+  counted.clear();
+  auto count = [](void* context, std::string_view reason, int nodes) {
+    auto& c = *static_cast<std::vector<std::pair<std::string, int>>*>(context);
+    auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == reason; });
+    if (it == c.end()) c.emplace_back(reason, nodes);
+    else it->second += nodes;
+  };
+  bool all_unresolvable = !candidates.empty();
+  thread_local std::vector<int> left;
+  left.assign(candidates.begin(), candidates.end());
+  for (size_t i = 0; i < filters_.size() && !left.empty(); ++i) {
+    if (!(((statics | dynamics) >> i) & 1)) continue;
+    const bool by_verdict = verdicts && ((statics >> i) & 1);
+    if (!by_verdict && filters_[i].explain) {
+      const size_t before = left.size();
+      filters_[i].explain->explain_nodes(state, i, pod, fork, left, count, &counted);
+      if (left.size() < before) all_unresolvable = false;
+      continue;
+    }
+    size_t kept = 0;
+    for (int n : left) {
+      if (by_verdict && (*verdicts)[static_cast<size_t>(n)] != i + 1) {
+        left[kept++] = n;
+        continue;
+      }
+      Status s = filters_[i].plugin->filter(state, i, pod, fork, n);
+      if (s.ok()) {
+        left[kept++] = n;
+        continue;
+      }
+      for (size_t r = 0; r < s.reasons.size(); ++r) count(&counted, s.reasons[r], 1);
+      if (s.code != Code::kUnschedulableAndUnresolvable) all_unresolvable = false;
+    }
+    left.resize(kept);
+  }
+  for (auto& [reason, count] : counted) out.reasons[std::move(reason)] += count;
+  out.unresolvable = all_unresolvable;
+}
+
+Placement Framework::nowhere(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates, PlacementCache* cache) const {
+  Placement out;
+  CycleState state(cache);
+  uint64_t statics, dynamics;
+  prepare(state, pod, fork, statics, dynamics);
+  explain(state, pod, fork, statics, dynamics, candidates, cache, out.diagnosis);
+  return out;
+}
+
 Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates, PlacementCache* cache) const {
   Placement out;
   CycleState state(cache);
@@ -381,52 +440,7 @@ Placement Framework::place(const model::Pod& pod, const Fork& fork, const std::v
   });
   if (record) state.adopt_rooms(&out.feasible);
   if (out.feasible.empty()) {
-    // Nowhere: say why, node by node, as kube-scheduler does (the first failing filter counts).
-    // Filter by filter, over the nodes every earlier filter passed: a node's cached static
-    // verdict names the first node-static filter it fails, so a static filter is called only on
-    // the nodes it fails; a filter that explains many nodes at once does so without a Status per
-    // node. The few distinct reasons are counted here and go into the diagnosis once.
-    out.diagnosis.nodes = static_cast<int>(candidates.size());
-    const std::vector<uint8_t>* verdicts =
-        cache && cache->snapshot_ == &fork.base() ? &static_verdicts(state, pod, fork, statics, *cache) : nullptr;
-    thread_local std::vector<std::pair<std::string, int>> counted;
-    counted.clear();
-    auto count = [](void* context, std::string_view reason, int nodes) {
-      auto& c = *static_cast<std::vector<std::pair<std::string, int>>*>(context);
-      auto it = std::find_if(c.begin(), c.end(), [&](const auto& e) { return e.first == reason; });
-      if (it == c.end()) c.emplace_back(reason, nodes);
-      else it->second += nodes;
-    };
-    bool all_unresolvable = !candidates.empty();
-    thread_local std::vector<int> left;
-    left.assign(candidates.begin(), candidates.end());
-    for (size_t i = 0; i < filters_.size() && !left.empty(); ++i) {
-      if (!(((statics | dynamics) >> i) & 1)) continue;
-      const bool by_verdict = verdicts && ((statics >> i) & 1);
-      if (!by_verdict && filters_[i].explain) {
-        const size_t before = left.size();
-        filters_[i].explain->explain_nodes(state, i, pod, fork, left, count, &counted);
-        if (left.size() < before) all_unresolvable = false;
-        continue;
-      }
-      size_t kept = 0;
-      for (int n : left) {
-        if (by_verdict && (*verdicts)[static_cast<size_t>(n)] != i + 1) {
-          left[kept++] = n;
-          continue;
-        }
-        Status s = filters_[i].plugin->filter(state, i, pod, fork, n);
-        if (s.ok()) {
-          left[kept++] = n;
-          continue;
-        }
-        for (size_t r = 0; r < s.reasons.size(); ++r) count(&counted, s.reasons[r], 1);
-        if (s.code != Code::kUnschedulableAndUnresolvable) all_unresolvable = false;
-      }
-      left.resize(kept);
-    }
-    for (auto& [reason, count] : counted) out.diagnosis.reasons[std::move(reason)] += count;
-    out.diagnosis.unresolvable = all_unresolvable;
+    explain(state, pod, fork, statics, dynamics, candidates, cache, out.diagnosis);
     return out;
   }
   if (scores_.empty()) {
@@ -480,7 +494,7 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
           if (top->is_tracked(n)) enough.push_back(n);
         });
       if (Placement p = place(pod, fork, enough, &cache); p.node >= 0) return p;
-      return place(pod, fork, top->tracked(), &cache);
+      return nowhere(pod, fork, top->tracked(), &cache);  // the others have too little of it free
     }
   // The same for CPU, which every pod but a few asks for: the nodes with enough free, taken in
   // the tracked order, so that a score summing over the feasible nodes (BestFit's free totals)
@@ -519,6 +533,7 @@ Placement Framework::place_on_tracked(const model::Pod& pod, const Fork& fork, P
           ++cache.counts_.enough_cpu;
           return p;
         }
+        return nowhere(pod, fork, top->tracked(), &cache);  // the others have too little CPU free
       }
     }
   return place(pod, fork, top->tracked(), &cache);
@@ -680,8 +695,10 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   auto raw = [&](size_t s, int n) { return scores_[s].plugin->score(state, filters_.size() + s, pod, fork, n); };
   const int fullest = step();
   if (fullest < 0) {
+    // No tracked node passes: the walk looked at each one with enough CPU free that it did not
+    // already know to fail.
     remember(false);
-    return std::nullopt;
+    return nowhere(pod, fork, top.tracked(), &cache);
   }
   bool at_lowest = true;
   for (const auto& [s, low] : lowest) at_lowest = at_lowest && raw(s, fullest) == low;

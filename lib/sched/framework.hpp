@@ -401,8 +401,8 @@ class Framework {
   // score either scores every node alike for this pod or knows its lowest raw score for it
   // (LowestScore), it visits the tracked nodes from the least free CPU up to the first that
   // passes every filter. When that node gets every such lowest score, it is the node and score
-  // place() would give (the best value of every score), found without `feasible`. Otherwise,
-  // and to explain a pod that fits nowhere, it is place().
+  // place() would give (the best value of every score), found without `feasible`. Otherwise it
+  // is place(); a pod that fits nowhere gets place()'s diagnosis over every tracked node.
   Placement place_on_tracked(const model::Pod& pod, const Fork& fork, PlacementCache& cache) const;
   // The candidates the pod passes the node-static filters on (taints, node affinity and
   // selector, ...): where it could go whatever else is placed. Verdicts come from the cache.
@@ -432,6 +432,12 @@ class Framework {
   // it is this snapshot's, otherwise filter by filter.
   void filter_static(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics, const std::vector<int>& candidates,
                      PlacementCache* cache, std::vector<int>& out) const;
+  // Why the pod fits on none of the candidates, as place() says it (Placement::diagnosis).
+  void explain(const CycleState& state, const model::Pod& pod, const Fork& fork, uint64_t statics, uint64_t dynamics,
+               const std::vector<int>& candidates, PlacementCache* cache, Diagnosis& out) const;
+  // place() over candidates none of which is known to pass the filters: the diagnosis alone,
+  // without a pass of the filters to find that out again.
+  Placement nowhere(const model::Pod& pod, const Fork& fork, const std::vector<int>& candidates, PlacementCache* cache) const;
   std::optional<Placement> place_fullest(const model::Pod& pod, const Fork& fork, const Fork& top, PlacementCache& cache) const;
   // Runs each weighted score's pre-score; returns the set (bits over scores_) of those that
   // score every node alike for this pod.

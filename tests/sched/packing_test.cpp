@@ -448,10 +448,13 @@ PlacementCache::Counts check_tracked_walks(unsigned seed, int shapes) {
       const int k = pick(shapes);
       auto b = make_pod(name).cpu(fmt::format("{}m", 250 * (1 + k % 8))).memory(fmt::format("{}Mi", 256 * (1 + k % 3)));
       if (k % 5 == 4) b.scalar(kGpu, "250");
+      if (k == 5) b.scalar(kGpu, "7500");  // few nodes have that much free
       if (k % 7 == 6) b.toleration(R"({"key":"dedicated","operator":"Exists"})");
       return PodPtr(b);
     }
     if (pick(3) == 0) return PodPtr(make_pod(name).cpu("1").memory("512Mi").scalar(kGpu, "250"));
+    if (pick(6) == 0)  // often fits nowhere
+      return PodPtr(make_pod(name).cpu(fmt::format("{}m", 1000 * (1 + pick(3)))).memory("1Gi").scalar(kGpu, gpu(1000 * (4 + pick(6)))));
     auto b = make_pod(name).cpu(fmt::format("{}m", 250 * (1 + pick(8)))).memory(fmt::format("{}Mi", 256 * (1 + pick(6))));
     if (pick(4) == 0) b.scalar(kGpu, gpu(250 * (1 + pick(4))));
     if (pick(6) == 0) b.toleration(R"({"key":"dedicated","operator":"Exists"})");
@@ -469,7 +472,7 @@ PlacementCache::Counts check_tracked_walks(unsigned seed, int shapes) {
   PlacementCache cache(snap), full_cache(snap);
   cache.set_demand(&demand);
   full_cache.set_demand(&demand);
-  int checked = 0;
+  int checked = 0, nowhere = 0;
   for (int round = 0; round < 30 && !waiting.empty(); ++round) {
     Fork attempt = plan.fork();
     for (int step = 0; step < 6 && !waiting.empty(); ++step) {
@@ -482,6 +485,11 @@ PlacementCache::Counts check_tracked_walks(unsigned seed, int shapes) {
         auto full = fw.place(*pod, *f, spot, &full_cache);
         CHECK(fast.node == full.node);
         CHECK(fast.score == full.score);
+        if (fast.node < 0) {  // the same reasons, counted over every tracked node
+          CHECK(fast.diagnosis.message() == full.diagnosis.message());
+          CHECK(fast.diagnosis.unresolvable == full.diagnosis.unresolvable);
+          ++nowhere;
+        }
         ++checked;
       }
       auto where = fw.place_on_tracked(*pod, attempt, cache);
@@ -498,6 +506,7 @@ PlacementCache::Counts check_tracked_walks(unsigned seed, int shapes) {
     if (pick(3) != 0) plan.commit(std::move(attempt));  // else dropped
   }
   CHECK(checked > 250);
+  CHECK(nowhere > 0);
   return cache.counts();
 }
 }  // namespace
