@@ -135,11 +135,12 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     const model::ResourceList& r = pod.requests;
     thread_local std::vector<int> short_on;  // nodes, per each_short() index
     short_on.assign(kBasic + r.scalars().size(), 0);
+    int* shorts = short_on.data();  // not the thread-local itself, looked up again per node
     size_t kept = 0;
     for (int n : nodes) {
       bool ok = true;
       each_short(fork, n, r, [&](size_t k) {
-        ++short_on[k];
+        ++shorts[k];
         ok = false;
       });
       if (ok) nodes[kept++] = n;
@@ -199,15 +200,24 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
   static constexpr size_t kBasic = 4;
   static constexpr const char* kBasicReasons[kBasic] = {"Too many pods", "Insufficient cpu", "Insufficient memory",
                                                         "Insufficient ephemeral-storage"};
+  // The free amount of a pod's one extended resource comes from the same walk up the forks as
+  // the basic usage, as in filter_nodes() (want <= free is fits(): amounts are not negative).
   template <class F>
   static void each_short(const Fork& fork, int n, const model::ResourceList& r, F&& on_short) {
-    const BasicResources used = fork.used_basic(n);
+    static const model::InternedString kNone;
+    const auto& scalars = r.scalars();
+    const bool one = scalars.size() == 1;
+    const Fork::Use u = fork.use_of(n, one ? scalars[0].first : kNone);
+    const BasicResources& used = u.used;
     const BasicResources& a = fork.base().allocatable_basic(n);
     if (!fits(used.pods, 1, a.pods)) on_short(0);
     if (r.cpu_milli && !fits(used.cpu_milli, r.cpu_milli, a.cpu_milli)) on_short(1);
     if (r.memory && !fits(used.memory, r.memory, a.memory)) on_short(2);
     if (r.ephemeral_storage && !fits(used.ephemeral_storage, r.ephemeral_storage, a.ephemeral_storage)) on_short(3);
-    const auto& scalars = r.scalars();
+    if (one) {
+      if (scalars[0].second > 0 && scalars[0].second > u.free_resource) on_short(kBasic);
+      return;
+    }
     for (size_t j = 0; j < scalars.size(); ++j) {
       const auto& [name, want] = scalars[j];
       if (want > 0 && !fits(fork.used(n).scalar(name), want, fork.base().node(n).allocatable.scalar(name))) on_short(kBasic + j);

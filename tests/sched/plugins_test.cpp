@@ -120,6 +120,11 @@ TEST_CASE("NodeResourcesFit", "[plugins]") {
        {make_pod("huge").cpu("1e20").on("a"), make_pod("e").cpu("250m").on("a")}, make_pod("p").cpu("1"), "a", "Insufficient cpu"},
       {"a pod asking beyond int64 fits nowhere", {make_node("a").cpu("4")}, {make_pod("e").cpu("1").on("a")},
        make_pod("p").cpu("1e20"), "a", "Insufficient cpu"},
+      {"an extended request beyond int64 keeps its node full", {make_node("a").scalar("nvidia.com/gpu", "4")},
+       {make_pod("huge").scalar("nvidia.com/gpu", "1e20").on("a")}, make_pod("p").scalar("nvidia.com/gpu", "1"), "a",
+       "Insufficient nvidia.com/gpu"},
+      {"a pod asking beyond int64 of an extended resource fits nowhere", {make_node("a").scalar("nvidia.com/gpu", "4")}, {},
+       make_pod("p").scalar("nvidia.com/gpu", "1e20"), "a", "Insufficient nvidia.com/gpu"},
   });
 }
 
