@@ -384,8 +384,9 @@ void Framework::explain(const CycleState& state, const model::Pod& pod, const Fo
   bool all_unresolvable = !candidates.empty();
   thread_local std::vector<int> left;
   left.assign(candidates.begin(), candidates.end());
+  const uint64_t relevant = statics | dynamics;
   for (size_t i = 0; i < filters_.size() && !left.empty(); ++i) {
-    if (!(((statics | dynamics) >> i) & 1)) continue;
+    if (!((relevant >> i) & 1)) continue;
     const bool by_verdict = verdicts && ((statics >> i) & 1);
     if (!by_verdict && filters_[i].explain) {
       const size_t before = left.size();
@@ -393,13 +394,23 @@ void Framework::explain(const CycleState& state, const model::Pod& pod, const Fo
       if (left.size() < before) all_unresolvable = false;
       continue;
     }
+    // By verdict, this node-static filter and those right after it in one pass: a node's verdict
+    // names the first it fails. Otherwise this filter alone, on every node.
+    size_t last = i;  // the last of them
+    for (size_t k = i + 1; by_verdict && k < filters_.size() && (!((relevant >> k) & 1) || ((statics >> k) & 1)); ++k)
+      if ((statics >> k) & 1) last = k;
     size_t kept = 0;
     for (int n : left) {
-      if (by_verdict && (*verdicts)[static_cast<size_t>(n)] != i + 1) {
-        left[kept++] = n;
-        continue;
+      size_t f = i;
+      if (by_verdict) {
+        const size_t v = (*verdicts)[static_cast<size_t>(n)];
+        if (v <= i || v > last + 1) {
+          left[kept++] = n;
+          continue;
+        }
+        f = v - 1;
       }
-      Status s = filters_[i].plugin->filter(state, i, pod, fork, n);
+      Status s = filters_[f].plugin->filter(state, f, pod, fork, n);
       if (s.ok()) {
         left[kept++] = n;
         continue;
@@ -408,6 +419,7 @@ void Framework::explain(const CycleState& state, const model::Pod& pod, const Fo
       if (s.code != Code::kUnschedulableAndUnresolvable) all_unresolvable = false;
     }
     left.resize(kept);
+    i = last;
   }
   for (auto& [reason, count] : counted) out.reasons[std::move(reason)] += count;
   out.unresolvable = all_unresolvable;
