@@ -146,6 +146,17 @@ int64_t Demand::fitting_counted(const Room& r, Fitting& slot) const {
   return fit;
 }
 
+void Demand::count_headroom(Headroom& h, const Room& room) const {
+  const Index& ix = index();
+  // The room less the largest amount asked that is no larger (every amount is, when none is:
+  // then nothing fits and nothing can stop fitting).
+  auto slack = [](const std::vector<int64_t>& values, int64_t amount) {
+    auto it = std::upper_bound(values.begin(), values.end(), amount);
+    return it == values.begin() ? std::numeric_limits<int64_t>::max() : amount - *(it - 1);
+  };
+  h = {room.cpu_milli, room.memory, fit_version_, slack(ix.cpu_values, room.cpu_milli), slack(ix.memory_values, room.memory)};
+}
+
 int64_t Demand::asking_at_most(int64_t scarce) const {
   const Index& ix = index();
   const size_t k = shapes_up_to(ix, scarce);

@@ -86,6 +86,15 @@ class Demand {
     return {total_ - fit_before, total_ - fitting(after, later)};
   }
 
+  // Whether a pod asking for none of the scarce resource, `cpu` and `memory` of the rest, leaves
+  // every pod of the demand that fits node n (whose room is `room`) fitting it: no pod asking
+  // for the resource asks for an amount of CPU between the room's less the pod's and the
+  // room's, or of memory. Then the node strands no pod newly, without a count. False is no
+  // answer (the counts tell). Kept per node: the room's largest CPU and memory amounts asked
+  // up to its own, while the room and fit_version() hold (counting pods out only leaves fewer
+  // amounts, so the largest ones kept are no smaller than those left: still a true answer).
+  bool keeps_fitting(int n, const Room& room, int64_t cpu, int64_t memory) const;
+
   // The pods asking for the resource that ask for no more of it than `scarce`: a node with that
   // much free strands no more of them than this newly, whatever else it has free.
   int64_t asking_at_most(int64_t scarce) const;
@@ -145,6 +154,15 @@ class Demand {
   struct Change {
     int64_t scarce = 0, cpu_milli = 0, memory = 0, sign = 0;
   };
+  // keeps_fitting()'s memo per node: the room it is for, and what the pod may ask of each
+  // without passing below an amount asked.
+  struct Headroom {
+    int64_t cpu_milli = 0, memory = 0;
+    uint64_t version = 0;  // fit_version_ then; 0: empty
+    int64_t cpu_slack = 0, memory_slack = 0;
+  };
+  mutable std::vector<Headroom> headroom_;
+  void count_headroom(Headroom& h, const Room& room) const;
   static constexpr size_t kChangeLog = 32;       // a power of 2
   std::array<Change, kChangeLog> change_log_{};  // change n at n % kChangeLog
   uint64_t changes_ = 1;                         // changes logged, plus 1
@@ -156,6 +174,14 @@ inline Demand::Fitting& Demand::slot_of(const Room& r) const {
   const uint64_t mix = static_cast<uint64_t>(r.cpu_milli) * 0x9E3779B97F4A7C15ULL ^
                        static_cast<uint64_t>(r.memory) * 0xC2B2AE3D27D4EB4FULL ^ static_cast<uint64_t>(r.scarce) * 0x165667B19E3779F9ULL;
   return fitting_[(mix ^ (mix >> 29)) & (kSlots - 1)];
+}
+
+inline bool Demand::keeps_fitting(int n, const Room& room, int64_t cpu, int64_t memory) const {
+  if (room.pods < 2) return false;  // a node taking its last pod strands all that fitted
+  if (static_cast<size_t>(n) >= headroom_.size()) headroom_.resize(static_cast<size_t>(n) + 1);
+  Headroom& h = headroom_[static_cast<size_t>(n)];
+  if (h.version != fit_version_ || h.cpu_milli != room.cpu_milli || h.memory != room.memory) count_headroom(h, room);
+  return cpu <= h.cpu_slack && memory <= h.memory_slack;
 }
 
 inline int64_t Demand::fitting(const Room& room, Fitting& slot) const {

@@ -121,14 +121,17 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
       const size_t end = std::min(first + kBlock, nodes.size());
       for (size_t k = first; k < end; ++k)
         if (free[k].scarce > 0) {
+          slot[k - first] = nullptr;
+          if (ask.scarce == 0 && d.keeps_fitting(nodes[k], free[k], ask.cpu_milli, ask.memory)) continue;
           left[k - first] = after(free[k], ask);
           slot[k - first] = &d.prefetch_on(nodes[k], left[k - first]);
         }
       for (size_t k = first; k < end; ++k) {
         const Room& f = free[k];
         const size_t i = k - first;
-        // Nothing free to strand, before or after, on a node with none free.
-        out[k] = f.scarce <= 0 ? 0 : scaled(d, capacity_increase(f, left[i], d.stranded_on(nodes[k], f, left[i], *slot[i])));
+        // Nothing free to strand, before or after, on a node with none free; none stranded newly
+        // where every pod that fitted still fits.
+        out[k] = f.scarce <= 0 || !slot[i] ? 0 : scaled(d, capacity_increase(f, left[i], d.stranded_on(nodes[k], f, left[i], *slot[i])));
       }
     }
   }
@@ -175,7 +178,7 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   // of the demand that fit the node before the pod but not after.
   static int64_t newly_stranded(const model::Pod& pod, const Fork& fork, int n, const Demand& d) {
     const Room f = fork.room_of(n, d.resource());
-    if (f.scarce <= 0) return 0;
+    if (f.scarce <= 0 || d.keeps_fitting(n, f, pod.requests.cpu_milli, pod.requests.memory)) return 0;
     auto [before, later] = d.stranded_on(n, f, after(f, Ask{pod.requests.cpu_milli, pod.requests.memory, 0}));
     return f.scarce * (later - before);
   }
