@@ -167,14 +167,14 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     if (rooms || one) {
       const bool from_walk = one && scalars[0].first == walked;  // the pod's resource, read in the walk
       if (rooms) rooms->reserve(nodes.size());
-      for (int n : nodes) {
-        const Fork::Use u = fork.use_of(n, walked);
+      fork.for_each_use(nodes, walked, [&](size_t k, const Fork::Use& u) {
+        const int n = nodes[k];
         const BasicResources& a = snap.allocatable_basic(n);
         if (!fits_basic(u.used, a, r) || !(from_walk ? scalars[0].second <= u.free_resource : scalars.empty() || fits_scalars(fork, n, r)))
-          continue;
+          return;
         nodes[kept++] = n;
         if (rooms) rooms->push_back(Room::of(a, u.used, u.free_resource));
-      }
+      });
     } else {
       for (int n : nodes)
         if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r) && (scalars.empty() || fits_scalars(fork, n, r)))

@@ -100,6 +100,31 @@ class Fork {
                                                                                         : free_with(node, root->used(node), resource);
     return out;
   }
+  // use_of(nodes[k], resource) for each k, as f(k, use): for a fork without a parent or with one
+  // that has none (a planner's what-if), with the chain looked at once for the list rather
+  // than once per node.
+  template <class F>
+  void for_each_use(const std::vector<int>& nodes, const model::InternedString& resource, F&& f) const {
+    if (parent_ && parent_->parent_) {
+      for (size_t k = 0; k < nodes.size(); ++k) f(k, use_of(nodes[k], resource));
+      return;
+    }
+    const Fork& root = parent_ ? *parent_ : *this;
+    const int32_t* changed = parent_ && !index_.empty() ? index_.data() : nullptr;  // this fork's, when a child
+    const BasicResources* used = root.dense_used_.empty() ? base_->used_basic().data() : root.dense_used_.data();
+    const bool packed = !resource.empty() && root.tracked_resource_ == resource && !root.is_tracked_.empty();
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const auto n = static_cast<size_t>(nodes[k]);
+      if (changed && changed[n] >= 0) {
+        f(k, use_of(nodes[k], resource));
+        continue;
+      }
+      Use u{used[n]};
+      if (!resource.empty())
+        u.free_resource = packed && root.is_tracked_[n] != 0 ? root.free_resource_[n] : free_with(nodes[k], root.used(nodes[k]), resource);
+      f(k, u);
+    }
+  }
   // The node's free room in this what-if, of `resource` besides the basic ones.
   Room room_of(int node, const model::InternedString& resource) const {
     const Use u = use_of(node, resource);

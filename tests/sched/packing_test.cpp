@@ -703,6 +703,21 @@ TEST_CASE("a tracking fork's free amount of its resource and its orders follow e
       CHECK(f.use_of(n, {}).free_resource == 0);
       CHECK(f.use_of(n, model::InternedString("example.com/untracked")).free_resource == 0);
     }
+    // The same for a list (backwards, some nodes twice), with the chain looked at once.
+    std::vector<int> list = all_nodes(snap);
+    std::reverse(list.begin(), list.end());
+    list.insert(list.end(), {3, 10, 3});
+    for (const auto& resource : {gpu, model::InternedString(), model::InternedString("example.com/untracked")}) {
+      INFO("resource " << resource.view());
+      size_t seen = 0;
+      f.for_each_use(list, resource, [&](size_t k, const Fork::Use& u) {
+        INFO("node " << list[k]);
+        CHECK(k == seen++);
+        CHECK(u.used == f.use_of(list[k], resource).used);
+        CHECK(u.free_resource == f.use_of(list[k], resource).free_resource);
+      });
+      CHECK(seen == list.size());
+    }
   };
   for (int round = 0; round < 20; ++round) {
     Fork attempt = plan.fork();
