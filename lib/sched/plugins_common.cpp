@@ -1,6 +1,11 @@
 #include "sched/plugins.hpp"
 
 #include <algorithm>
+#include <limits>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace spotshift::sched {
 
@@ -72,8 +77,62 @@ void for_each_matching(const Fork& fork, const model::LabelSelector& selector, c
 
 namespace {
 
+#if defined(__SSE2__)
+// scale() two values at a time, for scores below 2^51 in size (every one a plan computes): each
+// converted to a double exactly by adding it to 2^52 + 2^51 in the bits of a double, then the
+// same operations in the same order as one at a time, so the same results. False, with `out`
+// unspecified, when a score is larger.
+bool scale_pairs(const std::vector<int64_t>& raw, std::vector<double>& out, bool lower_better) {
+  const size_t count = raw.size();
+  const int64_t* in = raw.data();
+  double* to = out.data();
+  const __m128i bias = _mm_set1_epi64x(int64_t(1) << 51), magic_bits = _mm_set1_epi64x(0x4338000000000000LL);
+  const __m128d magic = _mm_set1_pd(6755399441055744.0);  // 2^52 + 2^51
+  __m128i outside = _mm_setzero_si128();
+  __m128d lo = _mm_set1_pd(std::numeric_limits<double>::infinity()), hi = _mm_set1_pd(-std::numeric_limits<double>::infinity());
+  size_t k = 0;
+  for (; k + 2 <= count; k += 2) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + k));
+    outside = _mm_or_si128(outside, _mm_srli_epi64(_mm_add_epi64(v, bias), 52));  // not in [-2^51, 2^51)
+    const __m128d d = _mm_sub_pd(_mm_castsi128_pd(_mm_add_epi64(v, magic_bits)), magic);
+    lo = _mm_min_pd(lo, d);
+    hi = _mm_max_pd(hi, d);
+    _mm_storeu_pd(to + k, d);
+  }
+  alignas(16) uint64_t flags[2];
+  _mm_store_si128(reinterpret_cast<__m128i*>(flags), outside);
+  if ((flags[0] | flags[1]) != 0) return false;
+  alignas(16) double lows[2], highs[2];
+  _mm_store_pd(lows, lo);
+  _mm_store_pd(highs, hi);
+  double min = std::min(lows[0], lows[1]), max = std::max(highs[0], highs[1]);
+  if (k < count) {
+    const auto v = static_cast<double>(in[k]);
+    min = std::min(min, v);
+    max = std::max(max, v);
+    to[k] = v;
+  }
+  if (max == min) {
+    std::fill(to, to + count, 100.0);
+    return true;
+  }
+  // 100 * (max - v) / (max - min), or 100 * (v - min) / (max - min).
+  const __m128d hundred = _mm_set1_pd(100.0), range = _mm_set1_pd(max - min), from = _mm_set1_pd(lower_better ? max : min);
+  for (k = 0; k + 2 <= count; k += 2) {
+    const __m128d v = _mm_loadu_pd(to + k);
+    const __m128d apart = lower_better ? _mm_sub_pd(from, v) : _mm_sub_pd(v, from);
+    _mm_storeu_pd(to + k, _mm_div_pd(_mm_mul_pd(hundred, apart), range));
+  }
+  if (k < count) to[k] = 100.0 * (lower_better ? max - to[k] : to[k] - min) / (max - min);
+  return true;
+}
+#endif
+
 void scale(const std::vector<int64_t>& raw, std::vector<double>& out, bool lower_better) {
   if (raw.empty()) return;
+#if defined(__SSE2__)
+  if (scale_pairs(raw, out, lower_better)) return;
+#endif
   auto [lo, hi] = std::minmax_element(raw.begin(), raw.end());
   const auto min = static_cast<double>(*lo), max = static_cast<double>(*hi);
   for (size_t k = 0; k < raw.size(); ++k) {

@@ -36,6 +36,17 @@ std::string place(const Framework& fw, const ClusterSnapshot& snap, const model:
   return placed.node < 0 ? "nowhere" : snap.node(placed.node).name;
 }
 
+// The pods of the demand a node with this room strands its free scarce resource for, shape by
+// shape: those asking for none of it, and those that do not fit.
+int64_t stranded_by_definition(const Demand& d, const Room& r) {
+  int64_t n = 0;
+  for (const auto& s : d.shapes()) {
+    const bool fits = r.pods >= 1 && s.cpu_milli <= r.cpu_milli && s.memory <= r.memory && s.scarce <= r.scarce;
+    if (s.scarce == 0 || !fits) n += s.count;
+  }
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("the scarce resource is the extended resource with the highest requested share", "[packing]") {
@@ -95,14 +106,7 @@ TEST_CASE("a demand's stranded count is the shapes that ask for no scarce resour
       d.add(*in[i], -1);
       counted[i] = false;
     }
-    auto by_definition = [&](const Room& r) {
-      int64_t n = 0;
-      for (const auto& s : d.shapes()) {
-        const bool fits = r.pods >= 1 && s.cpu_milli <= r.cpu_milli && s.memory <= r.memory && s.scarce <= r.scarce;
-        if (s.scarce == 0 || !fits) n += s.count;
-      }
-      return n;
-    };
+    auto by_definition = [&](const Room& r) { return stranded_by_definition(d, r); };
     // Probes between changes: stranded() keeps what it counted for a room and brings it up to
     // date with the pods counted in and out since, a few or more than it keeps a log of.
     for (int probe = 0; probe < 60; ++probe) {
@@ -148,14 +152,7 @@ TEST_CASE("a pod asking no GPU is said to leave every pod that fits a node fitti
       counted.push_back(rng() % 4 != 0);
       if (counted.back()) d.add(*in.back());
     }
-    auto stranded = [&](const Room& r) {
-      int64_t n = 0;
-      for (const auto& s : d.shapes()) {
-        const bool fits = r.pods >= 1 && s.cpu_milli <= r.cpu_milli && s.memory <= r.memory && s.scarce <= r.scarce;
-        if (s.scarce == 0 || !fits) n += s.count;
-      }
-      return n;
-    };
+    auto stranded = [&](const Room& r) { return stranded_by_definition(d, r); };
     // Each of three nodes has one of two rooms at a time, so that answers kept for a room are
     // asked for again after changes.
     std::array<std::array<Room, 2>, 3> rooms;

@@ -66,6 +66,36 @@ TEST_CASE("round_half_away() rounds as std::llround does", "[plugins]") {
   }
 }
 
+TEST_CASE("scores normalise to 0..100 over the nodes, as each node's score alone would", "[plugins]") {
+  // Against the formula written out, value by value: lists of every length up to 9 and some
+  // longer, equal values, negatives, and values beyond 2^51 (normalised another way).
+  std::mt19937_64 rng(3);
+  auto one = [](const std::vector<int64_t>& raw, size_t k, bool lower_better) {
+    const auto [lo, hi] = std::minmax_element(raw.begin(), raw.end());
+    const auto min = static_cast<double>(*lo), max = static_cast<double>(*hi), v = static_cast<double>(raw[k]);
+    return max == min ? 100.0 : 100.0 * (lower_better ? max - v : v - min) / (max - min);
+  };
+  int lists = 0;
+  for (int round = 0; round < 3000; ++round) {
+    const size_t size = round % 50 < 10 ? static_cast<size_t>(round % 50) : 1 + rng() % 300;
+    const int64_t spread = std::vector<int64_t>{
+        0, 1, 7, 1000, int64_t(1) << 40, (int64_t(1) << 51) - 1, int64_t(1) << 53, std::numeric_limits<int64_t>::max() / 2}[rng() % 8];
+    std::vector<int64_t> raw(size);
+    for (auto& v : raw) v = spread == 0 ? 5 : static_cast<int64_t>(rng() % (2 * static_cast<uint64_t>(spread) + 1)) - spread;
+    if (size > 0 && rng() % 4 == 0) raw[rng() % size] = rng() % 2 ? -(int64_t(1) << 51) : (int64_t(1) << 51);  // at the edges
+    for (const bool lower_better : {true, false}) {
+      std::vector<double> out(size, -1);
+      (lower_better ? scale_lower_better : scale_higher_better)(raw, out);
+      for (size_t k = 0; k < size; ++k) {
+        INFO(fmt::format("round {} value {} of {}: {}", round, k, size, raw[k]));
+        REQUIRE(out[k] == one(raw, k, lower_better));
+      }
+    }
+    lists += size > 0;
+  }
+  CHECK(lists > 2900);
+}
+
 // One row per case, as the rules read: laid out by hand.
 // clang-format off
 TEST_CASE("NodeUnschedulable", "[plugins]") {
