@@ -162,8 +162,7 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     // negative, so free = allocatable - used is exact and want <= free is fits().
     std::vector<Room>* rooms = state.room_record(fork);
     const bool one = scalars.size() == 1 && scalars[0].second > 0;
-    static const model::InternedString kNone;
-    const model::InternedString& walked = rooms ? state.recorded_resource() : one ? scalars[0].first : kNone;
+    const model::InternedString& walked = rooms ? state.recorded_resource() : one ? scalars[0].first : kNoResource;
     if (rooms || one) {
       const bool from_walk = one && scalars[0].first == walked;  // the pod's resource, read in the walk
       if (rooms) rooms->reserve(nodes.size());
@@ -197,6 +196,7 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
  private:
   // What a node lacks for the pod, in filter()'s order: on_short(k) for each resource, k an index
   // into kBasicReasons, or kBasic + j for the pod's j-th extended resource.
+  static inline const model::InternedString kNoResource{};  // Fork::use_of() with no extended resource
   static constexpr size_t kBasic = 4;
   static constexpr const char* kBasicReasons[kBasic] = {"Too many pods", "Insufficient cpu", "Insufficient memory",
                                                         "Insufficient ephemeral-storage"};
@@ -204,10 +204,9 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
   // the basic usage, as in filter_nodes() (want <= free is fits(): amounts are not negative).
   template <class F>
   static void each_short(const Fork& fork, int n, const model::ResourceList& r, F&& on_short) {
-    static const model::InternedString kNone;
     const auto& scalars = r.scalars();
     const bool one = scalars.size() == 1;
-    const Fork::Use u = fork.use_of(n, one ? scalars[0].first : kNone);
+    const Fork::Use u = fork.use_of(n, one ? scalars[0].first : kNoResource);
     const BasicResources& used = u.used;
     const BasicResources& a = fork.base().allocatable_basic(n);
     if (!fits(used.pods, 1, a.pods)) on_short(0);

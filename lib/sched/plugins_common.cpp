@@ -77,6 +77,11 @@ void for_each_matching(const Fork& fork, const model::LabelSelector& selector, c
 
 namespace {
 
+// One raw score, as a double, scaled to 0..100 between the least and the most.
+double scaled(double v, double min, double max, bool lower_better) {
+  return max == min ? 100.0 : 100.0 * (lower_better ? max - v : v - min) / (max - min);
+}
+
 #if defined(__SSE2__)
 // scale() two values at a time, for scores below 2^51 in size (every one a plan computes): each
 // converted to a double exactly by adding it to 2^52 + 2^51 in the bits of a double, then the
@@ -123,7 +128,7 @@ bool scale_pairs(const std::vector<int64_t>& raw, std::vector<double>& out, bool
     const __m128d apart = lower_better ? _mm_sub_pd(from, v) : _mm_sub_pd(v, from);
     _mm_storeu_pd(to + k, _mm_div_pd(_mm_mul_pd(hundred, apart), range));
   }
-  if (k < count) to[k] = 100.0 * (lower_better ? max - to[k] : to[k] - min) / (max - min);
+  if (k < count) to[k] = scaled(to[k], min, max, lower_better);
   return true;
 }
 #endif
@@ -135,11 +140,7 @@ void scale(const std::vector<int64_t>& raw, std::vector<double>& out, bool lower
 #endif
   auto [lo, hi] = std::minmax_element(raw.begin(), raw.end());
   const auto min = static_cast<double>(*lo), max = static_cast<double>(*hi);
-  for (size_t k = 0; k < raw.size(); ++k) {
-    const auto v = static_cast<double>(raw[k]);
-    if (max == min) out[k] = 100.0;
-    else out[k] = 100.0 * (lower_better ? max - v : v - min) / (max - min);
-  }
+  for (size_t k = 0; k < raw.size(); ++k) out[k] = scaled(static_cast<double>(raw[k]), min, max, lower_better);
 }
 
 }  // namespace
