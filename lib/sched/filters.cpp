@@ -118,11 +118,13 @@ unsigned fits(int64_t used, int64_t want, int64_t allocatable) {
 // NodeResourcesFit's verdict on the four basic resources: room for one more pod, and for each
 // resource the pod requests (an overcommitted node still takes a pod that asks for none of the
 // exceeded resource, as in kube-scheduler). Branch-free: it runs per node in the batch loop.
-bool fits_basic(const BasicResources& used, const BasicResources& a, const model::ResourceList& r) {
+// The pod's requests come as a copy (BasicResources::of), which the batch loop keeps in
+// registers: read from the pod, they would be read again after every write to memory.
+bool fits_basic(const BasicResources& used, const BasicResources& a, const BasicResources want) {
   unsigned ok = fits(used.pods, 1, a.pods);
-  ok &= (r.cpu_milli == 0) | fits(used.cpu_milli, r.cpu_milli, a.cpu_milli);
-  ok &= (r.memory == 0) | fits(used.memory, r.memory, a.memory);
-  ok &= (r.ephemeral_storage == 0) | fits(used.ephemeral_storage, r.ephemeral_storage, a.ephemeral_storage);
+  ok &= (want.cpu_milli == 0) | fits(used.cpu_milli, want.cpu_milli, a.cpu_milli);
+  ok &= (want.memory == 0) | fits(used.memory, want.memory, a.memory);
+  ok &= (want.ephemeral_storage == 0) | fits(used.ephemeral_storage, want.ephemeral_storage, a.ephemeral_storage);
   return ok != 0;
 }
 
@@ -165,25 +167,40 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     const model::InternedString& walked = rooms ? state.recorded_resource() : one ? scalars[0].first : kNoResource;
     if (rooms || one) {
       const bool from_walk = one && scalars[0].first == walked;  // the pod's resource, read in the walk
-      if (rooms) rooms->reserve(nodes.size());
+      const bool no_scalars = scalars.empty();
+      const int64_t want_walked = from_walk ? scalars[0].second : 0;
+      // Written through pointers taken once (the list in place, the rooms after those noted
+      // already, room made for every node and cut to those kept at the end), so that the writes
+      // make the compiler load nothing again.
+      int* out = nodes.data();
+      Room* room = nullptr;
+      const size_t noted = rooms ? rooms->size() : 0;
+      if (rooms) {
+        rooms->resize(noted + nodes.size());
+        room = rooms->data() + noted;
+      }
+      const BasicResources* allocatable = snap.allocatable_basic().data();
+      const BasicResources want = BasicResources::of(r);
       fork.for_each_use(nodes, walked, [&](size_t k, const Fork::Use& u) {
-        const int n = nodes[k];
-        const BasicResources& a = snap.allocatable_basic(n);
-        if (!fits_basic(u.used, a, r) || !(from_walk ? scalars[0].second <= u.free_resource : scalars.empty() || fits_scalars(fork, n, r)))
-          return;
-        nodes[kept++] = n;
-        if (rooms) rooms->push_back(Room::of(a, u.used, u.free_resource));
+        const int n = out[k];
+        const BasicResources& a = allocatable[n];
+        if (!fits_basic(u.used, a, want) || !(from_walk ? want_walked <= u.free_resource : no_scalars || fits_scalars(fork, n, r))) return;
+        if (room) room[kept] = Room::of(a, u.used, u.free_resource);
+        out[kept++] = n;
       });
+      if (rooms) rooms->resize(noted + kept);
     } else {
       for (int n : nodes)
-        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), r) && (scalars.empty() || fits_scalars(fork, n, r)))
+        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), BasicResources::of(r)) &&
+            (scalars.empty() || fits_scalars(fork, n, r)))
           nodes[kept++] = n;
     }
     nodes.resize(kept);
   }
   bool passes(const CycleState&, size_t, const model::Pod& pod, const Fork& fork, int n) const override {
     const model::ResourceList& r = pod.requests;
-    return fits_basic(fork.used_basic(n), fork.base().allocatable_basic(n), r) && (r.scalars().empty() || fits_scalars(fork, n, r));
+    return fits_basic(fork.used_basic(n), fork.base().allocatable_basic(n), BasicResources::of(r)) &&
+           (r.scalars().empty() || fits_scalars(fork, n, r));
   }
   Status filter(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int n) const override {
     if (passes(state, slot, pod, fork, n)) return Status::success();

@@ -102,26 +102,33 @@ class Fork {
   }
   // use_of(nodes[k], resource) for each k, as f(k, use): for a fork without a parent or with one
   // that has none (a planner's what-if), with the chain looked at once for the list rather
-  // than once per node.
+  // than once per node. f may overwrite nodes[0..k] (a filter keeping nodes in place): the list
+  // is read from a pointer taken once, with everything else the loop reads, so that those
+  // writes make the compiler load nothing again.
   template <class F>
   void for_each_use(const std::vector<int>& nodes, const model::InternedString& resource, F&& f) const {
+    const int* list = nodes.data();
+    const size_t count = nodes.size();
     if (parent_ && parent_->parent_) {
-      for (size_t k = 0; k < nodes.size(); ++k) f(k, use_of(nodes[k], resource));
+      for (size_t k = 0; k < count; ++k) f(k, use_of(list[k], resource));
       return;
     }
     const Fork& root = parent_ ? *parent_ : *this;
     const int32_t* changed = parent_ && !index_.empty() ? index_.data() : nullptr;  // this fork's, when a child
     const BasicResources* used = root.dense_used_.empty() ? base_->used_basic().data() : root.dense_used_.data();
-    const bool packed = !resource.empty() && root.tracked_resource_ == resource && !root.is_tracked_.empty();
-    for (size_t k = 0; k < nodes.size(); ++k) {
-      const auto n = static_cast<size_t>(nodes[k]);
+    const bool with_resource = !resource.empty();
+    const bool packed = with_resource && root.tracked_resource_ == resource && !root.is_tracked_.empty();
+    const int32_t* tracked = packed ? root.is_tracked_.data() : nullptr;
+    const int64_t* free = packed ? root.free_resource_.data() : nullptr;
+    for (size_t k = 0; k < count; ++k) {
+      const int node = list[k];
+      const auto n = static_cast<size_t>(node);
       if (changed && changed[n] >= 0) {
-        f(k, use_of(nodes[k], resource));
+        f(k, use_of(node, resource));
         continue;
       }
       Use u{used[n]};
-      if (!resource.empty())
-        u.free_resource = packed && root.is_tracked_[n] != 0 ? root.free_resource_[n] : free_with(nodes[k], root.used(nodes[k]), resource);
+      if (with_resource) u.free_resource = tracked && tracked[n] != 0 ? free[n] : free_with(node, root.used(node), resource);
       f(k, u);
     }
   }

@@ -318,14 +318,23 @@ void Framework::filter_static(const CycleState& state, const model::Pod& pod, co
                               const std::vector<int>& candidates, PlacementCache* cache, std::vector<int>& out) const {
   const std::vector<uint8_t>* verdicts = nullptr;
   if (cache && cache->snapshot_ == &fork.base()) verdicts = &static_verdicts(state, pod, fork, statics, *cache);
+  if (verdicts) {
+    // Every candidate written, the count advanced past those that pass: no branch per node.
+    size_t kept = out.size();
+    out.resize(kept + candidates.size());
+    const uint8_t* verdict = verdicts->data();
+    int* to = out.data();
+    for (const int n : candidates) {
+      to[kept] = n;
+      kept += verdict[static_cast<size_t>(n)] == 0;
+    }
+    out.resize(kept);
+    return;
+  }
   out.reserve(candidates.size());
   for (int n : candidates) {
     bool fits = true;
-    if (verdicts) {
-      fits = (*verdicts)[static_cast<size_t>(n)] == 0;
-    } else {
-      each_bit(statics, [&](size_t i) { fits = fits && filters_[i].plugin->filter(state, i, pod, fork, n).ok(); });
-    }
+    each_bit(statics, [&](size_t i) { fits = fits && filters_[i].plugin->filter(state, i, pod, fork, n).ok(); });
     if (fits) out.push_back(n);
   }
 }

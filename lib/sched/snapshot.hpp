@@ -177,6 +177,7 @@ class ClusterSnapshot {
   const std::vector<NodeInfo>& nodes() const { return nodes_; }
   // node(i).allocatable and node(i).used, packed.
   const BasicResources& allocatable_basic(int i) const { return allocatable_basic_[static_cast<size_t>(i)]; }
+  const std::vector<BasicResources>& allocatable_basic() const { return allocatable_basic_; }
   const std::vector<BasicResources>& used_basic() const { return used_basic_; }
   std::optional<int> index_of(std::string_view name) const;
   const VolumeRequirements& volumes() const { return volumes_; }
