@@ -111,6 +111,12 @@ __attribute__((target("avx2"))) int32_t count_fitting_avx2(const Ranks& r, size_
 
 void Demand::allocate_slots() const { fitting_.resize(kSlots); }
 
+void Demand::grow_nodes(size_t n) const {
+  nodes_ = n + 1;
+  by_node_.resize(nodes_);
+  headroom_.resize(nodes_);
+}
+
 // fitting() past its room checks and an up-to-date memo: the memo brought up to date, or a count.
 int64_t Demand::fitting_counted(const Room& r, Fitting& slot) const {
   if (slot.at != 0 && changes_ - slot.at <= kChangeLog && slot.cpu_milli == r.cpu_milli && slot.memory == r.memory &&

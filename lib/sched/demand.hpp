@@ -74,14 +74,14 @@ class Demand {
   // memo too large to stay in the nearest caches); handed back to stranded_on(), it is not
   // looked up again.
   Fitting& prefetch_on(int n, const Room& after) const {
-    if (static_cast<size_t>(n) < by_node_.size()) __builtin_prefetch(&by_node_[static_cast<size_t>(n)]);
+    if (static_cast<size_t>(n) < nodes_) __builtin_prefetch(&by_node_[static_cast<size_t>(n)]);
     Fitting& slot = slot_of(after);
     __builtin_prefetch(&slot);
     return slot;
   }
   // stranded_on() with the slot prefetch_on(n, after) gave.
   std::pair<int64_t, int64_t> stranded_on(int n, const Room& before, const Room& after, Fitting& later) const {
-    if (static_cast<size_t>(n) >= by_node_.size()) by_node_.resize(static_cast<size_t>(n) + 1);
+    if (static_cast<size_t>(n) >= nodes_) grow_nodes(static_cast<size_t>(n));
     const int64_t fit_before = fitting(before, by_node_[static_cast<size_t>(n)]);
     return {total_ - fit_before, total_ - fitting(after, later)};
   }
@@ -162,6 +162,10 @@ class Demand {
     int64_t cpu_slack = 0, memory_slack = 0;
   };
   mutable std::vector<Headroom> headroom_;
+  // by_node_ and headroom_ hold the nodes below nodes_, grown together: a count to compare
+  // with, where a vector's size would take a division by its entry's size on every look.
+  mutable size_t nodes_ = 0;
+  void grow_nodes(size_t n) const;  // to hold node n; out of line, so that the looks stay small
   void count_headroom(Headroom& h, const Room& room) const;
   static constexpr size_t kChangeLog = 32;       // a power of 2
   std::array<Change, kChangeLog> change_log_{};  // change n at n % kChangeLog
@@ -178,7 +182,7 @@ inline Demand::Fitting& Demand::slot_of(const Room& r) const {
 
 inline bool Demand::keeps_fitting(int n, const Room& room, int64_t cpu, int64_t memory) const {
   if (room.pods < 2) return false;  // a node taking its last pod strands all that fitted
-  if (static_cast<size_t>(n) >= headroom_.size()) headroom_.resize(static_cast<size_t>(n) + 1);
+  if (static_cast<size_t>(n) >= nodes_) grow_nodes(static_cast<size_t>(n));
   Headroom& h = headroom_[static_cast<size_t>(n)];
   if (h.version != fit_version_ || h.cpu_milli != room.cpu_milli || h.memory != room.memory) count_headroom(h, room);
   return cpu <= h.cpu_slack && memory <= h.memory_slack;

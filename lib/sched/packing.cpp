@@ -112,26 +112,31 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
     // A block of nodes' memo entries fetched ahead, then the block's scores: the waits for those
     // entries overlap.
     const Ask ask = Ask::of(pod, d);
-    const std::vector<Room>& free = state.rooms(fork, nodes, d.resource());
+    // The lists through pointers taken once: the memos' calls would make the compiler read the
+    // vectors' addresses again for every node.
+    const Room* free = state.rooms(fork, nodes, d.resource()).data();
+    const int* node = nodes.data();
+    int64_t* score = out.data();
+    const size_t count = nodes.size();
     // The block's rooms after the pod and their memo slots are kept for the scores.
     constexpr size_t kBlock = 8;
     Room left[kBlock];
     Demand::Fitting* slot[kBlock];
-    for (size_t first = 0; first < nodes.size(); first += kBlock) {
-      const size_t end = std::min(first + kBlock, nodes.size());
+    for (size_t first = 0; first < count; first += kBlock) {
+      const size_t end = std::min(first + kBlock, count);
       for (size_t k = first; k < end; ++k)
         if (free[k].scarce > 0) {
           slot[k - first] = nullptr;
-          if (ask.scarce == 0 && d.keeps_fitting(nodes[k], free[k], ask.cpu_milli, ask.memory)) continue;
+          if (ask.scarce == 0 && d.keeps_fitting(node[k], free[k], ask.cpu_milli, ask.memory)) continue;
           left[k - first] = after(free[k], ask);
-          slot[k - first] = &d.prefetch_on(nodes[k], left[k - first]);
+          slot[k - first] = &d.prefetch_on(node[k], left[k - first]);
         }
       for (size_t k = first; k < end; ++k) {
         const Room& f = free[k];
         const size_t i = k - first;
         // Nothing free to strand, before or after, on a node with none free; none stranded newly
         // where every pod that fitted still fits.
-        out[k] = f.scarce <= 0 || !slot[i] ? 0 : scaled(d, capacity_increase(f, left[i], d.stranded_on(nodes[k], f, left[i], *slot[i])));
+        score[k] = f.scarce <= 0 || !slot[i] ? 0 : scaled(d, capacity_increase(f, left[i], d.stranded_on(node[k], f, left[i], *slot[i])));
       }
     }
   }
