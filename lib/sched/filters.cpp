@@ -165,6 +165,7 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
     std::vector<Room>* rooms = state.room_record(fork);
     const bool one = scalars.size() == 1 && scalars[0].second > 0;
     const model::InternedString& walked = rooms ? state.recorded_resource() : one ? scalars[0].first : kNoResource;
+    const BasicResources want = BasicResources::of(r);
     if (rooms || one) {
       const bool from_walk = one && scalars[0].first == walked;  // the pod's resource, read in the walk
       const bool no_scalars = scalars.empty();
@@ -180,7 +181,6 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
         room = rooms->data() + noted;
       }
       const BasicResources* allocatable = snap.allocatable_basic().data();
-      const BasicResources want = BasicResources::of(r);
       fork.for_each_use(nodes, walked, [&](size_t k, const Fork::Use& u) {
         const int n = out[k];
         const BasicResources& a = allocatable[n];
@@ -191,8 +191,7 @@ class NodeResourcesFit final : public FilterPlugin, public FilterNodes, public E
       if (rooms) rooms->resize(noted + kept);
     } else {
       for (int n : nodes)
-        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), BasicResources::of(r)) &&
-            (scalars.empty() || fits_scalars(fork, n, r)))
+        if (fits_basic(fork.used_basic(n), snap.allocatable_basic(n), want) && (scalars.empty() || fits_scalars(fork, n, r)))
           nodes[kept++] = n;
     }
     nodes.resize(kept);
