@@ -46,8 +46,38 @@ void Demand::add(const model::Pod& pod, int sign) {
     if (sign > 0) fit_version_ = next_version();
     change_log_[changes_ % kChangeLog] = {scarce, pod.requests.cpu_milli, pod.requests.memory, sign};
     ++changes_;
+    if (sign < 0 && !index_stale_) {
+      Index& ix = index_;
+      const std::ptrdiff_t at = position(ix, scarce, pod.requests.cpu_milli, pod.requests.memory);
+      if (at >= 0 && ix.count[static_cast<size_t>(at)] > 0) {
+        --ix.count[static_cast<size_t>(at)];
+        for (size_t i = static_cast<size_t>(at); i < ix.count_through.size(); ++i) --ix.count_through[i];
+        return;
+      }
+    }
     index_stale_ = true;
   }
+}
+
+std::ptrdiff_t Demand::position(const Index& ix, int64_t scarce, int64_t cpu, int64_t memory) {
+  auto rank = [](const std::vector<int64_t>& values, int64_t amount) -> std::ptrdiff_t {
+    auto it = std::lower_bound(values.begin(), values.end(), amount);
+    return it != values.end() && *it == amount ? it - values.begin() : -1;
+  };
+  const std::ptrdiff_t c = rank(ix.cpu_values, cpu), m = rank(ix.memory_values, memory);
+  if (c < 0 || m < 0) return -1;
+  // The shapes asking this much of the resource, in order of (cpu, memory) as counts_ has them,
+  // which their ranks keep.
+  const auto first = std::lower_bound(ix.scarce.begin(), ix.scarce.end(), scarce) - ix.scarce.begin();
+  const auto last = std::upper_bound(ix.scarce.begin(), ix.scarce.end(), scarce) - ix.scarce.begin();
+  const std::pair<int32_t, int32_t> key{static_cast<int32_t>(c), static_cast<int32_t>(m)};
+  std::ptrdiff_t lo = first, hi = last;
+  while (lo < hi) {
+    const std::ptrdiff_t mid = lo + (hi - lo) / 2;
+    if (std::pair{ix.cpu_rank[static_cast<size_t>(mid)], ix.memory_rank[static_cast<size_t>(mid)]} < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < last && ix.cpu_rank[static_cast<size_t>(lo)] == key.first && ix.memory_rank[static_cast<size_t>(lo)] == key.second ? lo : -1;
 }
 
 const Demand::Index& Demand::index() const {

@@ -120,8 +120,13 @@ class Demand {
   int64_t total_ = 0;
   mutable std::vector<Shape> shapes_;
   mutable bool stale_ = true;
-  // stranded()'s index over the shapes of counts_ asking for the resource (count > 0 only), a column per field: each shape
-  // and, over the shapes up to it, the count and the largest cpu and memory asked.
+  // stranded()'s index over the shapes of counts_ asking for the resource, a column per field:
+  // each shape and, over the shapes up to it, the count and the largest cpu and memory asked.
+  // Built from the shapes with pods; a pod counted out then only lowers its shape's count and
+  // the counts through it (a plan counts one out after each placement), so a shape may stay
+  // with none, its amounts still among the amounts and the maxima (no answer changes: it adds
+  // nothing to a count, and amounts or maxima that are too large only send a question from the
+  // shortcuts to a count). A pod counted in rebuilds it.
   // For the walk, each shape's cpu and memory are kept as their rank among the distinct amounts
   // the shapes ask (a shape fits a room's cpu when its rank is below the number of distinct
   // amounts no larger than the room's), in 32 bits, so that the walk compares several shapes at
@@ -132,6 +137,8 @@ class Demand {
     std::vector<int32_t> cpu_rank, memory_rank, count;
   };
   const Index& index() const;
+  // The index's position of a shape, or -1 when it is not there.
+  static std::ptrdiff_t position(const Index& ix, int64_t scarce, int64_t cpu, int64_t memory);
   // How many of the index's shapes ask for no more of the resource than `scarce` (they come
   // first).
   static size_t shapes_up_to(const Index& ix, int64_t scarce) {
