@@ -606,15 +606,13 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   PlacementCache::Walk* memo = nullptr;
   if ((dynamics & ~resource_fit_only) == 0 && pod.requests.scalars().empty())
     memo = &cache.walks_[{&verdicts, dynamics, pod.requests.cpu_milli, pod.requests.memory, pod.requests.ephemeral_storage}];
-  struct Visit {
-    int64_t cpu;
-    int node;
-    bool feasible;  // known to be, unchanged since the last walk
-  };
+  using Visit = PlacementCache::Walk::Visit;
+  // The nodes replayed from the last walk, and over those it has gone past, the walk's feasible
+  // nodes in order (the first `visited`): what the memo keeps next.
+  // Its entries from `replay_end` on are left from earlier walks, to be written over: a walk
+  // sizes it only up.
   thread_local std::vector<Visit> replay;
-  thread_local std::vector<std::pair<int64_t, int>> visited;  // the walk's feasible nodes, in order
-  replay.clear();
-  visited.clear();
+  size_t replay_end = 0, visited = 0;
   std::pair<int64_t, int> start{bounded ? want : std::numeric_limits<int64_t>::min(), std::numeric_limits<int>::min()};
   const auto& log = top.tracked_changes();
   if (memo && memo->top == &top && memo->tracking_version == top.tracking_version() && memo->end.second >= 0 &&
@@ -639,16 +637,16 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     for (int n : memo->child_changed) dirty(n);
     if (child) child->for_each_changed_here(dirty);
     std::sort(moved.begin(), moved.end());
-    replay.resize(memo->before.size() + moved.size());  // written in place: a replay is about 200 nodes
+    if (replay.size() < memo->before.size() + moved.size()) replay.resize(memo->before.size() + moved.size());
     size_t w = 0;
     auto m = moved.begin();
-    for (const auto& [cpu, n] : memo->before) {
+    for (const auto& [cpu, n, feasible] : memo->before) {
       if (mark[static_cast<size_t>(n)] == stamp) continue;
       for (; m != moved.end() && *m < std::pair<int64_t, int>{cpu, n}; ++m) replay[w++] = {m->first, m->second, false};
       replay[w++] = {cpu, n, true};
     }
     for (; m != moved.end(); ++m) replay[w++] = {m->first, m->second, false};
-    replay.resize(w);
+    replay_end = w;
     start = memo->end;
     ++cache.counts_.replayed;
   }
@@ -671,20 +669,24 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i].plugin->passes(state, i, pod, fork, n); });
     return ok;
   };
-  // The next feasible node from the fullest up: the replayed nodes, then the orders.
+  // The next feasible node from the fullest up: the replayed nodes, then the orders. Inlined: it
+  // runs for every node of every walk, where a call cost about a tenth of the walk.
   size_t replayed = 0;
-  auto step = [&]() -> int {
-    for (; replayed < replay.size(); ++replayed) {
-      const Visit& v = replay[replayed];
+  auto step = [&]() __attribute__((always_inline))->int {
+    for (; replayed < replay_end; ++replayed) {
+      const Visit v = replay[replayed];
       if (v.feasible || passes(v.node)) {
-        visited.push_back({v.cpu, v.node});
+        replay[visited++] = {v.cpu, v.node, true};
         ++replayed;
         return v.node;
       }
     }
     for (auto at = next(); at.second >= 0; at = next())
       if (passes(at.second)) {
-        visited.push_back(at);
+        const Visit v{at.first, at.second, true};
+        if (visited < replay.size()) replay[visited] = v;
+        else replay.push_back(v);
+        ++visited;
         return at.second;
       }
     return -1;
@@ -698,7 +700,7 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
   // when it found none.
   auto remember = [&](bool stopped) {
     if (!memo) return;
-    if (!stopped || visited.empty()) {
+    if (!stopped || visited == 0) {
       memo->end = {0, -1};
       return;
     }
@@ -710,8 +712,9 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
       child->for_each_changed_here([&](int n) {
         if (top.is_tracked(n)) memo->child_changed.push_back(n);
       });
-    memo->end = visited.back();
-    memo->before.assign(visited.begin(), visited.end() - 1);
+    memo->end = {replay[visited - 1].cpu, replay[visited - 1].node};
+    replay.resize(visited - 1);
+    memo->before.swap(replay);  // the memo's old list is the next walk's buffer
   };
   auto raw = [&](size_t s, int n) { return scores_[s].plugin->score(state, filters_.size() + s, pod, fork, n); };
   const int fullest = step();

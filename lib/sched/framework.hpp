@@ -369,10 +369,15 @@ class PlacementCache {
   struct Walk {
     const Fork* top = nullptr;
     uint64_t tracking_version = 0;
-    size_t changes_seen = 0;                      // of top->tracked_changes()
-    std::vector<int> child_changed;               // the tracked nodes the child fork had changed
-    std::vector<std::pair<int64_t, int>> before;  // (free CPU, node)
-    std::pair<int64_t, int> end{0, -1};           // (free CPU, node) of the node it stopped at
+    size_t changes_seen = 0;         // of top->tracked_changes()
+    std::vector<int> child_changed;  // the tracked nodes the child fork had changed
+    struct Visit {
+      int64_t cpu;  // free
+      int node;
+      bool feasible;  // known to be: every node here; in a walk's replay, those unchanged since
+    };
+    std::vector<Visit> before;           // the feasible nodes before that one, in order
+    std::pair<int64_t, int> end{0, -1};  // (free CPU, node) of the node it stopped at
   };
   std::map<std::tuple<const void*, uint64_t, int64_t, int64_t, int64_t>, Walk> walks_;  // (verdicts, dynamic filters, requests)
 };
