@@ -16,6 +16,13 @@ void FilterPlugin::filter_each(const CycleState& state, size_t slot, const model
   std::erase_if(nodes, [&](int n) { return !passes(state, slot, pod, fork, n); });
 }
 
+LowestScore::Below LowestScore::first_below(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const int* nodes,
+                                            size_t count, int64_t bound) const {
+  for (size_t k = 0; k < count; ++k)
+    if (const std::optional<int64_t> score = score_if_below(state, slot, pod, fork, nodes[k], bound)) return {k, *score};
+  return {count, 0};
+}
+
 const Demand& CycleState::resolve_demand(const Fork& fork) {
   if (demand_) return *demand_;
   if (cache_) return *(demand_ = &cache_->demand());
@@ -746,12 +753,29 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     frontier.assign(1, {raw(s, fullest), raw(f, fullest)});
     int b = -1;
     const size_t slot = filters_.size() + s;
-    for (int n; b < 0 && (n = step()) >= 0;) {
-      // Every frontier score is above the lowest: a node not below the last is neither.
-      const std::optional<int64_t> score = scores_[s].lowest->score_if_below(state, slot, pod, fork, n, frontier.back().score);
-      if (!score) continue;
-      if (*score <= low) b = n;
-      else frontier.push_back({*score, raw(f, n)});
+    // Every frontier score is above the lowest: a node not below the last is neither.
+    auto add = [&](int n, int64_t score) {
+      if (score <= low) b = n;
+      else frontier.push_back({score, raw(f, n)});
+    };
+    while (b < 0) {
+      if (replayed < replay_end && replay[replayed].feasible) {
+        // A run of replayed nodes known to be feasible, asked about together up to the first
+        // below the frontier; each one up to it is visited.
+        constexpr size_t kRun = 32;
+        int run[kRun];
+        size_t count = 0;
+        for (size_t r = replayed; r < replay_end && count < kRun && replay[r].feasible; ++r) run[count++] = replay[r].node;
+        const LowestScore::Below below = scores_[s].lowest->first_below(state, slot, pod, fork, run, count, frontier.back().score);
+        const size_t taken = std::min(below.at + 1, count);
+        for (size_t k = 0; k < taken; ++k) replay[visited++] = replay[replayed++];
+        if (below.at < count) add(run[below.at], below.score);
+        continue;
+      }
+      const int n = step();
+      if (n < 0) break;
+      if (const std::optional<int64_t> score = scores_[s].lowest->score_if_below(state, slot, pod, fork, n, frontier.back().score))
+        add(n, *score);
     }
     remember(b >= 0);
     if (b < 0) return std::nullopt;

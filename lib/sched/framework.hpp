@@ -287,6 +287,15 @@ class LowestScore {
   // that for less than the score costs.
   virtual std::optional<int64_t> score_if_below(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, int n,
                                                 int64_t bound) const = 0;
+  // score_if_below() for nodes[0], nodes[1], ... up to the first whose score is below `bound`:
+  // its place in the list and score, or place `count` when none is. The walk asks this for a
+  // run of nodes it knows to be feasible, which a score may answer for less than a call each.
+  struct Below {
+    size_t at = 0;
+    int64_t score = 0;
+  };
+  virtual Below first_below(const CycleState& state, size_t slot, const model::Pod& pod, const Fork& fork, const int* nodes, size_t count,
+                            int64_t bound) const;
 };
 
 // A profile: which filters run, in order, and which scores with which weights and arguments, in

@@ -91,15 +91,17 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
                                         int64_t bound) const override {
     const Demand& d = *state.demand();
     if (d.resource().empty() || d.empty()) return 0 < bound ? std::optional<int64_t>(0) : std::nullopt;
-    const int64_t capacity = capacity_increase(d, fork, n, Ask::of(pod, d));
-    constexpr int64_t kExact = (int64_t(1) << 52) / 1000;
-    if (capacity > -kExact && capacity < kExact) {
-      // round(x) < B: x < B - 1/2 when x >= 0; x <= B - 1/2 when x < 0 (halves round away from 0).
-      const __int128 twice_x = static_cast<__int128>(capacity) * 2000, twice_bound = static_cast<__int128>(2 * bound - 1) * d.pods();
-      if (capacity >= 0 ? twice_x >= twice_bound : twice_x > twice_bound) return std::nullopt;
-    }
-    const int64_t score = scaled(d, capacity);
-    return score < bound ? std::optional<int64_t>(score) : std::nullopt;
+    return scaled_if_below(d, capacity_increase(d, fork, n, Ask::of(pod, d)), bound);
+  }
+  // The same, with the demand and what the pod asks looked up once for the run.
+  Below first_below(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, const int* nodes, size_t count,
+                    int64_t bound) const override {
+    const Demand& d = *state.demand();
+    if (d.resource().empty() || d.empty()) return {0 < bound ? 0 : count, 0};
+    const Ask ask = Ask::of(pod, d);
+    for (size_t k = 0; k < count; ++k)
+      if (const std::optional<int64_t> score = scaled_if_below(d, capacity_increase(d, fork, nodes[k], ask), bound)) return {k, *score};
+    return {count, 0};
   }
   // score() for each node, with what the pod asks looked up once.
   void score_nodes(const CycleState& state, size_t, const model::Pod& pod, const Fork& fork, const std::vector<int>& nodes,
@@ -173,6 +175,18 @@ class Fragmentation final : public ScorePlugin, public ScoreNodes, public PreSco
   // A node's room with free room f after the pod.
   static Room after(const Room& f, const Ask& ask) {
     return {f.cpu_milli - ask.cpu_milli, f.memory - ask.memory, f.scarce - ask.scarce, f.pods - 1};
+  }
+  // The score of a capacity increase when it is below `bound`. The comparison without the
+  // division, as score_if_below() says.
+  static std::optional<int64_t> scaled_if_below(const Demand& d, int64_t capacity, int64_t bound) {
+    constexpr int64_t kExact = (int64_t(1) << 52) / 1000;
+    if (capacity > -kExact && capacity < kExact) {
+      // round(x) < B: x < B - 1/2 when x >= 0; x <= B - 1/2 when x < 0 (halves round away from 0).
+      const __int128 twice_x = static_cast<__int128>(capacity) * 2000, twice_bound = static_cast<__int128>(2 * bound - 1) * d.pods();
+      if (capacity >= 0 ? twice_x >= twice_bound : twice_x > twice_bound) return std::nullopt;
+    }
+    const int64_t score = scaled(d, capacity);
+    return score < bound ? std::optional<int64_t>(score) : std::nullopt;
   }
   // In thousandths of the resource's unit, so that small differences still order nodes.
   static int64_t scaled(const Demand& d, int64_t capacity) {

@@ -244,6 +244,72 @@ TEST_CASE("Fragmentation's score below a bound is its score when below, over ran
   CHECK(not_below > 200);
 }
 
+TEST_CASE("Fragmentation's first node below a bound in a run is the one its node-by-node answer finds, over random runs", "[packing]") {
+  // first_below() looks the demand and the pod up once for a run of nodes; the framework's
+  // version asks score_if_below() node by node. Nodes with GPUs free or not, some changed by a
+  // child fork (the walk's what-if), pods with GPUs and without, bounds around the run's scores.
+  const ScoreEntry* entry = nullptr;
+  for (const auto& e : registry().scores)
+    if (e.name == "Fragmentation") entry = &e;
+  REQUIRE(entry);
+  auto plugin = entry->make({"Fragmentation", 100, {}}).value();
+  const auto* lowest = dynamic_cast<const LowestScore*>(plugin.get());
+  REQUIRE(lowest);
+  std::mt19937 rng(17);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  int found = 0, none = 0, later = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<NodePtr> nodes;
+    std::vector<PodPtr> placed;
+    const int count = 2 + pick(10);
+    for (int n = 0; n < count; ++n) {
+      const std::string name = fmt::format("n{}", n);
+      nodes.push_back(make_node(name)
+                          .cpu(fmt::format("{}m", 1000 * (1 + pick(8))))
+                          .memory("16Gi")
+                          .pods(2 + pick(4))
+                          .scalar(kGpu, std::to_string(pick(5))));
+      if (pick(2) == 0) placed.push_back(make_pod(fmt::format("on{}", n)).cpu(fmt::format("{}m", 250 * (1 + pick(3)))).on(name));
+    }
+    auto snap = ClusterSnapshot::build(nodes, placed);
+    Demand demand{model::InternedString(kGpu)};
+    const int pods = 1 + pick(60);
+    for (int k = 0; k < pods; ++k) {
+      auto b = make_pod(fmt::format("d{}", k)).cpu(fmt::format("{}m", 250 * (1 + pick(12))));
+      if (pick(3) != 0) b.scalar(kGpu, std::to_string(1 + pick(3)));
+      demand.add(*b.build());
+    }
+    Fork fork(snap);
+    Fork child = fork.fork();
+    for (int n = 0; n < count; ++n)
+      if (pick(3) == 0) child.add_pod(n, make_pod(fmt::format("w{}", n)).cpu("250m").build());
+    PlacementCache cache(snap);
+    cache.set_demand(&demand);
+    CycleState state(&cache);
+    state.resolve_demand(child);
+    auto b = make_pod("p").cpu(fmt::format("{}m", 250 * (1 + pick(4))));
+    if (pick(2) == 0) b.scalar(kGpu, std::to_string(1 + pick(2)));
+    auto pod = b.build();
+    std::vector<int> run;
+    for (int k = 1 + pick(12); k > 0; --k) run.push_back(pick(count));
+    std::vector<int64_t> bounds{0, 1};
+    for (int n : run)
+      for (int64_t d : {-1, 0, 1}) bounds.push_back(plugin->score(state, 0, *pod, child, n) + d);
+    for (int64_t bound : bounds) {
+      INFO(fmt::format("round {}: bound {}, run of {}", round, bound, run.size()));
+      const auto got = lowest->first_below(state, 0, *pod, child, run.data(), run.size(), bound);
+      const auto want = lowest->LowestScore::first_below(state, 0, *pod, child, run.data(), run.size(), bound);
+      REQUIRE(got.at == want.at);
+      if (got.at < run.size()) REQUIRE(got.score == want.score);
+      (got.at == run.size() ? none : got.at == 0 ? found : later) += 1;
+    }
+  }
+  INFO(fmt::format("{} first, {} later, {} none", found, later, none));
+  CHECK(found > 100);
+  CHECK(later > 100);
+  CHECK(none > 100);
+}
+
 TEST_CASE("Fragmentation keeps a CPU-only pod off the node whose free GPUs it would strand", "[packing]") {
   // gpu-free: 2 GPUs free, 4 CPUs free; gpu-full: GPUs taken, 6 CPUs free. The demand is GPU pods
   // that need 4 CPUs each. FreeCPU alone would put the 3-CPU pod on gpu-free (fuller), leaving 1
