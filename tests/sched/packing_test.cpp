@@ -36,6 +36,14 @@ std::string place(const Framework& fw, const ClusterSnapshot& snap, const model:
   return placed.node < 0 ? "nowhere" : snap.node(placed.node).name;
 }
 
+// The Fragmentation score plugin itself, for the questions the walk asks it.
+std::unique_ptr<ScorePlugin> fragmentation() {
+  for (const auto& e : registry().scores)
+    if (e.name == "Fragmentation") return e.make({"Fragmentation", 100, {}}).value();
+  FAIL("no Fragmentation score in the registry");
+  return nullptr;
+}
+
 // The pods of the demand a node with this room strands its free scarce resource for, shape by
 // shape: those asking for none of it, and those that do not fit.
 int64_t stranded_by_definition(const Demand& d, const Room& r) {
@@ -192,11 +200,7 @@ TEST_CASE("Fragmentation's score below a bound is its score when below, over ran
   // score_if_below() compares integers instead of rounding a quotient; the demand's pod counts
   // make halves common (2,000 pods and an odd capacity: x.5), where rounding away from zero
   // decides, for pods with GPUs (the score can be negative) and without.
-  const ScoreEntry* entry = nullptr;
-  for (const auto& e : registry().scores)
-    if (e.name == "Fragmentation") entry = &e;
-  REQUIRE(entry);
-  auto plugin = entry->make({"Fragmentation", 100, {}}).value();
+  auto plugin = fragmentation();
   const auto* lowest = dynamic_cast<const LowestScore*>(plugin.get());
   REQUIRE(lowest);
   std::mt19937 rng(5);
@@ -248,11 +252,7 @@ TEST_CASE("Fragmentation's first node below a bound in a run is the one its node
   // first_below() looks the demand and the pod up once for a run of nodes; the framework's
   // version asks score_if_below() node by node. Nodes with GPUs free or not, some changed by a
   // child fork (the walk's what-if), pods with GPUs and without, bounds around the run's scores.
-  const ScoreEntry* entry = nullptr;
-  for (const auto& e : registry().scores)
-    if (e.name == "Fragmentation") entry = &e;
-  REQUIRE(entry);
-  auto plugin = entry->make({"Fragmentation", 100, {}}).value();
+  auto plugin = fragmentation();
   const auto* lowest = dynamic_cast<const LowestScore*>(plugin.get());
   REQUIRE(lowest);
   std::mt19937 rng(17);
