@@ -385,7 +385,7 @@ class PlacementCache {
       int node;
       bool feasible;  // known to be: every node here; in a walk's replay, those unchanged since
     };
-    std::vector<Visit> before;           // the feasible nodes before that one, in order
+    std::vector<Visit> before;           // the feasible nodes before the one it stopped at, in order
     std::pair<int64_t, int> end{0, -1};  // (free CPU, node) of the node it stopped at
   };
   std::map<std::tuple<const void*, uint64_t, int64_t, int64_t, int64_t>, Walk> walks_;  // (verdicts, dynamic filters, requests)
