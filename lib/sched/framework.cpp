@@ -676,10 +676,9 @@ std::optional<Placement> Framework::place_fullest(const model::Pod& pod, const F
     each_bit(dynamics, [&](size_t i) { ok = ok && filters_[i].plugin->passes(state, i, pod, fork, n); });
     return ok;
   };
-  // The next feasible node from the fullest up: the replayed nodes, then the orders. Inlined: it
-  // runs for every node of every walk, where a call cost about a tenth of the walk.
+  // The next feasible node from the fullest up: the replayed nodes, then the orders.
   size_t replayed = 0;
-  auto step = [&]() __attribute__((always_inline))->int {
+  auto step = [&]() -> int {
     for (; replayed < replay_end; ++replayed) {
       const Visit v = replay[replayed];
       if (v.feasible || passes(v.node)) {
